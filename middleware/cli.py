@@ -1,0 +1,167 @@
+"""The `faultlens` command.
+
+The root group and the `traces` commands live here. Commands of the packages
+above middleware (`attribute`, `bench`, `inject`, `serve`, `demo`, ...) are
+plugged in through the `faultlens.cli` entry-point group, so this module never
+imports them.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib.metadata import entry_points
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from .errors import FaultlensError
+from .store import SQLiteStore, TraceNotFound, default_db_path, open_store
+
+console = Console()
+
+db_option = click.option(
+    "--db",
+    "db_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="SQLite store to use [default: $FAULTLENS_DB or .faultlens/faultlens.db]",
+)
+
+
+def get_store(db_path: Path | None) -> SQLiteStore:
+    return open_store(db_path or default_db_path())
+
+
+class PluginGroup(click.Group):
+    """A click group that also lists the commands other packages register."""
+
+    def _plugins(self) -> dict:
+        return {ep.name: ep for ep in entry_points(group="faultlens.cli")}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(super().list_commands(ctx)) | set(self._plugins()))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        command = super().get_command(ctx, name)
+        if command is not None:
+            return command
+        ep = self._plugins().get(name)
+        if ep is None:
+            return None
+        try:
+            return ep.load()
+        except (ImportError, AttributeError) as exc:
+            # A plugin that fails to import must not break every other command.
+            return click.Command(name, help=f"(unavailable: {exc})", callback=lambda: _fail(f"`faultlens {name}` is unavailable: {exc}"))
+
+
+    def invoke(self, ctx: click.Context):
+        # Our own errors already say what is wrong and what to do: print them
+        # as one line, not a traceback.
+        try:
+            return super().invoke(ctx)
+        except (FaultlensError, TraceNotFound) as exc:
+            raise click.ClickException(str(exc)) from None
+
+
+def _fail(message: str) -> None:
+    raise click.ClickException(message)
+
+
+@click.group(cls=PluginGroup)
+@click.version_option(package_name="faultlens")
+def cli() -> None:
+    """faultlens: find which agent and which step made a run fail, and why.
+
+    Capture runs with the tracer, attribute failures, validate attributors on
+    benchmarks, and feed lessons back into your agents.
+    """
+
+
+@cli.group()
+def traces() -> None:
+    """List, show, import and export stored traces."""
+
+
+@traces.command("list")
+@db_option
+@click.option("--status", type=click.Choice(["failed", "succeeded", "unknown"]), help="Only traces with this outcome.")
+@click.option("--agent", help="Only traces with a step by this agent.")
+@click.option("--limit", default=50, show_default=True, help="How many traces to show.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON lines instead of a table.")
+def list_traces(db_path, status, agent, limit, as_json):
+    """List stored traces, newest first."""
+    summaries = get_store(db_path).list_traces(status=status, agent=agent, limit=limit)
+    if as_json:
+        for s in summaries:
+            click.echo(json.dumps(s.__dict__))
+        return
+    table = Table(title=f"{len(summaries)} trace(s) in {db_path or default_db_path()}")
+    for column in ("id", "outcome", "steps", "agents", "source", "task"):
+        table.add_column(column, overflow="fold")
+    for s in summaries:
+        outcome = {None: "[yellow]?[/]", True: "[green]ok[/]", False: "[red]failed[/]"}[s.success]
+        table.add_row(s.id, outcome, str(s.n_steps), ", ".join(s.agents[:4]), s.benchmark or s.framework or "", s.query[:80])
+    console.print(table)
+
+
+@traces.command("show")
+@db_option
+@click.argument("trace_id")
+@click.option("--step", type=int, default=None, help="Highlight this step.")
+def show_trace(db_path, trace_id, step):
+    """Show a stored trace as a timeline, failed steps marked ✗."""
+    from .render import attribution_panel, print_trace
+
+    store = get_store(db_path)
+    trace = store.get_trace(trace_id)
+    print_trace(trace, console, highlight=step)
+    for attribution in store.attributions(trace_id)[-1:]:
+        console.print(attribution_panel(attribution))
+
+
+@traces.command("export")
+@db_option
+@click.argument("trace_id")
+@click.option("--format", "fmt", type=click.Choice(["json", "otlp"]), default="json", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write to this file instead of stdout.")
+def export_trace(db_path, trace_id, fmt, output):
+    """Export a stored trace as native JSON or OTLP JSON."""
+    trace = get_store(db_path).get_trace(trace_id)
+    if fmt == "json":
+        text = trace.model_dump_json(indent=2)
+    else:
+        from .otlp import trace_to_otlp
+
+        text = json.dumps(trace_to_otlp(trace), indent=2)
+    if output:
+        output.write_text(text + "\n", encoding="utf-8")
+        console.print(f"wrote {output}")
+    else:
+        click.echo(text)
+
+
+@traces.command("import")
+@db_option
+@click.argument("spec")
+def import_traces(db_path, spec):
+    """Import traces from SPEC into the store.
+
+    SPEC is a file (runs.jsonl, spans.json) or FORMAT:ARG, e.g. jsonl:runs.jsonl,
+    otlp:spans.json, whowhen:DIR, whowhenpro:DIR, bundled:test. Nothing is
+    stored unless every record is valid.
+    """
+    from .sources import load_traces
+
+    count = get_store(db_path).save_traces(load_traces(spec))
+    console.print(f"imported {count} trace(s) from {spec} into {db_path or default_db_path()}")
+
+
+def main() -> None:
+    cli()
+
+
+if __name__ == "__main__":
+    main()
