@@ -258,5 +258,6 @@ class Lesson(_Model):
     helped: int = Field(default=0, description="runs it was shown in that succeeded")
     failed: int = Field(default=0, description="runs it was shown in that failed")
     retired: bool = False
+    merged: int = Field(default=0, description="near-duplicate lessons merged into this one (agreement votes)")
     created_at: float = Field(default_factory=time.time)
     updated_at: float = Field(default_factory=time.time)
