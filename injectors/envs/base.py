@@ -1,0 +1,298 @@
+"""The environment interface: tasks, tools, a team of agents, an evaluator.
+
+How to add an environment (an afternoon's work)
+-----------------------------------------------
+1. Create `injectors/envs/<yours>.py` with a subclass of `Environment` decorated
+   with `@register`; `injectors.envs.get(name)` / `names()` discover it.
+2. Set the class attributes `name`, `modality` ("text" | "image" | "video"),
+   `topology` ("single" | "multi"), `agents` (list of `AgentInfo`, the first is
+   the one that starts) and `tools` (tool name → `ToolSpec`).
+3. Implement:
+   - `tasks(seed, n)`: n `Task`s generated from the seed, each with its
+     `reference_answer` and whatever data the tools need in `task.metadata`
+     (deterministic: same seed, same tasks, byte for byte).
+   - `system_prompt(agent, task)`: the prompt a real LLM agent gets. Its first
+     line must be `You are the <agent> ...` (the simulated model reads it to know
+     which agent it plays). Lessons are appended by `Runtime`, not by you.
+   - `program(task, rt)`: the team's control flow. Every model call is
+     `rt.ask(agent, messages, kind=...)` and every tool call is
+     `rt.tool(agent, tool, argument)`; nothing else may reach a model or a tool
+     (that is what makes record/replay exact). Return the final answer text.
+   - `evaluate(task, answer)`: an `Outcome` (success, score, evaluator, detail).
+   - `policy()`: the simulated agents' `SimPolicy` (see `injectors.sim`): a
+     function of the conversation an agent is given and nothing else.
+   - optionally `distractors(task)`: plausible wrong values (other names,
+     numbers, columns) that error generators use to make errors look natural.
+4. Add a test that a seed run succeeds with simulated agents.
+
+Steps: exactly one `Step` per recorded call. A model call becomes a `plan`,
+`message` or `final_answer` step (the `kind` you pass to `ask`), or a
+`tool_call` step if its text is an action (see `parse_action`); a tool call
+becomes a `tool_result` step of the calling agent. So step index t is call t
+of the `middleware.replay.Session`, and replacing call t's response replaces
+step t.
+
+Actions are text, so they work with any model: a reply whose first line is
+`Action: <tool>` calls that tool with the rest of the reply as its single
+argument (a fenced code block is unwrapped). Anything before that line is
+the agent's thought.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from middleware.model import AgentInfo, Lesson, Modality, Outcome, Source, Step, StepKind, Task, Trace
+from middleware.replay import Recording, Session
+
+Topology = Literal["single", "multi"]
+
+SIM_PREFIX = "faultlens-sim"
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """A tool: `run(argument, task) -> output text`. Tools are deterministic
+    functions of their argument and the task (so replay is exact)."""
+
+    name: str
+    description: str
+    argument: str
+    run: Callable[[str, Task], str]
+
+
+@dataclass(frozen=True)
+class Action:
+    tool: str
+    argument: str
+    thought: str = ""
+
+
+_ACTION = re.compile(r"^Action:\s*([A-Za-z_][\w.-]*)\s*$", re.M)
+_FENCE = re.compile(r"^```[\w-]*\n(.*?)\n?```\s*$", re.S)
+
+
+def parse_action(text: str) -> Action | None:
+    """Read `Action: <tool>` + argument from a reply, or None if it is not an action."""
+    match = _ACTION.search(text)
+    if match is None:
+        return None
+    thought = text[: match.start()].strip()
+    argument = text[match.end():].strip()
+    fenced = _FENCE.match(argument)
+    if fenced:
+        argument = fenced.group(1)
+    return Action(match.group(1), argument, thought)
+
+
+def render_action(tool: str, argument: str, thought: str = "", code: bool = False) -> str:
+    """The text form of an action; `parse_action(render_action(...))` gives it back."""
+    body = f"```python\n{argument}\n```" if code else argument
+    head = f"{thought}\n" if thought else ""
+    return f"{head}Action: {tool}\n{body}"
+
+
+@dataclass
+class RunResult:
+    trace: Trace
+    recording: Recording
+    answer: str | None
+
+
+def stable_seed(*parts: Any) -> int:
+    """A seed derived from parts, identical across processes and runs (unlike hash())."""
+    digest = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+class Environment:
+    """Base class of task environments. See the module docstring."""
+
+    name: ClassVar[str] = ""
+    modality: ClassVar[Modality] = "text"
+    topology: ClassVar[Topology] = "single"
+    agents: ClassVar[list[AgentInfo]] = []
+    tools: ClassVar[dict[str, ToolSpec]] = {}
+    description: ClassVar[str] = ""
+
+    # -- to implement -------------------------------------------------------
+    def tasks(self, seed: int, n: int) -> list[Task]:
+        raise NotImplementedError
+
+    def system_prompt(self, agent: str, task: Task) -> str:
+        raise NotImplementedError
+
+    def program(self, task: Task, rt: Runtime) -> str | None:
+        raise NotImplementedError
+
+    def evaluate(self, task: Task, answer: str | None) -> Outcome:
+        raise NotImplementedError
+
+    def policy(self):  # -> injectors.sim.SimPolicy
+        raise NotImplementedError
+
+    def distractors(self, task: Task) -> list[str]:
+        return []
+
+    # -- provided -----------------------------------------------------------
+    @property
+    def agent_names(self) -> list[str]:
+        return [a.name for a in self.agents]
+
+    def sim_model(self) -> str:
+        return f"{SIM_PREFIX}/{self.name}"
+
+    def run(
+        self,
+        task: Task,
+        *,
+        model: str | None = None,
+        session: Session | None = None,
+        sim: dict[str, Any] | None = None,
+        lessons: dict[str, list[Lesson]] | None = None,
+        trace_id: str | None = None,
+        tracer: Any = None,
+    ) -> RunResult:
+        """Run the team on `task` and return the trace, the recording and the answer.
+
+        `model`: a litellm model for every agent (default: the simulated model
+        `faultlens-sim/<env>`). `session`: a `middleware.replay.Session` (pass a
+        replaying one to warm-start; `Drift` propagates). `sim`: the simulated
+        agents' settings (`injectors.sim.SimConfig` as a dict), ignored by real
+        models. `lessons`: per agent, lessons put into its system prompt.
+        `tracer`: a `middleware.tracer.Tracer`; when given, the run is also
+        recorded as OpenTelemetry spans through it.
+        """
+        rt = Runtime(self, task, model=model or self.sim_model(), session=session or Session(), sim=sim, lessons=lessons)
+        if tracer is not None and hasattr(tracer, "run"):
+            with tracer.run(task=task):
+                answer = self.program(task, rt)
+        else:
+            answer = self.program(task, rt)
+        outcome = self.evaluate(task, answer)
+        trace = Trace(
+            id=trace_id or f"{self.name}-{task.id}",
+            task=task,
+            agents=list(self.agents),
+            steps=rt.steps,
+            outcome=outcome,
+            source=Source(framework="faultlens", benchmark=self.name, modality=self.modality, format="faultlens"),
+            created_at=0.0,
+            metadata={"environment": self.name, "topology": self.topology, "model": rt.model},
+        )
+        return RunResult(trace, rt.session.recorded, answer)
+
+
+class Runtime:
+    """What an environment's `program` talks to: `ask` a model, call a `tool`.
+
+    Both go through the `Session`, so they are recorded (or replayed), and each
+    becomes one `Step`.
+    """
+
+    def __init__(
+        self,
+        env: Environment,
+        task: Task,
+        *,
+        model: str,
+        session: Session,
+        sim: dict[str, Any] | None = None,
+        lessons: dict[str, list[Lesson]] | None = None,
+    ) -> None:
+        self.env, self.task, self.model, self.session = env, task, model, session
+        self.sim = sim or {}
+        self.lessons = lessons or {}
+        self.steps: list[Step] = []
+
+    # The system prompt of an agent, with its lessons (issue 8's hook).
+    def system(self, agent: str) -> str:
+        prompt = self.env.system_prompt(agent, self.task)
+        shown = self.lessons.get(agent) or []
+        if shown:
+            lines = [f"- [{l.mode or 'general'}] When: {l.situation} Do: {l.advice}" for l in shown]
+            prompt += "\n\nLessons from earlier runs (apply them when the situation matches):\n" + "\n".join(lines)
+        return prompt
+
+    def ask(self, agent: str, messages: Sequence[dict[str, str]], kind: StepKind | str = StepKind.message) -> str:
+        """One model call by `agent`. `messages` excludes the system prompt (added here)."""
+        full = [{"role": "system", "content": self.system(agent)}, *messages]
+        request: dict[str, Any] = {"model": self.model, "messages": full, "temperature": 0}
+        if self.model.startswith(SIM_PREFIX + "/"):
+            request["sim"] = self.sim
+        response = self.session.call("model", agent, request, self._complete)
+        text = str(response.get("content") or "")
+        action = parse_action(text)
+        index = len(self.steps)
+        shown = [l.id for l in self.lessons.get(agent) or []]
+        if action is not None:
+            spec = self.env.tools.get(action.tool)
+            step = Step(index=index, agent=agent, kind=StepKind.tool_call, content=text, tool_name=action.tool,
+                        tool_arguments={spec.argument if spec else "input": action.argument}, model=self.model, lessons=shown)
+        else:
+            step = Step(index=index, agent=agent, kind=StepKind(kind), content=text, model=self.model, lessons=shown)
+        self.steps.append(step)
+        return text
+
+    def tool(self, agent: str, name: str, argument: str) -> str:
+        """Run tool `name` for `agent` (an unknown tool answers with the tools that exist)."""
+        request = {"tool": name, "argument": argument}
+
+        def live(req: dict[str, Any]) -> dict[str, Any]:
+            spec = self.env.tools.get(req["tool"])
+            if spec is None:
+                return {"output": f"Unknown tool '{req['tool']}'. Available tools: {', '.join(self.env.tools)}."}
+            return {"output": spec.run(req["argument"], self.task)}
+
+        output = str(self.session.call("tool", agent, request, live)["output"])
+        self.steps.append(Step(index=len(self.steps), agent=agent, kind=StepKind.tool_result, content=output,
+                               tool_name=name, tool_arguments={"input": argument}, tool_result=output,
+                               metadata={"role": "tool"}))
+        return output
+
+    def act(self, agent: str, text: str) -> str | None:
+        """If `text` is an action, run its tool and return the output (else None)."""
+        action = parse_action(text)
+        if action is None:
+            return None
+        return self.tool(agent, action.tool, action.argument)
+
+    def _complete(self, request: dict[str, Any]) -> dict[str, Any]:
+        import litellm
+
+        from injectors import sim as _sim
+
+        _sim.ensure_registered()
+        kwargs: dict[str, Any] = {}
+        if "sim" in request:
+            kwargs["metadata"] = {"faultlens_sim": request["sim"]}
+        response = litellm.completion(model=request["model"], messages=request["messages"],
+                                      temperature=request.get("temperature", 0), **kwargs)
+        return {"content": response.choices[0].message.content or ""}
+
+
+def last_assistant(messages: Sequence[dict[str, str]]) -> str | None:
+    for m in reversed(messages):
+        if m.get("role") == "assistant":
+            return m.get("content") or ""
+    return None
+
+
+@dataclass
+class Conversation:
+    """A helper for programs: an agent's running message list."""
+
+    messages: list[dict[str, str]] = field(default_factory=list)
+
+    def user(self, text: str) -> Conversation:
+        self.messages.append({"role": "user", "content": text})
+        return self
+
+    def assistant(self, text: str) -> Conversation:
+        self.messages.append({"role": "assistant", "content": text})
+        return self
