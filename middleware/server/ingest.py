@@ -1,0 +1,74 @@
+"""OTLP payload → store, through the shared span→step mapping (`middleware.spans`).
+
+The server adds only what a live service needs on top of `spans.ingest`:
+one batch at a time (so two clients racing on the same new trace cannot
+overwrite its header with a placeholder), noticing which runs *became* failed
+with this batch (a root span with status ERROR fails the run, see
+`spans.header_from_record`), and remembering each span's OpenTelemetry trace id
+(a run is keyed by `gen_ai.conversation.id` when there is one) so attributions
+can be exported back onto the right span.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..spans import group_by_trace, ingest
+from ..store import SQLiteStore
+
+SOURCE = "POST /v1/traces"
+
+
+@dataclass
+class IngestResult:
+    spans: int
+    traces: list[str]
+    newly_failed: list[str] = field(default_factory=list)
+
+
+class SpanIndex:
+    """span id → OpenTelemetry trace id for recent spans (bounded; lost on restart)."""
+
+    def __init__(self, capacity: int = 200_000):
+        self.capacity = capacity
+        self._map: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def add(self, span_id: str, trace_id: str) -> None:
+        with self._lock:
+            self._map[span_id] = trace_id
+            self._map.move_to_end(span_id)
+            while len(self._map) > self.capacity:
+                self._map.popitem(last=False)
+
+    def get(self, span_id: str | None) -> str | None:
+        with self._lock:
+            return self._map.get(span_id or "")
+
+
+class Ingestor:
+    def __init__(self, store: SQLiteStore, spans: SpanIndex | None = None):
+        self.store = store
+        self.spans = spans or SpanIndex()
+        self._lock = threading.Lock()
+
+    def _failed(self, trace_id: str) -> bool:
+        # has_trace first: get_trace raises for a run we have not seen.
+        return self.store.has_trace(trace_id) and self.store.get_trace(trace_id).failed
+
+    def __call__(self, payload: dict[str, Any]) -> IngestResult:
+        """Store one OTLP JSON payload. Raises InputError (and stores nothing) if any span is bad."""
+        from ..otlp import otlp_json_to_records
+
+        records = otlp_json_to_records(payload)
+        ids = list(group_by_trace(records))
+        with self._lock:
+            before = {trace_id: self._failed(trace_id) for trace_id in ids}
+            touched = ingest(self.store, records, source=SOURCE)
+            newly_failed = [t for t in touched if not before.get(t, False) and self._failed(t)]
+        for record in records:
+            self.spans.add(record.span_id, record.trace_id)
+        return IngestResult(spans=len(records), traces=touched, newly_failed=newly_failed)

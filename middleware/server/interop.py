@@ -1,0 +1,102 @@
+"""Send attributions back out over OTLP, so they show up next to the run in any OTel backend.
+
+An OTLP span cannot be amended once exported, so each attribution becomes a
+short child span of the blamed span (same trace id, parent = the blamed span's
+id) named `gen_ai.evaluation faultlens`, carrying one span event
+`gen_ai.evaluation.result` with the GenAI semantic-convention evaluation
+attributes (`gen_ai.evaluation.name`, `.score.value`, `.score.label`,
+`.explanation`) plus faultlens' own (`faultlens.attribution.*`). Langfuse,
+Phoenix and Jaeger show it under the step that was blamed.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from opentelemetry import trace as otel_trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
+from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+
+from ..model import Attribution, Trace
+
+EVENT_NAME = "gen_ai.evaluation.result"
+_HEX = re.compile(r"^[0-9a-f]+$")
+
+
+def _hex_id(value: str | None, length: int) -> int | None:
+    if value and len(value) == length and _HEX.match(value.lower()):
+        number = int(value, 16)
+        return number or None
+    return None
+
+
+def trace_otel_id(trace: Trace) -> int | None:
+    """The run's OpenTelemetry trace id when the run is keyed by it (a 32-hex-digit id)."""
+    return _hex_id(trace.id, 32)
+
+
+def blamed_span(trace: Trace, attribution: Attribution) -> str | None:
+    """The span id of the step an attribution blames, if that step came from a span."""
+    if attribution.step is None or not 0 <= attribution.step < len(trace.steps):
+        return None
+    return trace.steps[attribution.step].span_id
+
+
+def evaluation_attributes(attribution: Attribution) -> dict[str, Any]:
+    a = attribution
+    attrs: dict[str, Any] = {
+        "gen_ai.evaluation.name": f"faultlens.{a.method}",
+        "gen_ai.evaluation.score.label": a.mode or a.status.value,
+        "gen_ai.evaluation.explanation": a.reason or a.error or "",
+        "faultlens.attribution.id": a.id,
+        "faultlens.attribution.method": a.method,
+        "faultlens.attribution.status": a.status.value,
+    }
+    if a.confidence is not None:
+        attrs["gen_ai.evaluation.score.value"] = float(a.confidence)
+    for key, value in (("agent", a.agent), ("step", a.step), ("mode", a.mode), ("model", a.model), ("backend", a.backend)):
+        if value is not None:
+            attrs[f"faultlens.attribution.{key}"] = value
+    return attrs
+
+
+class EvaluationExporter:
+    """Exports attributions through any OTel `SpanExporter` (OTLP/HTTP, in-memory, ...)."""
+
+    def __init__(self, span_exporter: SpanExporter, service_name: str = "faultlens"):
+        self.provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
+        # Simple (synchronous) processor: we already run on the background worker.
+        self.provider.add_span_processor(SimpleSpanProcessor(span_exporter))
+        self.tracer = self.provider.get_tracer("faultlens.server.interop")
+
+    def export(self, trace: Trace, attribution: Attribution, *, otel_trace_id: str | None = None) -> bool:
+        """Export one attribution; False when the run has no span to hang it on.
+
+        otel_trace_id: the blamed span's OpenTelemetry trace id, when the run's
+        id is not it (runs are keyed by `gen_ai.conversation.id` when present).
+        """
+        trace_id = _hex_id(otel_trace_id, 32) or trace_otel_id(trace)
+        span_id = _hex_id(blamed_span(trace, attribution), 16)
+        if trace_id is None or span_id is None:
+            return False
+        parent = NonRecordingSpan(SpanContext(trace_id=trace_id, span_id=span_id, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED)))
+        attrs = evaluation_attributes(attribution)
+        with self.tracer.start_span(
+            f"gen_ai.evaluation faultlens.{attribution.method}", context=otel_trace.set_span_in_context(parent), attributes=attrs
+        ) as span:
+            span.add_event(EVENT_NAME, attributes=attrs)
+        return True
+
+    def shutdown(self) -> None:
+        self.provider.shutdown()
+
+
+def otlp_http_exporter(endpoint: str, token: str | None = None) -> SpanExporter:
+    """An OTLP/HTTP protobuf exporter to `endpoint` (a full URL ending in /v1/traces)."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    headers = {"Authorization": f"Bearer {token}"} if token else None
+    return OTLPSpanExporter(endpoint=endpoint, headers=headers, timeout=10)

@@ -1,0 +1,129 @@
+"""Reading an OTLP/HTTP request body: size limit, decompression, protobuf or JSON.
+
+Both encodings end up as the same dict: the OTLP JSON form of an
+`ExportTraceServiceRequest` (lowerCamelCase keys, hex trace and span ids,
+integer enums), which is what `middleware.otlp.otlp_json_to_records` reads.
+Protobuf carries ids as raw bytes and the generic protobuf→JSON conversion
+writes bytes as base64, so ids are re-encoded as hex here; OTLP JSON is the one
+place where the protobuf JSON mapping and the OTLP spec differ.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import zlib
+from typing import Any
+
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+PROTOBUF = "application/x-protobuf"
+JSON = "application/json"
+
+# Keys under which OTLP carries ids: a span's own, its parent's, and a link's.
+_ID_KEYS = ("traceId", "spanId", "parentSpanId")
+
+
+class BodyError(ValueError):
+    """A request body faultlens will not accept; `status` is the HTTP status to answer with."""
+
+    def __init__(self, status: int, reason: str):
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
+
+
+def media_type(content_type: str | None) -> str:
+    return (content_type or "").split(";", 1)[0].strip().lower()
+
+
+def decompress(body: bytes, encoding: str | None, limit: int) -> bytes:
+    """Undo Content-Encoding (gzip/deflate), never producing more than `limit` bytes."""
+    encoding = (encoding or "identity").strip().lower()
+    if encoding in ("", "identity"):
+        return body
+    if encoding not in ("gzip", "deflate"):
+        raise BodyError(415, f"unsupported Content-Encoding {encoding!r}; use gzip, deflate or none")
+    # wbits: 16+MAX for a gzip header, MAX for zlib-wrapped deflate.
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS if encoding == "gzip" else zlib.MAX_WBITS)
+    try:
+        out = inflater.decompress(body, limit + 1)
+    except zlib.error as exc:
+        raise BodyError(400, f"body is not valid {encoding}: {exc}") from None
+    if len(out) > limit or inflater.unconsumed_tail:
+        # A small compressed body may inflate to gigabytes; the limit applies to what we would parse.
+        raise BodyError(413, f"decompressed body is larger than the {limit}-byte limit")
+    if not inflater.eof:
+        raise BodyError(400, f"body is truncated {encoding} data")
+    return out
+
+
+def _b64_to_hex(value: str) -> str:
+    return base64.b64decode(value).hex()
+
+
+def _ids_to_hex(node: Any) -> None:
+    if isinstance(node, dict):
+        for key in _ID_KEYS:
+            if isinstance(node.get(key), str) and node[key]:
+                node[key] = _b64_to_hex(node[key])
+        for value in node.values():
+            _ids_to_hex(value)
+    elif isinstance(node, list):
+        for value in node:
+            _ids_to_hex(value)
+
+
+def protobuf_to_otlp_json(body: bytes) -> dict[str, Any]:
+    """Decode a protobuf `ExportTraceServiceRequest` into its OTLP JSON dict."""
+    request = ExportTraceServiceRequest()
+    try:
+        request.ParseFromString(body)
+    except DecodeError as exc:
+        raise BodyError(400, f"body is not a protobuf ExportTraceServiceRequest: {exc}") from None
+    payload = json_format.MessageToDict(request, use_integers_for_enums=True)
+    _ids_to_hex(payload)
+    return payload
+
+
+def parse_json(body: bytes) -> dict[str, Any]:
+    try:
+        payload = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise BodyError(400, f"body is not valid JSON: {exc}") from None
+    if not isinstance(payload, dict):
+        raise BodyError(400, f"body must be a JSON object with 'resourceSpans', not {type(payload).__name__}")
+    return payload
+
+
+def decode_otlp(body: bytes, content_type: str | None) -> dict[str, Any]:
+    """The OTLP JSON dict of a (decompressed) /v1/traces body, by its Content-Type."""
+    kind = media_type(content_type)
+    if kind == PROTOBUF:
+        return protobuf_to_otlp_json(body)
+    if kind == JSON:
+        return parse_json(body)
+    raise BodyError(415, f"Content-Type must be {PROTOBUF} or {JSON}, not {content_type!r}")
+
+
+def encode_response(kind: str, partial_rejected: int = 0, message: str = "") -> tuple[bytes, str]:
+    """An `ExportTraceServiceResponse` in the request's encoding (OTLP/HTTP requires it)."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+    response = ExportTraceServiceResponse()
+    if partial_rejected or message:
+        response.partial_success.rejected_spans = partial_rejected
+        response.partial_success.error_message = message
+    if kind == PROTOBUF:
+        return response.SerializeToString(), PROTOBUF
+    return json.dumps(json_format.MessageToDict(response)).encode(), JSON
+
+
+def count_spans(payload: dict[str, Any]) -> int:
+    return sum(
+        len((scope or {}).get("spans") or [])
+        for resource in payload.get("resourceSpans") or []
+        for scope in (resource or {}).get("scopeSpans") or []
+    )

@@ -1,0 +1,215 @@
+"""The web UI: server-rendered pages (Jinja2) over the same store, no front-end build step.
+
+Pages: runs list (failed first), one run's trace (timeline by agent, media,
+the blamed step highlighted with mode and reason, the other candidates),
+lessons with their track record, and the benchmark reports directory.
+"""
+
+from __future__ import annotations
+
+import json
+import mimetypes
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, quote
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+
+from ..model import Attribution, Media, Trace
+from ..store import TraceNotFound
+from ..taxonomy import is_mode, get_mode
+from .auth import TOKEN_COOKIE, token_matches
+
+HERE = Path(__file__).parent
+templates = Jinja2Templates(directory=str(HERE / "templates"))
+# Order of the runs list: failed, then not yet judged, then succeeded.
+_STATUS_RANK = {False: 0, None: 1, True: 2}
+_PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#ff9da7", "#9c755f", "#bab0ac", "#e15759"]
+
+
+def _when(ts: float | None) -> str:
+    if ts is None:
+        return ""
+    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _mode_label(code: str | None) -> str:
+    if not code:
+        return ""
+    return f"{code} {get_mode(code).name}" if is_mode(code) else code
+
+
+def _pretty(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, ensure_ascii=False, default=str)
+
+
+templates.env.filters["when"] = _when
+templates.env.filters["mode_label"] = _mode_label
+templates.env.filters["pretty"] = _pretty
+
+
+def media_src(app: FastAPI, trace: Trace, step_index: int, position: int, media: Media) -> str | None:
+    """Where the browser can load a media item from, or None if it must not (a path outside media_root)."""
+    if media.data is not None:
+        return f"data:{media.mime_type};base64,{media.data}"
+    if media.uri is not None:
+        return media.uri if media.uri.startswith(("http://", "https://", "data:")) else None
+    root = app.state.media_root
+    if root is None or media.path is None:
+        return None
+    if not _inside(Path(media.path), root):
+        return None
+    return f"/media/{quote(trace.id)}/{step_index}/{position}"
+
+
+def _inside(path: Path, root: Path) -> bool:
+    try:
+        path.resolve().relative_to(root)
+    except ValueError:
+        return False
+    return True
+
+
+def _latest(attributions: list[Attribution]) -> Attribution | None:
+    return attributions[-1] if attributions else None
+
+
+def _read_table(path: Path, limit: int = 200) -> tuple[list[str], list[list[str]]]:
+    import csv
+
+    with path.open(newline="", encoding="utf-8") as handle:
+        rows = list(csv.reader(handle))
+    return (rows[0], rows[1 : limit + 1]) if rows else ([], [])
+
+
+def add_ui(app: FastAPI, lessons_for) -> None:
+    store = app.state.store
+    worker = app.state.worker
+    app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
+
+    def page(request: Request, name: str, **context: Any) -> HTMLResponse:
+        context.setdefault("nav", name.split(".")[0])
+        return templates.TemplateResponse(request, name, context)
+
+    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
+    def runs_page(request: Request, status: str = "", agent: str = "", since: str = ""):
+        from .app import parse_since
+
+        try:
+            summaries = store.list_traces(status=status or None, agent=agent or None, since=parse_since(since), limit=500)
+        except ValueError as exc:
+            raise HTTPException(400, str(exc)) from None
+        summaries.sort(key=lambda s: (_STATUS_RANK[s.success], -s.created_at))
+        jobs = {s.id: worker.status(s.id) for s in summaries}
+        return page(request, "runs.html", runs=summaries, jobs=jobs, status=status, agent=agent, since=since)
+
+    @app.get("/runs/{trace_id}", response_class=HTMLResponse, include_in_schema=False)
+    def trace_page(request: Request, trace_id: str):
+        try:
+            trace = store.get_trace(trace_id)
+        except TraceNotFound as exc:
+            raise HTTPException(404, str(exc)) from None
+        attributions = store.attributions(trace_id)
+        blame = _latest(attributions)
+        agents = sorted({s.agent for s in trace.steps}, key=lambda a: min(s.index for s in trace.steps if s.agent == a))
+        colors = {a: _PALETTE[i % len(_PALETTE)] for i, a in enumerate(agents)}
+        candidates = {c.step: c for c in (blame.ranking if blame else [])}
+        media = {
+            step.index: [(m, media_src(app, trace, step.index, i, m)) for i, m in enumerate(step.media)] for step in trace.steps
+        }
+        job = worker.status(trace_id)
+        return page(
+            request,
+            "trace.html",
+            nav="runs",
+            trace=trace,
+            blame=blame,
+            attributions=attributions,
+            agents=agents,
+            colors=colors,
+            candidates=candidates,
+            media=media,
+            job=job,
+            pending=job is not None and job.state in ("queued", "running"),
+        )
+
+    @app.get("/media/{trace_id}/{step}/{position}", include_in_schema=False)
+    def media_file(trace_id: str, step: int, position: int):
+        root = app.state.media_root
+        try:
+            item = store.get_trace(trace_id).steps[step].media[position]
+        except (TraceNotFound, IndexError):
+            raise HTTPException(404, "no such media") from None
+        if root is None or item.path is None or not _inside(Path(item.path), root) or not Path(item.path).is_file():
+            raise HTTPException(404, "media is not under the server's media root")
+        return FileResponse(item.path, media_type=item.mime_type)
+
+    @app.get("/lessons", response_class=HTMLResponse, include_in_schema=False)
+    def lessons_page(request: Request, agent: str = "", task: str = "", retired: str = ""):
+        if agent and task:
+            lessons = lessons_for(agent, task, 20)
+        else:
+            lessons = store.lessons(agent=agent or None, include_retired=bool(retired))
+        rows = []
+        for lesson in lessons:
+            shown_outcomes = lesson.helped + lesson.failed
+            rows.append((lesson, f"{lesson.helped / shown_outcomes:.0%}" if shown_outcomes else "–"))
+        return page(request, "lessons.html", rows=rows, agent=agent, task=task, retired=retired)
+
+    @app.get("/reports", response_class=HTMLResponse, include_in_schema=False)
+    def reports_page(request: Request):
+        root: Path | None = app.state.reports_dir
+        sections = []
+        if root is not None and root.is_dir():
+            for path in sorted(p for p in root.rglob("*") if p.is_file()):
+                rel = path.relative_to(root).as_posix()
+                suffix = path.suffix.lower()
+                if suffix == ".csv":
+                    header, rows = _read_table(path)
+                    sections.append({"kind": "table", "name": rel, "header": header, "rows": rows})
+                elif suffix in (".png", ".svg", ".jpg", ".jpeg"):
+                    sections.append({"kind": "image", "name": rel, "src": f"/reports/files/{quote(rel)}"})
+                elif suffix in (".md", ".txt"):
+                    sections.append({"kind": "text", "name": rel, "text": path.read_text(encoding="utf-8", errors="replace")[:20000]})
+                elif suffix in (".json", ".html", ".jsonl"):
+                    sections.append({"kind": "link", "name": rel, "src": f"/reports/files/{quote(rel)}"})
+        return page(request, "reports.html", root=root, sections=sections)
+
+    @app.get("/reports/files/{name:path}", include_in_schema=False)
+    def report_file(name: str):
+        root: Path | None = app.state.reports_dir
+        if root is None:
+            raise HTTPException(404, "no reports directory configured (faultlens serve --reports DIR)")
+        path = root / name
+        if not _inside(path, root.resolve()) or not path.is_file():
+            raise HTTPException(404, f"no report file {name!r}")
+        kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+        # A report's HTML is shown as text: it came from a file, not from us.
+        return FileResponse(path, media_type="text/plain" if kind == "text/html" else kind)
+
+    @app.get("/login", response_class=HTMLResponse, include_in_schema=False)
+    def login_form(request: Request, next: str = "/"):
+        return page(request, "login.html", next=next if next.startswith("/") and not next.startswith("//") else "/", error="")
+
+    @app.post("/login", include_in_schema=False)
+    async def login(request: Request):
+        form = parse_qs((await request.body()).decode("utf-8", errors="replace"))
+        given = (form.get("token") or [""])[0]
+        target = (form.get("next") or ["/"])[0]
+        if not target.startswith("/") or target.startswith("//"):
+            target = "/"
+        expected = app.state.token
+        if expected and not token_matches(expected, f"Bearer {given}"):
+            return page(request, "login.html", next=target, error="wrong token")
+        response = RedirectResponse(target, status_code=303)
+        if expected:
+            response.set_cookie(TOKEN_COOKIE, given, httponly=True, samesite="strict")
+        return response
