@@ -1,0 +1,93 @@
+"""`faultlens bench`: validate an attributor on a benchmark, and report.
+
+Plugged into the `faultlens` root command through the `faultlens.cli` entry
+point `bench = "benchmark.cli:bench"`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from middleware.errors import FaultlensError
+
+console = Console()
+
+
+@click.group()
+def bench() -> None:
+    """Score attributors on benchmark datasets and compare them.
+
+    \b
+    Dataset specs:
+      bundled, bundled:dev, bundled:test, bundled:test:ENV   the bundled benchmark
+      jsonl:PATH                                             native JSONL with gold labels
+      whowhen:DIR                                            Who&When (ICML 2025)
+      whowhenpro:DIR                                         Who&When Pro (2026)
+    """
+
+
+@bench.command("run")
+@click.option("--dataset", "dataset", required=True, help="Dataset spec, e.g. bundled:test or whowhen:data/Who&When.")
+@click.option("--method", required=True, help="Attribution method, e.g. heuristic, all_at_once, baseline:majority-agent.")
+@click.option("--model", default=None, help="litellm model string for LLM methods, e.g. openai/gpt-4o-mini.")
+@click.option("--with-reference-answer", "with_reference", is_flag=True,
+              help="Show the attributor the task's reference answer (the 'with ground truth' setting).")
+@click.option("--concurrency", default=4, show_default=True, type=click.IntRange(min=1), help="Traces attributed at once.")
+@click.option("--limit", default=None, type=click.IntRange(min=1), help="Only the first N traces of the dataset.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Run folder for predictions.jsonl [default: .faultlens/bench/DATASET__METHOD[__MODEL]].")
+@click.option("--resume", is_flag=True, help="Continue the run in --out, skipping traces already predicted (never pays twice).")
+@click.option("--budget-usd", type=float, default=None, help="Stop starting new traces once this many USD are spent.")
+@click.option("--no-progress", is_flag=True, help="Do not draw the progress bar.")
+def run(dataset, method, model, with_reference, concurrency, limit, out, resume, budget_usd, no_progress):
+    """Attribute every trace of a dataset with one method, and score the baselines on the same traces.
+
+    Each finished trace is appended to OUT/predictions.jsonl at once, so an
+    interrupted run continues with --resume. The trivial baselines
+    (baseline:*) are scored into OUT/baselines/. Then run
+    `faultlens bench report OUT` for the table and plots.
+    """
+    from .runner import run_benchmark
+
+    summary = run_benchmark(dataset, method, model=model, with_reference=with_reference, concurrency=concurrency,
+                            limit=limit, out=out, resume=resume, budget_usd=budget_usd, progress=not no_progress,
+                            console=console)
+    console.print(f"{summary.method}: {summary.done}/{summary.total} trace(s) predicted "
+                  f"({summary.new} now, {summary.skipped} already on file), ${summary.spent_usd:.4f} spent")
+    if summary.baselines:
+        console.print("baselines: " + ", ".join(f"{n} ({c})" for n, c in summary.baselines.items()))
+    if summary.stopped:
+        console.print(f"[yellow]stopped early: {summary.stopped} cap reached; continue with --resume and a higher --budget-usd[/]")
+    console.print(f"predictions in {summary.out}; next: faultlens bench report {summary.out}")
+
+
+@bench.command("report")
+@click.argument("folders", nargs=-1, required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where to write report.json, report.md and the plots [default: the first FOLDER].")
+@click.option("--no-plots", is_flag=True, help="Skip the PNG plots.")
+@click.option("--bootstrap", default=None, type=click.IntRange(min=0), help="Bootstrap resamples for the CIs [default: 1000].")
+def report(folders, out, no_plots, bootstrap):
+    """Compare runs: a table of every method and baseline in FOLDERS, with 95% CIs.
+
+    Writes report.json, report.md and PNG plots (step accuracy by trace length,
+    per-mode F1, mode confusion matrices). Give several run folders to compare
+    methods or models side by side.
+    """
+    from .report import make_report
+
+    make_report(list(folders), out=out, console=console, plots=not no_plots, samples=bootstrap)
+
+
+# `faultlens bench build` (building benchmark/data/*.jsonl.gz from the
+# injection pipeline) is added here by the environments issue.
+
+
+if __name__ == "__main__":  # pragma: no cover
+    try:
+        bench()
+    except FaultlensError as exc:
+        raise SystemExit(str(exc)) from None

@@ -1,0 +1,111 @@
+"""PNG plots of a benchmark report (matplotlib, Agg backend: no display needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from .runner import safe_name  # noqa: E402
+
+if TYPE_CHECKING:
+    from .report import Run
+
+
+def _grouped_bars(ax, groups: list[str], series: dict[str, list[float]], errors: dict[str, np.ndarray] | None = None) -> None:
+    width = 0.8 / max(len(series), 1)
+    x = np.arange(len(groups))
+    for i, (label, values) in enumerate(series.items()):
+        yerr = errors.get(label) if errors else None
+        ax.bar(x + (i - (len(series) - 1) / 2) * width, values, width, label=label, yerr=yerr, capsize=2)
+    ax.set_xticks(x, groups, rotation=30 if len(groups) > 6 else 0, ha="right" if len(groups) > 6 else "center")
+    ax.set_ylim(0, 1.05)
+    ax.legend(fontsize=7, loc="upper right")
+    ax.grid(axis="y", alpha=0.3)
+
+
+def step_accuracy_by_length(runs: list[Run], path: Path) -> Path:
+    groups: list[str] = []
+    for run in runs:
+        groups += [g for g in run.metrics["by"]["length"] if g not in groups]
+    series, errors = {}, {}
+    for run in runs:
+        by = run.metrics["by"]["length"]
+        values, low, high = [], [], []
+        for g in groups:
+            metric = by.get(g, {}).get("step_accuracy") or {}
+            v = metric.get("value") or 0.0
+            ci = metric.get("ci") or [v, v]
+            values.append(v)
+            low.append(max(v - ci[0], 0))
+            high.append(max(ci[1] - v, 0))
+        series[run.label] = values
+        errors[run.label] = np.array([low, high])
+    counts = [next((r.metrics["by"]["length"][g]["n"] for r in runs if g in r.metrics["by"]["length"]), 0) for g in groups]
+    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(groups) + 2), 4))
+    _grouped_bars(ax, [f"{g}\n(n={n})" for g, n in zip(groups, counts)], series, errors)
+    ax.set_xlabel("trace length (steps)")
+    ax.set_ylabel("exact step accuracy")
+    ax.set_title("Step accuracy by trace length (95% CI)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def mode_f1(runs: list[Run], path: Path) -> Path | None:
+    modes = sorted({m for run in runs for m, s in run.metrics["overall"]["per_mode"].items() if s["support"]})
+    if not modes:
+        return None
+    series = {run.label: [run.metrics["overall"]["per_mode"].get(m, {}).get("f1", 0.0) for m in modes] for run in runs}
+    fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(modes) * max(len(runs), 1) ** 0.5 + 2), 4))
+    _grouped_bars(ax, modes, series)
+    ax.set_xlabel("failure mode (gold)")
+    ax.set_ylabel("F1")
+    ax.set_title("Per-mode F1")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def confusion(run: Run, path: Path) -> Path | None:
+    c = run.metrics["overall"]["confusion"]
+    if not c["gold"]:
+        return None
+    matrix = np.array(c["matrix"], dtype=float)
+    fig, ax = plt.subplots(figsize=(max(4, 0.45 * len(c["predicted"]) + 2), max(3, 0.45 * len(c["gold"]) + 1.5)))
+    image = ax.imshow(matrix, cmap="Blues")
+    ax.set_xticks(range(len(c["predicted"])), c["predicted"], rotation=60, ha="right", fontsize=8)
+    ax.set_yticks(range(len(c["gold"])), c["gold"], fontsize=8)
+    for (i, j), value in np.ndenumerate(matrix):
+        if value:
+            ax.text(j, i, int(value), ha="center", va="center", fontsize=7,
+                    color="white" if value > matrix.max() / 2 else "black")
+    ax.set_xlabel("predicted mode")
+    ax.set_ylabel("gold mode")
+    ax.set_title(f"Mode confusion: {run.label}")
+    fig.colorbar(image, ax=ax, shrink=0.8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def draw_all(runs: list[Run], out: Path) -> list[Path]:
+    """Every plot of the report, into `out`; returns the files written."""
+    drawn = [step_accuracy_by_length(runs, out / "step_accuracy_by_length.png")]
+    f1 = mode_f1(runs, out / "mode_f1.png")
+    if f1:
+        drawn.append(f1)
+    for run in runs:
+        if not run.baseline:
+            matrix = confusion(run, out / f"confusion_{safe_name(run.label)}.png")
+            if matrix:
+                drawn.append(matrix)
+    return drawn

@@ -1,0 +1,189 @@
+"""Reports over one or more run folders: a rich table, report.json, report.md and plots.
+
+Each run folder (written by `benchmark.runner`) contributes its method and its
+baselines. Baselines scored on the same traces in several folders appear once.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from middleware.errors import InputError
+
+from .metrics import BREAKDOWNS, full_report
+from .runner import BASELINE_PREFIX, BASELINES_DIR, PREDICTIONS, RUN_INFO, read_predictions
+
+BREAKDOWN_TITLES = {"benchmark": "environment", "modality": "modality", "framework": "framework",
+                    "subset": "subset", "length": "trace length (steps)"}
+
+
+@dataclass
+class Run:
+    label: str
+    method: str
+    model: str | None
+    dataset: str
+    folder: Path
+    baseline: bool
+    records: list[dict[str, Any]]
+    status: str | None = None
+    metrics: dict | None = None
+
+
+def load_runs(folders: list[Path]) -> list[Run]:
+    """The method runs and (deduplicated) baseline runs of the given folders."""
+    runs: list[Run] = []
+    seen_baselines: set[tuple] = set()
+    for folder in folders:
+        folder = Path(folder)
+        predictions = folder / PREDICTIONS
+        if not predictions.exists():
+            raise InputError(str(folder), None, None, f"not a benchmark run folder (no {PREDICTIONS}); make one with `faultlens bench run`")
+        info_path = folder / RUN_INFO
+        info = json.loads(info_path.read_text(encoding="utf-8")) if info_path.exists() else {}
+        records = read_predictions(predictions)
+        first = records[0] if records else {}
+        method = info.get("method") or first.get("method") or folder.name
+        runs.append(Run(label=method, method=method, model=info.get("model") or first.get("model"),
+                        dataset=info.get("dataset") or first.get("dataset") or "?", folder=folder, baseline=False,
+                        records=records, status=info.get("status")))
+        for path in sorted((folder / BASELINES_DIR).glob(f"*/{PREDICTIONS}")):
+            records = read_predictions(path)
+            if not records:
+                continue
+            name = records[0].get("method") or BASELINE_PREFIX + path.parent.name
+            key = (name, records[0].get("dataset"), frozenset(r["trace_id"] for r in records))
+            if key in seen_baselines:
+                continue
+            seen_baselines.add(key)
+            runs.append(Run(label=name, method=name, model=None, dataset=records[0].get("dataset") or "?",
+                            folder=path.parent, baseline=True, records=records))
+    _unique_labels(runs)
+    return runs
+
+
+def _unique_labels(runs: list[Run]) -> None:
+    for run in runs:
+        if run.model and not run.baseline:
+            run.label = f"{run.method} · {run.model}"
+    counts: dict[str, int] = {}
+    for run in runs:
+        counts[run.label] = counts.get(run.label, 0) + 1
+    for run in runs:
+        if counts[run.label] > 1:
+            run.label = f"{run.label} ({run.dataset}, {run.folder.name})"
+
+
+def fmt(metric: dict | None, ci: bool = True) -> str:
+    if not metric or metric.get("value") is None:
+        return "–"
+    text = f"{metric['value']:.3f}"
+    if ci and metric.get("ci"):
+        low, high = metric["ci"]
+        text += f" [{low:.2f}–{high:.2f}]"
+    return text
+
+
+HEADLINE = ("agent acc", "step acc", "step ±1", "mode F1", "joint acc")
+
+
+def headline_cells(m: dict, ci: bool = True) -> list[str]:
+    return [fmt(m["agent_accuracy"], ci), fmt(m["step_accuracy"], ci), fmt(m["step_within"].get("1"), ci),
+            fmt(m["mode_macro_f1"], ci), fmt(m["joint_accuracy"], ci)]
+
+
+def other_cells(m: dict) -> list[str]:
+    s = m["status"]
+    per = m["cost"]["per_trace"]
+    return [str(m["n"]), f"{s['unparsed']}/{s['error']}", f"{per['calls']:.2f}", f"{per['input_tokens'] + per['output_tokens']:.0f}",
+            f"{per['usd']:.4f}", f"{per['seconds']:.3f}"]
+
+
+OTHER = ("n", "unparsed/error", "calls/trace", "tokens/trace", "$/trace", "s/trace")
+
+
+def rich_table(runs: list[Run]) -> Table:
+    table = Table(title="faultlens benchmark (95% bootstrap CIs)")
+    table.add_column("method", style="bold")
+    for name in HEADLINE + OTHER:
+        table.add_column(name, justify="right")
+    for run in runs:
+        style = "dim" if run.baseline else None
+        table.add_row(run.label, *headline_cells(run.metrics["overall"]), *other_cells(run.metrics["overall"]), style=style)
+    return table
+
+
+def _md_row(cells: list[str]) -> str:
+    return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
+
+
+def markdown(runs: list[Run], plots: list[Path]) -> str:
+    lines = ["# faultlens benchmark report", "",
+             "Datasets: " + ", ".join(sorted({f"`{r.dataset}`" for r in runs})) + ". 95% bootstrap confidence intervals in brackets; "
+             "unparsed and failed answers count as wrong.", ""]
+    lines += [_md_row(["method", *HEADLINE, *OTHER]), _md_row(["---"] * (1 + len(HEADLINE) + len(OTHER)))]
+    for run in runs:
+        lines.append(_md_row([run.label, *headline_cells(run.metrics["overall"]), *other_cells(run.metrics["overall"])]))
+    for by in BREAKDOWNS:
+        groups = sorted({g for run in runs for g in run.metrics["by"][by]},
+                        key=lambda g: list(runs[0].metrics["by"][by]).index(g) if g in runs[0].metrics["by"][by] else 999)
+        if len(groups) < 2 and by not in ("benchmark", "modality"):
+            continue
+        lines += ["", f"## Step accuracy by {BREAKDOWN_TITLES[by]}", "",
+                  _md_row([BREAKDOWN_TITLES[by], "n", *[r.label for r in runs]]), _md_row(["---"] * (2 + len(runs)))]
+        for g in groups:
+            n = next((r.metrics["by"][by][g]["n"] for r in runs if g in r.metrics["by"][by]), 0)
+            lines.append(_md_row([g, str(n), *[fmt(r.metrics["by"][by].get(g, {}).get("step_accuracy"), ci=False) for r in runs]]))
+    if plots:
+        lines += ["", "## Plots", ""] + [f"![{p.stem}]({p.name})" for p in plots]
+    return "\n".join(lines) + "\n"
+
+
+def make_report(folders: list[str | Path], out: str | Path | None = None, console: Console | None = None,
+                plots: bool = True, samples: int | None = None) -> dict:
+    """Score the runs in `folders`, print the table, write report.json, report.md and the plots into `out`."""
+    from . import metrics as m
+
+    runs = load_runs([Path(f) for f in folders])
+    options = {"samples": samples if samples is not None else m.BOOTSTRAP_SAMPLES}
+    for run in runs:
+        run.metrics = full_report(run.records, **options)
+    out = Path(out) if out is not None else Path(folders[0])
+    out.mkdir(parents=True, exist_ok=True)
+    drawn: list[Path] = []
+    if plots:
+        from .plots import draw_all
+
+        drawn = draw_all(runs, out)
+    report = {"runs": [{"label": r.label, "method": r.method, "model": r.model, "dataset": r.dataset, "folder": str(r.folder),
+                        "baseline": r.baseline, "status": r.status, "metrics": r.metrics} for r in runs],
+              "plots": [p.name for p in drawn]}
+    (out / "report.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    (out / "report.md").write_text(markdown(runs, drawn), encoding="utf-8")
+    console = console or Console()
+    console.print(rich_table(runs))
+    for by in ("benchmark", "modality"):
+        console.print(breakdown_table(runs, by))
+    console.print(f"wrote {out / 'report.json'}, {out / 'report.md'}" + (f" and {len(drawn)} plot(s)" if drawn else ""))
+    return report
+
+
+def breakdown_table(runs: list[Run], by: str) -> Table:
+    table = Table(title=f"step accuracy by {BREAKDOWN_TITLES[by]}")
+    table.add_column(BREAKDOWN_TITLES[by], style="bold")
+    table.add_column("n", justify="right")
+    for run in runs:
+        table.add_column(run.label, justify="right")
+    groups: list[str] = []
+    for run in runs:
+        groups += [g for g in run.metrics["by"][by] if g not in groups]
+    for g in groups:
+        n = next((r.metrics["by"][by][g]["n"] for r in runs if g in r.metrics["by"][by]), 0)
+        table.add_row(g, str(n), *[fmt(r.metrics["by"][by].get(g, {}).get("step_accuracy"), ci=False) for r in runs])
+    return table

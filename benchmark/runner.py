@@ -1,0 +1,381 @@
+"""The evaluation runner: one attributor over one dataset, resumable, with baselines.
+
+`run_benchmark` attributes every trace of a dataset with concurrency, appends
+one line per finished trace to `OUT/predictions.jsonl` (flushed at once, so an
+interrupted run loses at most the traces in flight), and on `resume=True`
+skips every trace already on file, so no trace is paid for twice. Then it
+scores the trivial baselines (`baseline:*` attributors) on the same traces,
+into `OUT/baselines/NAME/predictions.jsonl`.
+
+One prediction line:
+
+    {"trace_id", "dataset", "method", "model",
+     "predicted": {"agent", "step", "native_step", "mode", "reason", "confidence"},
+     "gold": {"agent", "step", "native_step", "mode"},
+     "status": "ok" | "unparsed" | "error", "error",
+     "cost": {"calls", "input_tokens", "output_tokens", "usd", "seconds"},
+     "backend", "meta": {"subset", "modality", "framework", "benchmark", "n_steps", "multi_agent"}}
+
+The attributor sees the trace without its gold label, and without the task's
+reference answer unless `with_reference=True`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from middleware.errors import FaultlensError, InputError
+from middleware.model import Attribution, AttributionStatus, Trace
+
+from .datasets import load_dataset
+from .metrics import step_correct
+
+PREDICTIONS = "predictions.jsonl"
+RUN_INFO = "run.json"
+BASELINES_DIR = "baselines"
+BASELINE_PREFIX = "baseline:"
+
+
+class BudgetStop(FaultlensError):
+    """Raised inside a worker to stop the run cleanly when the budget is spent."""
+
+
+@dataclass
+class RunSummary:
+    out: Path
+    dataset: str
+    method: str
+    model: str | None
+    total: int  # traces selected from the dataset
+    done: int  # predictions on file for them after this run
+    new: int  # traces attributed by this run
+    skipped: int  # already on file before this run (resume)
+    spent_usd: float  # spent by this run
+    stopped: str | None = None  # why the run stopped before the end ("budget"), else None
+    baselines: dict[str, int] = field(default_factory=dict)  # baseline name -> predictions on file
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["out"] = str(self.out)
+        return d
+
+
+def safe_name(name: str) -> str:
+    """A file-system-safe version of a method or dataset name."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "run"
+
+
+def default_out(dataset: str, method: str, model: str | None) -> Path:
+    parts = [dataset, method] + ([model] if model else [])
+    return Path(".faultlens") / "bench" / "__".join(safe_name(p) for p in parts)
+
+
+# -- prediction records -------------------------------------------------------
+
+
+def trace_meta(trace: Trace) -> dict[str, Any]:
+    return {
+        "subset": trace.source.subset,
+        "modality": trace.source.modality,
+        "framework": trace.source.framework,
+        "benchmark": trace.source.benchmark,
+        "n_steps": len(trace.steps),
+        "multi_agent": trace.multi_agent,
+    }
+
+
+def gold_of(trace: Trace) -> dict[str, Any]:
+    gold = trace.gold
+    assert gold is not None
+    native = gold.native_step if gold.native_step is not None else trace.steps[gold.step].native_id
+    return {"agent": gold.agent, "step": gold.step, "native_step": native, "mode": gold.mode}
+
+
+def prediction_record(trace: Trace, attribution: Attribution, dataset: str, method: str,
+                      model: str | None, seconds: float) -> dict[str, Any]:
+    """The predictions.jsonl line for one attributed trace."""
+    step = attribution.step
+    native = None
+    if step is not None and 0 <= step < len(trace.steps):
+        native = trace.steps[step].native_id if trace.steps[step].native_id is not None else str(step)
+    cost = attribution.cost.model_dump()
+    if not cost["seconds"]:
+        cost["seconds"] = seconds  # the method did not time itself: use the runner's wall clock
+    status = attribution.status.value if isinstance(attribution.status, AttributionStatus) else str(attribution.status)
+    return {
+        "trace_id": trace.id,
+        "dataset": dataset,
+        "method": method,
+        "model": attribution.model or model,
+        "predicted": {"agent": attribution.agent, "step": step, "native_step": native, "mode": attribution.mode,
+                      "reason": attribution.reason, "confidence": attribution.confidence},
+        "gold": gold_of(trace),
+        "status": status,
+        "error": attribution.error,
+        "cost": cost,
+        "backend": attribution.backend,
+        "meta": trace_meta(trace),
+    }
+
+
+def read_predictions(path: Path) -> list[dict[str, Any]]:
+    """Prediction records of one file; a truncated last line (a killed run) is ignored."""
+    if not path.exists():
+        return []
+    records: list[dict[str, Any]] = []
+    lines = path.read_text(encoding="utf-8").split("\n")
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if number == len(lines):  # no newline after it: the write was cut off
+                continue
+            raise InputError(str(path), f"line {number}", None, f"not valid JSON ({exc.msg})") from None
+        for key in ("trace_id", "predicted", "gold", "status"):
+            if key not in record:
+                raise InputError(str(path), f"line {number}", key, "missing")
+        records.append(record)
+    return records
+
+
+def _repair_tail(path: Path) -> None:
+    """Drop a half-written last line so appended lines start on a line of their own."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    data = path.read_bytes()
+    if not data.endswith(b"\n"):
+        path.write_bytes(data[: data.rfind(b"\n") + 1])
+
+
+class _Appender:
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _repair_tail(path)
+        self.handle = open(path, "a", encoding="utf-8")
+
+    def write(self, record: dict[str, Any]) -> None:
+        self.handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self.handle.flush()
+
+    def close(self) -> None:
+        self.handle.close()
+
+
+# -- the run ------------------------------------------------------------------
+
+
+def prepare(trace: Trace, with_reference: bool) -> Trace:
+    """What the attributor is allowed to see: no gold label, maybe no reference answer."""
+    update: dict[str, Any] = {"gold": None}
+    if not with_reference and trace.task.reference_answer is not None:
+        update["task"] = trace.task.model_copy(update={"reference_answer": None})
+    return trace.model_copy(update=update)
+
+
+def _is_budget_error(exc: BaseException) -> bool:
+    try:
+        from attributors.llm import BudgetExceeded
+    except ImportError:
+        return False
+    return isinstance(exc, BudgetExceeded)
+
+
+def select_traces(dataset: str, limit: int | None) -> list[Trace]:
+    traces = load_dataset(dataset).traces(limit)
+    seen: set[str] = set()
+    for trace in traces:
+        if trace.gold is None:
+            raise InputError(dataset, trace.id, "gold", "a benchmark trace needs a gold label")
+        if trace.id in seen:
+            raise InputError(dataset, trace.id, "id", "two traces share this id; resuming needs unique ids")
+        seen.add(trace.id)
+    return traces
+
+
+def _check_run_info(out: Path, info: dict[str, Any], resume: bool) -> None:
+    path = out / RUN_INFO
+    predictions = out / PREDICTIONS
+    if predictions.exists() and predictions.stat().st_size and not resume:
+        raise FaultlensError(f"{out} already holds predictions; pass --resume to continue that run, or choose another --out")
+    if resume and path.exists():
+        before = json.loads(path.read_text(encoding="utf-8"))
+        for key in ("dataset", "method", "model", "with_reference"):
+            if before.get(key) != info[key]:
+                raise FaultlensError(f"cannot resume {out}: it was run with {key}={before.get(key)!r}, not {info[key]!r}")
+
+
+def _write_info(out: Path, info: dict[str, Any]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / RUN_INFO).write_text(json.dumps(info, indent=2) + "\n", encoding="utf-8")
+
+
+def baseline_names() -> list[str]:
+    """Every registered trivial baseline (`baseline:*`)."""
+    from attributors import names
+
+    return [n for n in names() if n.startswith(BASELINE_PREFIX)]
+
+
+async def arun_benchmark(
+    dataset_spec: str,
+    method: str,
+    model: str | None = None,
+    with_reference: bool = False,
+    concurrency: int = 4,
+    limit: int | None = None,
+    out: str | Path | None = None,
+    resume: bool = False,
+    budget_usd: float | None = None,
+    baselines: Sequence[str] | Mapping[str, Any] | None = None,
+    attributor: Any = None,
+    progress: bool = True,
+    console: Console | None = None,
+) -> RunSummary:
+    """See `run_benchmark`."""
+    if concurrency < 1:
+        raise FaultlensError("concurrency must be at least 1")
+    out = Path(out) if out is not None else default_out(dataset_spec, method, model)
+    info = {"dataset": dataset_spec, "method": method, "model": model, "with_reference": with_reference,
+            "limit": limit, "budget_usd": budget_usd, "started_at": time.time(), "status": "running"}
+    _check_run_info(out, info, resume)
+    traces = select_traces(dataset_spec, limit)
+    if attributor is None:
+        from attributors import get
+
+        attributor = get(method, **({"model": model} if model else {}))
+    baseline_map = _resolve_baselines(baselines, method)
+    _write_info(out, info)
+
+    pred_path = out / PREDICTIONS
+    done_ids = {r["trace_id"] for r in read_predictions(pred_path)}
+    todo = [t for t in traces if t.id not in done_ids]
+    skipped = len(traces) - len(todo)
+    state = {"spent": 0.0, "hits": 0, "scored": 0, "stopped": None}
+    writer = _Appender(pred_path)
+    queue: asyncio.Queue[Trace] = asyncio.Queue()
+    for trace in todo:
+        queue.put_nowait(trace)
+
+    bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TextColumn("step acc {task.fields[acc]} · ${task.fields[usd]}"), TimeElapsedColumn(), TimeRemainingColumn(),
+                   console=console, disable=not progress, transient=False)
+
+    async def worker(task_id: Any) -> None:
+        while not queue.empty() and state["stopped"] is None:
+            if budget_usd is not None and state["spent"] >= budget_usd:
+                state["stopped"] = "budget"
+                return
+            trace = queue.get_nowait()
+            started = time.perf_counter()
+            try:
+                attribution = await attributor.aattribute(prepare(trace, with_reference))
+            except Exception as exc:  # noqa: BLE001 - a failed trace is scored as an error, not a crashed run
+                if _is_budget_error(exc):
+                    state["stopped"] = "budget"
+                    return
+                attribution = Attribution(trace_id=trace.id, method=method, model=model,
+                                          status=AttributionStatus.error, error=f"{type(exc).__name__}: {exc}")
+            record = prediction_record(trace, attribution, dataset_spec, method, model, time.perf_counter() - started)
+            writer.write(record)
+            state["spent"] += record["cost"]["usd"]
+            state["scored"] += 1
+            state["hits"] += record["status"] == "ok" and step_correct(record["predicted"], record["gold"])
+            bar.update(task_id, advance=1, acc=f"{state['hits'] / state['scored']:.3f}", usd=f"{state['spent']:.4f}")
+
+    try:
+        with bar:
+            task_id = bar.add_task(f"{method} on {dataset_spec}", total=len(traces), completed=skipped, acc="-", usd="0.0000")
+            await asyncio.gather(*(worker(task_id) for _ in range(min(concurrency, max(len(todo), 1)))))
+    finally:
+        writer.close()
+
+    final = {r["trace_id"] for r in read_predictions(pred_path)}
+    scored_traces = [t for t in traces if t.id in final]
+    baseline_counts = {name: _run_baseline(out, name, att, scored_traces, dataset_spec, with_reference)
+                       for name, att in baseline_map.items()}
+    info.update(status="stopped: budget" if state["stopped"] else "complete", finished_at=time.time())
+    _write_info(out, info)
+    return RunSummary(out=out, dataset=dataset_spec, method=method, model=model, total=len(traces),
+                      done=len(final & {t.id for t in traces}), new=state["scored"], skipped=skipped,
+                      spent_usd=state["spent"], stopped=state["stopped"], baselines=baseline_counts)
+
+
+def _resolve_baselines(baselines: Sequence[str] | Mapping[str, Any] | None, method: str) -> dict[str, Any]:
+    if isinstance(baselines, Mapping):
+        return dict(baselines)
+    names = baseline_names() if baselines is None else list(baselines)
+    from attributors import get
+
+    return {name: get(name) for name in names if name != method}
+
+
+def baseline_dir(out: Path, name: str) -> Path:
+    return out / BASELINES_DIR / safe_name(name.removeprefix(BASELINE_PREFIX))
+
+
+def _run_baseline(out: Path, name: str, attributor: Any, traces: list[Trace], dataset: str, with_reference: bool) -> int:
+    """Score one baseline on `traces` (resumable like the main run); returns predictions on file."""
+    path = baseline_dir(out, name) / PREDICTIONS
+    done = {r["trace_id"] for r in read_predictions(path)}
+    writer = _Appender(path)
+    try:
+        for trace in traces:
+            if trace.id in done:
+                continue
+            started = time.perf_counter()
+            try:
+                attribution = attributor.attribute(prepare(trace, with_reference))
+            except Exception as exc:  # noqa: BLE001
+                attribution = Attribution(trace_id=trace.id, method=name, status=AttributionStatus.error,
+                                          error=f"{type(exc).__name__}: {exc}")
+            writer.write(prediction_record(trace, attribution, dataset, name, None, time.perf_counter() - started))
+            done.add(trace.id)
+    finally:
+        writer.close()
+    return len(done)
+
+
+def run_benchmark(
+    dataset_spec: str,
+    method: str,
+    model: str | None = None,
+    with_reference: bool = False,
+    concurrency: int = 4,
+    limit: int | None = None,
+    out: str | Path | None = None,
+    resume: bool = False,
+    budget_usd: float | None = None,
+    baselines: Sequence[str] | Mapping[str, Any] | None = None,
+    attributor: Any = None,
+    progress: bool = True,
+    console: Console | None = None,
+) -> RunSummary:
+    """Attribute every trace of `dataset_spec` with `method` and score the baselines on the same traces.
+
+    - `concurrency`: traces attributed at once (asyncio tasks over `aattribute`).
+    - `limit`: only the first N traces of the dataset.
+    - `out`: the run folder (default `.faultlens/bench/DATASET__METHOD[__MODEL]`).
+    - `resume`: continue a run in `out`, skipping traces already predicted.
+      Without it, a folder that already holds predictions is an error.
+    - `budget_usd`: stop starting new traces once this much is spent (traces in
+      flight finish, so the overshoot is at most `concurrency` traces).
+    - `baselines`: names of baseline attributors (default: every `baseline:*`),
+      or a mapping name -> attributor.
+    - `attributor`: an attributor object to use instead of `attributors.get(method)`.
+    """
+    return asyncio.run(arun_benchmark(dataset_spec, method, model=model, with_reference=with_reference,
+                                      concurrency=concurrency, limit=limit, out=out, resume=resume,
+                                      budget_usd=budget_usd, baselines=baselines, attributor=attributor,
+                                      progress=progress, console=console))
