@@ -84,6 +84,7 @@ def create_app(
     *,
     token: str | None = None,
     on_failure: OnFailure | None = None,
+    on_outcome: Callable[[str, Outcome], Any] | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY,
     max_queue: int = 1000,
     lessons_for: LessonsFor | None = None,
@@ -97,6 +98,8 @@ def create_app(
 
     token: if set (or $FAULTLENS_TOKEN), every request needs `Authorization: Bearer <token>`.
     on_failure: called with a trace id on the background worker whenever a run is recorded as failed.
+    on_outcome: called with (trace id, outcome) right after an outcome is stored through the API
+        (e.g. to credit the lessons the run was shown); its errors become a 500, after the outcome is saved and queued.
     max_body_bytes: /v1/traces bodies larger than this (before or after decompression) get 413.
     max_queue: how many failed runs may wait for on_failure; beyond it they are marked dropped.
     lessons_for: (agent, task, k) → lessons, for GET /api/lessons/for; default: the store's lessons for the agent.
@@ -161,10 +164,13 @@ def create_app(
 
     def record_outcome(trace_id: str, outcome: Outcome) -> dict[str, Any]:
         store.set_outcome(trace_id, outcome)
-        if outcome.success:
-            return {"trace_id": trace_id, "queued": False}
-        status = worker.submit(trace_id)
-        return {"trace_id": trace_id, "queued": status.state == "queued", "worker": status.as_dict()}
+        reply: dict[str, Any] = {"trace_id": trace_id, "success": outcome.success, "queued": False}
+        if not outcome.success:
+            status = worker.submit(trace_id)
+            reply.update(queued=status.state == "queued", worker=status.as_dict())
+        if on_outcome is not None:
+            on_outcome(trace_id, outcome)
+        return reply
 
     # -- OTLP ----------------------------------------------------------------
     @app.post(

@@ -1,0 +1,105 @@
+"""`faultlens serve`: the HTTP server of `middleware.server`, wired to attribution and reflection.
+
+middleware cannot import the packages above it, so the server takes its
+behaviour as callables; this module builds them:
+
+- on_failure(trace_id): attribute the run (`attributors.get(method)`), save the
+  attribution, reflect on it and keep the lessons (`feedback.loop.attribute_and_reflect`);
+- on_outcome(trace_id, outcome): credit the outcome to the lessons the run was shown;
+- lessons_for(agent, task, k): `LessonMemory.retrieve`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from middleware.model import Outcome
+from middleware.server import DEFAULT_MAX_BODY, create_app, otlp_http_exporter, resolve_token, run_server
+from middleware.server.interop import EvaluationExporter
+from middleware.store import SQLiteStore, default_db_path, open_store
+
+from .hooks import record_trace_outcome
+from .loop import attribute_and_reflect, resolve_attributor
+from .memory import LessonMemory
+from .reflect import get_reflector
+
+
+def build_app(
+    store: SQLiteStore,
+    *,
+    method: str = "heuristic",
+    model: str | None = None,
+    reflector: str | None = None,
+    token: str | None = None,
+    export_endpoint: str | None = None,
+    export_token: str | None = None,
+    **server_options: Any,
+):
+    """The faultlens app over `store`, attributing failed runs with `method` (and `model`) and reflecting with `reflector`."""
+    attributor = resolve_attributor(method, **({"model": model} if model else {}))
+    reflect = get_reflector(reflector)
+    memory = LessonMemory(store)
+
+    def on_failure(trace_id: str) -> None:
+        attribute_and_reflect(store, trace_id, attributor, reflect, memory)
+
+    def on_outcome(trace_id: str, outcome: Outcome) -> None:
+        record_trace_outcome(memory, store.get_trace(trace_id))
+
+    exporter = EvaluationExporter(otlp_http_exporter(export_endpoint, export_token)) if export_endpoint else None
+    return create_app(
+        store,
+        token=token,
+        on_failure=on_failure,
+        on_outcome=on_outcome,
+        lessons_for=lambda agent, task, k: memory.retrieve(agent, task, k),
+        evaluation_exporter=exporter,
+        **server_options,
+    )
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on. Anything but loopback needs a token.")
+@click.option("--port", default=4318, show_default=True, help="Port (4318 is the OTLP/HTTP default, so exporters need only the host).")
+@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="SQLite store [default: $FAULTLENS_DB or .faultlens/faultlens.db].")
+@click.option("--token", default=None, help="Require 'Authorization: Bearer TOKEN' on every request [default: $FAULTLENS_TOKEN].")
+@click.option("--method", default="heuristic", show_default=True, help="Attribution method for failed runs (see `faultlens attribute --help`).")
+@click.option("--model", default=None, help="litellm model for LLM attribution methods, e.g. openai/gpt-4o-mini.")
+@click.option("--reflector", default=None, help="How lessons are written: offline (default), or a litellm model name.")
+@click.option("--reports", "reports_dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="A `faultlens bench report` output directory to show at /reports.")
+@click.option("--media-root", type=click.Path(file_okay=False, path_type=Path), default=None, help="Serve step images given as file paths only from under this directory.")
+@click.option("--export-otlp", "export_endpoint", default=None, help="Also send each attribution to this OTLP/HTTP endpoint (…/v1/traces) as a gen_ai.evaluation.result event on the blamed span.")
+@click.option("--export-token", default=None, help="Bearer token for --export-otlp.")
+@click.option("--max-body", default=DEFAULT_MAX_BODY, show_default=True, help="Largest accepted /v1/traces body in bytes (also after decompression).")
+@click.option("--queue", "max_queue", default=1000, show_default=True, help="How many failed runs may wait for attribution.")
+def serve(db_path, host, port, token, method, model, reflector, reports_dir, media_root, export_endpoint, export_token, max_body, max_queue):
+    """Run the faultlens service: OTLP/HTTP ingest, background attribution, REST API and web UI.
+
+    Point any OpenTelemetry SDK or Collector at it
+    (OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318), record outcomes with
+    POST /api/runs/ID/outcome, and open http://127.0.0.1:4318/ in a browser.
+    The API is described at /docs.
+    """
+    token = resolve_token(token)
+    from middleware.server import check_bind
+
+    check_bind(host, token)  # before opening the store: refuse early and plainly
+    store = open_store(db_path or default_db_path())
+    app = build_app(
+        store,
+        method=method,
+        model=model,
+        reflector=reflector,
+        token=token,
+        export_endpoint=export_endpoint,
+        export_token=export_token,
+        reports_dir=reports_dir,
+        media_root=media_root,
+        max_body_bytes=max_body,
+        max_queue=max_queue,
+    )
+    click.echo(f"faultlens serving {db_path or default_db_path()} on http://{host}:{port}/  (attribution: {method}{' ' + model if model else ''})")
+    run_server(app, host=host, port=port, token=token)
