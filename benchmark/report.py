@@ -47,14 +47,15 @@ def load_runs(folders: list[Path]) -> list[Run]:
             raise InputError(str(folder), None, None, f"not a benchmark run folder (no {PREDICTIONS}); make one with `faultlens bench run`")
         info_path = folder / RUN_INFO
         info = json.loads(info_path.read_text(encoding="utf-8")) if info_path.exists() else {}
-        records = read_predictions(predictions)
+        # Sorted, so the bootstrap sees the same order however the traces finished.
+        records = sorted(read_predictions(predictions), key=lambda r: r["trace_id"])
         first = records[0] if records else {}
         method = info.get("method") or first.get("method") or folder.name
         runs.append(Run(label=method, method=method, model=info.get("model") or first.get("model"),
                         dataset=info.get("dataset") or first.get("dataset") or "?", folder=folder, baseline=False,
                         records=records, status=info.get("status")))
         for path in sorted((folder / BASELINES_DIR).glob(f"*/{PREDICTIONS}")):
-            records = read_predictions(path)
+            records = sorted(read_predictions(path), key=lambda r: r["trace_id"])
             if not records:
                 continue
             name = records[0].get("method") or BASELINE_PREFIX + path.parent.name

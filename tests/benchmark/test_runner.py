@@ -1,0 +1,127 @@
+"""The runner: prediction lines, kill-and-resume without repeated calls, the budget, errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from benchmark.report import make_report
+from benchmark.runner import read_predictions, run_benchmark
+from middleware.errors import FaultlensError
+
+from .conftest import CountingTestDouble, FirstStepTestDouble
+
+N = 24  # traces in the synthetic dataset
+
+
+def _run(spec, out, double, **kw):
+    kw.setdefault("baselines", {"baseline:first-step-double": FirstStepTestDouble()})
+    return run_benchmark(spec, "test-double:counting", out=out, attributor=double, progress=False, **kw)
+
+
+def _without_seconds(value):
+    # Wall-clock seconds are the one thing two runs cannot share.
+    if isinstance(value, dict):
+        return {k: _without_seconds(v) for k, v in value.items() if k != "seconds"}
+    if isinstance(value, list):
+        return [_without_seconds(v) for v in value]
+    return value
+
+
+def _metrics(folder):
+    report = make_report([folder], plots=False, samples=200)
+    return {r["label"]: _without_seconds(r["metrics"]) for r in report["runs"]}
+
+
+def test_prediction_lines_have_the_issue_format(synthetic_jsonl, tmp_path):
+    out = tmp_path / "run"
+    summary = _run(f"jsonl:{synthetic_jsonl}", out, CountingTestDouble(), concurrency=3)
+    assert summary.done == summary.new == N and summary.skipped == 0 and summary.stopped is None
+    records = read_predictions(out / "predictions.jsonl")
+    assert sorted(r["trace_id"] for r in records) == [f"syn-{i:03d}" for i in range(N)]
+    first = json.loads((out / "predictions.jsonl").read_text().splitlines()[0])
+    assert {"trace_id", "dataset", "method", "model", "predicted", "gold", "status", "cost"} <= set(first)
+    assert {"agent", "step", "native_step", "mode", "reason"} <= set(first["predicted"])
+    assert set(first["gold"]) == {"agent", "step", "native_step", "mode"}
+    assert first["predicted"]["native_step"] == str(first["predicted"]["step"])
+    assert first["dataset"] == f"jsonl:{synthetic_jsonl}" and first["method"] == "test-double:counting"
+    assert first["cost"]["usd"] == 0.01 and first["cost"]["calls"] == 1
+    # The baselines are scored on the same traces.
+    baseline = read_predictions(out / "baselines" / "first-step-double" / "predictions.jsonl")
+    assert sorted(r["trace_id"] for r in baseline) == sorted(r["trace_id"] for r in records)
+    assert all(r["predicted"]["step"] == 0 for r in baseline)
+    assert json.loads((out / "run.json").read_text())["status"] == "complete"
+
+
+def test_kill_halfway_then_resume_gives_the_same_report_without_repeated_calls(synthetic_jsonl, tmp_path):
+    spec = f"jsonl:{synthetic_jsonl}"
+    whole = CountingTestDouble()
+    _run(spec, tmp_path / "whole", whole, concurrency=3)
+    assert len(whole.calls) == N
+
+    killed = CountingTestDouble(interrupt_after=N // 2)
+    with pytest.raises(KeyboardInterrupt):
+        _run(spec, tmp_path / "resumed", killed, concurrency=3)
+    on_file = {r["trace_id"] for r in read_predictions(tmp_path / "resumed" / "predictions.jsonl")}
+    assert 0 < len(on_file) <= N // 2
+    assert not (tmp_path / "resumed" / "baselines").exists()  # baselines come after the method
+
+    with pytest.raises(FaultlensError, match="--resume"):
+        _run(spec, tmp_path / "resumed", CountingTestDouble())  # never overwrite a run silently
+
+    rest = CountingTestDouble()
+    summary = _run(spec, tmp_path / "resumed", rest, concurrency=3, resume=True)
+    assert summary.skipped == len(on_file) and summary.new == N - len(on_file) and summary.done == N
+    assert len(rest.calls) == N - len(on_file)
+    assert not set(rest.calls) & on_file  # nothing answered before is asked again
+    assert len(read_predictions(tmp_path / "resumed" / "predictions.jsonl")) == N
+    assert _metrics(tmp_path / "resumed") == _metrics(tmp_path / "whole")
+
+    again = CountingTestDouble()
+    summary = _run(spec, tmp_path / "resumed", again, resume=True)
+    assert again.calls == [] and summary.new == 0  # a finished run costs nothing to resume
+
+
+def test_half_written_last_line_is_redone_on_resume(synthetic_jsonl, tmp_path):
+    spec, out = f"jsonl:{synthetic_jsonl}", tmp_path / "run"
+    _run(spec, out, CountingTestDouble(), limit=5)
+    path = out / "predictions.jsonl"
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text("".join(lines[:4]) + lines[4][:30])  # killed in the middle of writing line 5
+    double = CountingTestDouble()
+    _run(spec, out, double, limit=5, resume=True)
+    assert len(double.calls) == 1
+    assert len(read_predictions(path)) == 5
+
+
+def test_budget_cap_stops_cleanly_and_resume_finishes(synthetic_jsonl, tmp_path):
+    spec, out = f"jsonl:{synthetic_jsonl}", tmp_path / "run"
+    capped = CountingTestDouble(usd=0.1)
+    summary = _run(spec, out, capped, concurrency=1, budget_usd=0.35)
+    assert summary.stopped == "budget" and summary.done == 4 and len(capped.calls) == 4
+    assert summary.spent_usd == pytest.approx(0.4)
+    assert summary.baselines == {"baseline:first-step-double": 4}  # the same traces as the method
+    assert json.loads((out / "run.json").read_text())["status"] == "stopped: budget"
+    rest = CountingTestDouble(usd=0.1)
+    summary = _run(spec, out, rest, concurrency=2, resume=True)
+    assert summary.done == N and len(rest.calls) == N - 4
+
+
+def test_budget_exceeded_from_the_llm_client_stops_without_writing(synthetic_jsonl, tmp_path):
+    from attributors.llm import BudgetExceeded
+
+    double = CountingTestDouble(raise_at_call=(3, BudgetExceeded("USD budget used up")))
+    summary = _run(f"jsonl:{synthetic_jsonl}", tmp_path / "run", double, concurrency=1)
+    assert summary.stopped == "budget" and summary.done == 2  # the refused trace is left for --resume
+
+
+def test_failures_count_as_errors_and_reference_answer_only_when_asked(synthetic_jsonl, tmp_path):
+    double = CountingTestDouble(fail_ids={"syn-001", "syn-002"}, expect_reference=True)
+    _run(f"jsonl:{synthetic_jsonl}", tmp_path / "run", double, with_reference=True)
+    records = {r["trace_id"]: r for r in read_predictions(tmp_path / "run" / "predictions.jsonl")}
+    assert records["syn-001"]["status"] == "error" and "500" in records["syn-001"]["error"]
+    m = _metrics(tmp_path / "run")["test-double:counting"]["overall"]
+    assert m["status"]["error"] == 2 and m["n"] == N
+    with pytest.raises(FaultlensError, match="with_reference"):
+        _run(f"jsonl:{synthetic_jsonl}", tmp_path / "run", CountingTestDouble(), resume=True)
