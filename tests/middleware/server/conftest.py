@@ -21,6 +21,10 @@ from middleware.server import ServerThread, create_app
 from middleware.store import SQLiteStore, open_store
 
 
+# One client for all tests: creating an httpx client builds an SSL context (~0.1 s).
+HTTP = httpx.Client(timeout=30)
+
+
 class JsonOTLPExporter(SpanExporter):
     """OTLP/HTTP with the JSON encoding, for tests.
 
@@ -46,7 +50,7 @@ class JsonOTLPExporter(SpanExporter):
                     span_dict["spanId"] = span.span_id.hex()
                     if span.parent_span_id:
                         span_dict["parentSpanId"] = span.parent_span_id.hex()
-        response = httpx.post(self.endpoint, content=json.dumps(payload), headers=self.headers, timeout=30)
+        response = HTTP.post(self.endpoint, content=json.dumps(payload), headers=self.headers, timeout=30)
         self.responses.append(response)
         return SpanExportResult.SUCCESS if response.status_code == 200 else SpanExportResult.FAILURE
 
@@ -67,8 +71,12 @@ def sdk_provider(endpoint: str, encoding: str = "protobuf", token: str | None = 
     return provider
 
 
-def run_team(provider: TracerProvider, *, query: str = "What is 17 * 23?", fail: bool = False, secret: str | None = None) -> dict:
-    """A small planner→solver→calculator run recorded with GenAI-convention spans. Returns ids."""
+def run_team(provider: TracerProvider, *, query: str = "What is 17 * 23?", fail: bool = False, root_error: bool | None = None, secret: str | None = None, image_png: str | None = None) -> dict:
+    """A small planner→solver→calculator run recorded with GenAI-convention spans. Returns ids.
+
+    fail: the solver calls the calculator with the wrong operands and answers 544;
+    root_error: the root span ends with status ERROR (default: same as fail).
+    """
     tracer = provider.get_tracer("tests.server")
     ids: dict = {"steps": {}}
     with tracer.start_as_current_span(
@@ -83,6 +91,7 @@ def run_team(provider: TracerProvider, *, query: str = "What is 17 * 23?", fail:
                 "gen_ai.agent.name": "planner",
                 "gen_ai.request.model": "mock-model",
                 "faultlens.content": "Plan: ask the solver to multiply 17 by 23.",
+                **({"faultlens.media": json.dumps([{"mime_type": "image/png", "data": image_png, "caption": "the worksheet"}])} if image_png else {}),
             },
         ) as span:
             ids["steps"]["plan"] = format(span.get_span_context().span_id, "016x")
@@ -108,7 +117,7 @@ def run_team(provider: TracerProvider, *, query: str = "What is 17 * 23?", fail:
             },
         ) as span:
             ids["steps"]["answer"] = format(span.get_span_context().span_id, "016x")
-        if fail:
+        if fail if root_error is None else root_error:
             root.set_status(Status(StatusCode.ERROR, "wrong answer"))
     provider.force_flush()
     return ids
