@@ -1,0 +1,342 @@
+"""`heuristic`: offline attribution from documented signals. No model, no key.
+
+Each signal is a small function `signal(trace, context) -> list[Hit]`: it
+points at steps, with a weight, the failure mode it suggests and a note. The
+step with the highest total weight is blamed (the earliest on a tie, since the
+decisive error is the first one); its mode is the mode of its heaviest hit;
+its agent is the agent of that step. Every hit is kept in
+`details["signals"]`, and the per-step totals are the `ranking`.
+
+Signals (weights are round numbers chosen by reasoning, not fitted to data):
+
+| signal | fires on | weight | mode |
+|---|---|---|---|
+| tool_error | a step with `error` set; an argument-type error also blames the call that caused it | 3 | A.2 (bad arguments) or V.3 (environment) |
+| error_words | tool results whose text reads like a failure (error, not found, timeout, ...) | 1 | V.3, and 0.5 A.2 on the call |
+| answer_origin | the first step where the (wrong) final answer's value appears | 2 (1 if it came from a tool) | R.3 numeric with arithmetic, else R.1 |
+| reference_lost | with the reference answer: the first agent step after the last step that still had the correct value | 1.5 | V.1 |
+| near_miss | an action whose names/numbers nearly but not exactly match the task's (Marla vs Marta) | 2.5 | A.2 in tool calls, C.2 in messages, R.4 otherwise |
+| excluded_used | an action that uses what the task said to exclude ("without X", "except X") | 1.5 | R.4 |
+| repeated_action | the first repeat of an identical tool call or message by the same agent | 1.5 | A.6 |
+| hedging | agent text that guesses or assumes ("I assume", "probably") | 1 | R.1 |
+
+With no signal at all, the documented prior is the step that gave the final
+answer, mode R.2, confidence 0, and the reason says that no signal fired.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from middleware.model import Attribution, AttributionStatus, Cost, Step, StepKind, Trace
+
+from ..base import BaseAttributor
+from ..registry import register
+from .llm_base import candidates_ranking
+
+
+@dataclass
+class Hit:
+    step: int
+    weight: float
+    mode: str
+    signal: str
+    note: str
+
+
+@dataclass
+class Context:
+    with_reference: bool
+
+
+def _text(step: Step) -> str:
+    parts = [step.content or ""]
+    if step.tool_arguments is not None:
+        parts.append(json.dumps(step.tool_arguments, ensure_ascii=False, default=str) if not isinstance(step.tool_arguments, str) else step.tool_arguments)
+    if step.tool_result is not None:
+        parts.append(json.dumps(step.tool_result, ensure_ascii=False, default=str) if not isinstance(step.tool_result, str) else step.tool_result)
+    if step.error:
+        parts.append(step.error)
+    return "\n".join(p for p in parts if p)
+
+
+def _action_text(step: Step) -> str:
+    """What the agent itself wrote or sent (not what a tool returned)."""
+    if step.kind == StepKind.tool_result:
+        return ""
+    parts = [step.content or ""]
+    if step.tool_arguments is not None:
+        parts.append(json.dumps(step.tool_arguments, ensure_ascii=False, default=str) if not isinstance(step.tool_arguments, str) else step.tool_arguments)
+    return "\n".join(p for p in parts if p)
+
+
+_ARGUMENT_ERROR = re.compile(r"\b(invalid|not found|no such|missing|unknown|unrecognized|bad request|argument|parameter|malformed|does not exist|no results?|400|404|422)\b", re.I)
+_ENVIRONMENT_ERROR = re.compile(r"\b(timeout|timed out|unavailable|connection|refused|rate limit|internal server|crash(ed)?|5\d\d|overloaded)\b", re.I)
+_FAILURE_WORDS = re.compile(r"\b(error|exception|traceback|failed|failure|not found|no results?|invalid|timeout|timed out|denied|unavailable|cannot|unable to)\b", re.I)
+_HEDGE = re.compile(r"\b(i assume|assuming|let'?s assume|probably|i guess|i think|most likely|not sure|without (checking|verifying)|presumably)\b", re.I)
+_NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?")
+_ARITHMETIC = re.compile(r"[+*/=×÷]|\b(sum|total|difference|minus|plus|times|divided|average|multipl\w*|subtract\w*|add(ed|ing)?)\b", re.I)
+_EXCLUDE = re.compile(r"\b(?:without|excluding|except|other than|not including)\s+(?:the\s+|a\s+|an\s+)?([A-Za-z][\w-]{2,})", re.I)
+_ENTITY = re.compile(r"\b[A-Z][a-zA-Z]{2,}(?:\s+[A-Z][a-zA-Z]{2,})*\b|\b\d{2,}\b")
+
+
+def _numbers(text: str) -> list[str]:
+    return [n.replace(",", "") for n in _NUMBER.findall(text)]
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"[^\w.\s-]", " ", text.lower())).strip()
+
+
+def _final_step(trace: Trace) -> Step:
+    finals = [s for s in trace.steps if s.kind == StepKind.final_answer]
+    return finals[-1] if finals else trace.steps[-1]
+
+
+def _answer_values(text: str) -> list[str]:
+    """The salient values of an answer: its numbers, else the whole short answer."""
+    numbers = _numbers(text)
+    if numbers:
+        return numbers[-1:]  # the last number is usually the answer ("... so the total is 42")
+    short = _norm(text)
+    return [short] if 0 < len(short) <= 60 else []
+
+
+def _answer_correct(trace: Trace, final: Step) -> bool:
+    reference = trace.task.reference_answer
+    if reference is None:
+        return False
+    wanted = _answer_values(reference)
+    got = _norm(_text(final))
+    return bool(wanted) and all(v in got for v in wanted)
+
+
+# ---------------------------------------------------------------- signals
+
+
+def tool_error(trace: Trace, ctx: Context) -> list[Hit]:
+    hits = []
+    for step in trace.steps:
+        if not step.error:
+            continue
+        if _ENVIRONMENT_ERROR.search(step.error):
+            hits.append(Hit(step.index, 3.0, "V.3", "tool_error", f"environment failure: {step.error[:120]}"))
+            continue
+        call = _calling_step(trace, step)
+        if _ARGUMENT_ERROR.search(step.error) and call is not None and call.index != step.index:
+            hits.append(Hit(call.index, 3.0, "A.2", "tool_error", f"its call failed at step {step.index}: {step.error[:120]}"))
+            hits.append(Hit(step.index, 1.0, "V.3", "tool_error", f"error reported: {step.error[:120]}"))
+        else:
+            mode = "A.2" if _ARGUMENT_ERROR.search(step.error) else "V.3"
+            hits.append(Hit(step.index, 3.0, mode, "tool_error", f"error: {step.error[:120]}"))
+    return hits
+
+
+def _calling_step(trace: Trace, step: Step) -> Step | None:
+    """The tool call a result belongs to: the nearest earlier call of the same tool (or the step itself if it is a call)."""
+    if step.kind == StepKind.tool_call:
+        return step
+    for earlier in reversed(trace.steps[: step.index]):
+        if earlier.kind == StepKind.tool_call and (step.tool_name is None or earlier.tool_name == step.tool_name):
+            return earlier
+    return None
+
+
+def error_words(trace: Trace, ctx: Context) -> list[Hit]:
+    hits = []
+    for step in trace.steps:
+        if step.error or step.kind != StepKind.tool_result:
+            continue  # tool_error already covers steps with an error field
+        text = (step.content or "") + " " + (json.dumps(step.tool_result, default=str) if step.tool_result is not None else "")
+        match = _FAILURE_WORDS.search(text)
+        if match:
+            hits.append(Hit(step.index, 1.0, "V.3", "error_words", f"tool result says {match.group(0)!r}"))
+            call = _calling_step(trace, step)
+            if call is not None:
+                hits.append(Hit(call.index, 0.5, "A.2", "error_words", f"its result at step {step.index} says {match.group(0)!r}"))
+    return hits
+
+
+def answer_origin(trace: Trace, ctx: Context) -> list[Hit]:
+    final = _final_step(trace)
+    if _answer_correct(trace, final):
+        return []  # the value is right; the failure lies elsewhere (format, verification, ...)
+    values = _answer_values(final.content or _text(final))
+    if not values:
+        return []
+    task_text = _norm(trace.task.query)
+    hits = []
+    for value in values:
+        if value in task_text:
+            continue  # copied from the question; its first appearance says nothing
+        for step in trace.steps[: final.index]:
+            text = _text(step)
+            present = value in _numbers(text) if _NUMBER.fullmatch(value) else value in _norm(text)
+            if not present:
+                continue
+            if step.kind == StepKind.tool_result:
+                hits.append(Hit(step.index, 1.0, "V.3", "answer_origin", f"the final answer's value {value!r} first comes from this tool result"))
+            else:
+                numeric = bool(_NUMBER.fullmatch(value))
+                mode = "R.3" if numeric and _ARITHMETIC.search(_action_text(step)) else "R.1"
+                hits.append(Hit(step.index, 2.0, mode, "answer_origin", f"the final answer's value {value!r} first appears here"))
+            break
+    return hits
+
+
+def reference_lost(trace: Trace, ctx: Context) -> list[Hit]:
+    reference = trace.task.reference_answer
+    if not ctx.with_reference or reference is None:
+        return []
+    final = _final_step(trace)
+    if _answer_correct(trace, final):
+        return []
+    wanted = _answer_values(reference)
+    if not wanted:
+        return []
+    last_seen = None
+    for step in trace.steps[: final.index]:
+        text = _text(step)
+        numeric = bool(_NUMBER.fullmatch(wanted[0]))
+        if (wanted[0] in _numbers(text)) if numeric else (wanted[0] in _norm(text)):
+            last_seen = step.index
+    if last_seen is None:
+        return []
+    for step in trace.steps[last_seen + 1 : final.index + 1]:
+        if step.kind != StepKind.tool_result:
+            return [Hit(step.index, 1.5, "V.1", "reference_lost", f"the correct value {wanted[0]!r} was in step {last_seen} but is not carried forward here")]
+    return []
+
+
+def near_miss(trace: Trace, ctx: Context) -> list[Hit]:
+    entities = {e for e in _ENTITY.findall(trace.task.query)}
+    words = {w for e in entities for w in e.split() if len(w) >= 4}
+    if not words:
+        return []
+    hits = []
+    for step in trace.steps:
+        text = _action_text(step)
+        if not text:
+            continue
+        for token in set(re.findall(r"\b[A-Za-z]{4,}\b|\b\d{2,}\b", text)):
+            if token in words:
+                continue
+            close = [w for w in words if w[0].isdigit() == token[0].isdigit() and w.lower() != token.lower() and difflib.SequenceMatcher(None, w.lower(), token.lower()).ratio() >= 0.8]
+            if close and token[0].isupper() == close[0][0].isupper():
+                mode = "A.2" if step.kind == StepKind.tool_call else ("C.2" if trace.multi_agent and step.kind == StepKind.message else "R.4")
+                hits.append(Hit(step.index, 2.5, mode, "near_miss", f"writes {token!r} where the task says {close[0]!r}"))
+                break
+    return hits
+
+
+def excluded_used(trace: Trace, ctx: Context) -> list[Hit]:
+    excluded = {m.lower() for m in _EXCLUDE.findall(trace.task.query)}
+    if not excluded:
+        return []
+    hits = []
+    for step in trace.steps:
+        if step.kind not in (StepKind.tool_call, StepKind.final_answer, StepKind.plan):
+            continue
+        words = set(re.findall(r"[a-z][\w-]+", _action_text(step).lower()))
+        used = excluded & words
+        if used:
+            hits.append(Hit(step.index, 1.5, "R.4", "excluded_used", f"uses {sorted(used)[0]!r}, which the task excludes"))
+    return hits
+
+
+def repeated_action(trace: Trace, ctx: Context) -> list[Hit]:
+    seen: dict[tuple, int] = {}
+    hits = []
+    for step in trace.steps:
+        if step.kind == StepKind.tool_call and step.tool_name:
+            key: tuple = (step.agent, "call", step.tool_name, json.dumps(step.tool_arguments, sort_keys=True, default=str))
+        elif step.kind in (StepKind.message, StepKind.llm_call, StepKind.plan) and len((step.content or "").strip()) >= 20:
+            key = (step.agent, "text", _norm(step.content))
+        else:
+            continue
+        if key in seen:
+            first = seen[key]
+            if not any(h.note.startswith(f"repeats step {first}") for h in hits):
+                hits.append(Hit(step.index, 1.5, "A.6", "repeated_action", f"repeats step {first} without progress"))
+        else:
+            seen[key] = step.index
+    return hits
+
+
+def hedging(trace: Trace, ctx: Context) -> list[Hit]:
+    hits = []
+    for step in trace.steps:
+        match = _HEDGE.search(_action_text(step))
+        if match:
+            hits.append(Hit(step.index, 1.0, "R.1", "hedging", f"guesses: {match.group(0)!r}"))
+    return hits
+
+
+SIGNALS: dict[str, Callable[[Trace, Context], list[Hit]]] = {
+    "tool_error": tool_error,
+    "error_words": error_words,
+    "answer_origin": answer_origin,
+    "reference_lost": reference_lost,
+    "near_miss": near_miss,
+    "excluded_used": excluded_used,
+    "repeated_action": repeated_action,
+    "hedging": hedging,
+}
+
+
+class Heuristic(BaseAttributor):
+    """Offline attribution from the signals above; see the module docstring."""
+
+    name = "heuristic"
+
+    def __init__(self, with_reference: bool = False, signals: list[str] | None = None, **ignored: Any):
+        unknown = [s for s in (signals or []) if s not in SIGNALS]
+        if unknown:
+            raise ValueError(f"unknown heuristic signal(s) {unknown}; known: {', '.join(SIGNALS)}")
+        self.with_reference = with_reference
+        self.signals = list(signals or SIGNALS)
+        # Options meant for LLM methods (model, budget, ...) do not apply; they are listed in the output, not dropped silently.
+        self.ignored = sorted(ignored)
+
+    def attribute(self, trace: Trace) -> Attribution:
+        started = time.monotonic()
+        details: dict[str, Any] = {"with_reference": self.with_reference}
+        if self.ignored:
+            details["ignored_options"] = self.ignored
+        if not trace.steps:
+            return Attribution(trace_id=trace.id, method=self.name, backend="heuristic", status=AttributionStatus.error, error="the trace has no steps to attribute", details=details)
+        ctx = Context(with_reference=self.with_reference)
+        hits = [hit for name in self.signals for hit in SIGNALS[name](trace, ctx)]
+        details["signals"] = [asdict(h) for h in hits]
+        totals: dict[int, float] = defaultdict(float)
+        for hit in hits:
+            totals[hit.step] += hit.weight
+        if not totals:
+            final = _final_step(trace)
+            fields = dict(step=final.index, agent=final.agent, mode="R.2", confidence=0.0,
+                          reason="no signal fired; prior: the step that gave the final answer")
+            details["prior"] = True
+            ranking = candidates_ranking(trace, [(final.index, 0.0, "prior")])
+        else:
+            best = min(totals, key=lambda s: (-totals[s], s))
+            top = max((h for h in hits if h.step == best), key=lambda h: h.weight)
+            notes = "; ".join(f"{h.signal}: {h.note}" for h in hits if h.step == best)
+            fields = dict(step=best, agent=trace.steps[best].agent, mode=top.mode, reason=notes,
+                          confidence=round(totals[best] / sum(totals.values()), 4))
+            ranking = candidates_ranking(trace, [(s, w, "; ".join(h.signal for h in hits if h.step == s)) for s, w in totals.items()])
+            # Earliest-first among equal totals, as the decisive error is the first one.
+            ranking.sort(key=lambda c: (-c.score, c.step))
+        return Attribution(
+            trace_id=trace.id, method=self.name, backend="heuristic", status=AttributionStatus.ok, ranking=ranking,
+            cost=Cost(seconds=round(time.monotonic() - started, 4)), details=details, prompt_version="heuristic/v1", **fields,
+        )
+
+
+register("heuristic", Heuristic)
