@@ -23,6 +23,7 @@ from .model import (
 from .redact import redact
 from .sources import load_traces
 from .store import SQLiteStore, Store, TraceNotFound, open_store
+from .tracer import Run, Tracer
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -51,5 +52,7 @@ __all__ = [
     "open_store",
     "read_jsonl",
     "redact",
+    "Run",
+    "Tracer",
     "write_jsonl",
 ]

@@ -1,0 +1,1 @@
+"""Instrumentations that turn other libraries' activity into faultlens spans (litellm, LangGraph)."""

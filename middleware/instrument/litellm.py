@@ -1,0 +1,203 @@
+"""Record litellm completions as GenAI `chat` spans under the agent that made them.
+
+litellm runs its success callbacks on a worker thread (sync calls) or as a
+task (async calls), where the caller's context is gone. So the context is
+captured in `log_pre_api_call`, which litellm runs in the caller's context,
+keyed by `litellm_call_id`, and used when the call ends. Taking the entry out
+also makes each call recorded once, even when litellm fires both its sync and
+async success callbacks for it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from litellm.integrations.custom_logger import CustomLogger
+from opentelemetry.trace import Status, StatusCode
+
+from .. import spans as S
+from ..spans import maybe_json
+
+if TYPE_CHECKING:
+    from ..tracer import CallContext, Tracer
+
+
+def _get(obj: Any, name: str, default: Any = None) -> Any:
+    if isinstance(obj, dict):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def _content_parts(content: Any) -> list[dict[str, Any]]:
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [{"type": "text", "content": content}]
+    parts = []
+    for item in content if isinstance(content, list) else [content]:
+        kind = _get(item, "type")
+        if kind == "text":
+            parts.append({"type": "text", "content": _get(item, "text", "")})
+        elif kind == "image_url":
+            url = _get(item, "image_url")
+            parts.append({"type": "uri", "modality": "image", "uri": _get(url, "url", url) if not isinstance(url, str) else url})
+        else:
+            parts.append({"type": str(kind or "text"), "content": json.dumps(item, default=str) if not isinstance(item, str) else item})
+    return parts
+
+
+def _tool_call_parts(tool_calls: Any) -> list[dict[str, Any]]:
+    parts = []
+    for call in tool_calls or []:
+        fn = _get(call, "function", {})
+        parts.append({"type": "tool_call", "id": _get(call, "id"), "name": _get(fn, "name"), "arguments": maybe_json(_get(fn, "arguments"))})
+    return parts
+
+
+def openai_to_genai(messages: Any) -> list[dict[str, Any]]:
+    """OpenAI/litellm chat messages as GenAI-convention messages (role + typed parts)."""
+    out = []
+    for message in messages or []:
+        role = _get(message, "role", "user")
+        if role == "tool":
+            parts = [{"type": "tool_call_response", "id": _get(message, "tool_call_id"), "response": _get(message, "content")}]
+        else:
+            parts = _content_parts(_get(message, "content")) + _tool_call_parts(_get(message, "tool_calls"))
+        out.append({"role": role, "parts": parts})
+    return out
+
+
+def _ns(moment: Any) -> int | None:
+    if isinstance(moment, datetime):
+        return int(moment.timestamp() * 1e9)
+    if isinstance(moment, (int, float)):
+        return int(moment * 1e9)
+    return None
+
+
+class LiteLLMInstrumentation(CustomLogger):
+    """A litellm callback recording each completion made inside a faultlens run as a `chat` span."""
+
+    def __init__(self, tracer: Tracer):
+        super().__init__()
+        self.tracer = tracer
+        self._pending: dict[str, CallContext] = {}  # started, not yet claimed by a success/failure callback
+        self._claimed: dict[str, CallContext] = {}  # being recorded
+        self._lock = threading.Condition()
+
+    def pending(self, run_id: str | None = None) -> int:
+        """How many calls (of one run, or all) have started but are not recorded yet."""
+        with self._lock:
+            return sum(1 for c in [*self._pending.values(), *self._claimed.values()] if run_id is None or c.run.id == run_id)
+
+    def wait(self, run_id: str | None = None, timeout: float = 5.0) -> bool:
+        """Block until the calls of a run are recorded (litellm logs sync calls on a worker thread)."""
+        with self._lock:
+            return self._lock.wait_for(
+                lambda: not any(run_id is None or c.run.id == run_id for c in [*self._pending.values(), *self._claimed.values()]), timeout
+            )
+
+    async def await_recorded(self, run_id: str | None = None, timeout: float = 5.0) -> bool:
+        """In async code: let litellm's logging worker run until the calls of a run are recorded."""
+        import asyncio
+
+        from litellm.litellm_core_utils.logging_worker import GLOBAL_LOGGING_WORKER
+
+        deadline = asyncio.get_running_loop().time() + timeout
+        while self.pending(run_id):
+            left = deadline - asyncio.get_running_loop().time()
+            if left <= 0:
+                return False
+            try:
+                await asyncio.wait_for(GLOBAL_LOGGING_WORKER.flush(), timeout=min(left, 0.5))
+            except asyncio.TimeoutError:
+                pass
+            await asyncio.sleep(0.005)
+        return True
+
+    def log_pre_api_call(self, model: str, messages: Any, kwargs: dict[str, Any]) -> None:
+        here = self.tracer.call_context()
+        call_id = kwargs.get("litellm_call_id")
+        if here is not None and call_id:
+            with self._lock:
+                self._pending[call_id] = here
+
+    def _take(self, kwargs: dict[str, Any]) -> CallContext | None:
+        call_id = kwargs.get("litellm_call_id") or ""
+        with self._lock:
+            here = self._pending.pop(call_id, None)
+            if here is not None:
+                self._claimed[call_id] = here
+            return here
+
+    def _done(self, kwargs: dict[str, Any]) -> None:
+        with self._lock:
+            self._claimed.pop(kwargs.get("litellm_call_id") or "", None)
+            self._lock.notify_all()
+
+    def log_success_event(self, kwargs: dict[str, Any], response_obj: Any, start_time: Any, end_time: Any) -> None:
+        if kwargs.get("stream") and kwargs.get("complete_streaming_response") is None:
+            return  # a streamed call is recorded once, when the whole response is known
+        here = self._take(kwargs)
+        if here is not None:
+            try:
+                self._record(here, kwargs, kwargs.get("complete_streaming_response") or response_obj, start_time, end_time, None)
+            finally:
+                self._done(kwargs)
+
+    async def async_log_success_event(self, kwargs: dict[str, Any], response_obj: Any, start_time: Any, end_time: Any) -> None:
+        self.log_success_event(kwargs, response_obj, start_time, end_time)
+
+    def log_failure_event(self, kwargs: dict[str, Any], response_obj: Any, start_time: Any, end_time: Any) -> None:
+        here = self._take(kwargs)
+        if here is not None:
+            try:
+                self._record(here, kwargs, None, start_time, end_time, kwargs.get("exception") or response_obj)
+            finally:
+                self._done(kwargs)
+
+    async def async_log_failure_event(self, kwargs: dict[str, Any], response_obj: Any, start_time: Any, end_time: Any) -> None:
+        self.log_failure_event(kwargs, response_obj, start_time, end_time)
+
+    def _record(self, here: CallContext, kwargs: dict[str, Any], response: Any, start_time: Any, end_time: Any, error: Any) -> None:
+        model = kwargs.get("model") or "unknown"
+        attributes: dict[str, Any] = {
+            S.OPERATION: S.CHAT,
+            S.REQUEST_MODEL: model,
+            S.CONVERSATION_ID: here.run.id,
+            S.AGENT_NAME: here.agent,
+            S.INPUT_MESSAGES: json.dumps(openai_to_genai(kwargs.get("messages") or kwargs.get("input")), ensure_ascii=False, default=str),
+        }
+        provider = kwargs.get("custom_llm_provider") or (kwargs.get("litellm_params") or {}).get("custom_llm_provider")
+        if provider:
+            attributes[S.PROVIDER] = str(provider)
+        if here.lessons:
+            attributes[S.LESSONS] = here.lessons
+        if response is not None:
+            if _get(response, "model"):
+                attributes[S.RESPONSE_MODEL] = str(_get(response, "model"))
+            output = []
+            finish_reasons = []
+            for choice in _get(response, "choices", None) or []:
+                message = _get(choice, "message") or _get(choice, "delta") or {}
+                output.append({"role": _get(message, "role") or "assistant", "parts": _content_parts(_get(message, "content")) + _tool_call_parts(_get(message, "tool_calls"))})
+                finish_reasons.append(str(_get(choice, "finish_reason") or ""))
+            attributes[S.OUTPUT_MESSAGES] = json.dumps(output, ensure_ascii=False, default=str)
+            attributes["gen_ai.response.finish_reasons"] = finish_reasons
+            usage = _get(response, "usage")
+            if usage is not None:
+                attributes[S.INPUT_TOKENS] = int(_get(usage, "prompt_tokens", 0) or 0)
+                attributes[S.OUTPUT_TOKENS] = int(_get(usage, "completion_tokens", 0) or 0)
+        cost = kwargs.get("response_cost")
+        if cost is not None:
+            attributes[S.COST_USD] = float(cost)
+        span = self.tracer.otel.start_span(f"{S.CHAT} {model}", context=here.context, attributes=attributes, start_time=_ns(start_time))
+        if error is not None:
+            if isinstance(error, BaseException):
+                span.record_exception(error)
+            span.set_attribute("error.type", type(error).__name__ if isinstance(error, BaseException) else "error")
+            span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else str(error)))
+        span.end(end_time=_ns(end_time))

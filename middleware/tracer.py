@@ -1,0 +1,660 @@
+"""The tracer: record live agent runs as OpenTelemetry spans and store them as steps.
+
+    from middleware import Tracer
+
+    tracer = Tracer(db="runs.db")
+
+    @tracer.tool(name="search")
+    def search(query: str) -> dict: ...
+
+    @tracer.agent(name="researcher", role="finds facts")
+    def researcher(question: str) -> str: ...
+
+    with tracer.run(task="Who wrote Dune?") as run:
+        answer = researcher("Who wrote Dune?")
+        run.record_outcome(success="Herbert" in answer)
+
+Spans follow the OpenTelemetry GenAI semantic conventions (`invoke_workflow`,
+`invoke_agent`, `chat`, `execute_tool`, `gen_ai.*` attributes); the run's
+trace id is both the OTel trace id and `gen_ai.conversation.id`. A span
+processor writes each finished span to the store as a `Step` (see
+`middleware.spans`), so the steps of a run that crashes are kept. Other
+exporters go beside it: `tracer.add_span_processor(...)`, or the standard
+`OTEL_TRACES_EXPORTER` (`otlp`, `console`) and `OTEL_EXPORTER_OTLP_*` variables.
+
+The tracer uses its own `TracerProvider` (not the global one unless
+`set_global=True`), so it never changes what the rest of a program exports.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import logging
+import os
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any, TypeVar
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace as otel_trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
+from opentelemetry.trace import Status, StatusCode
+from pydantic import BaseModel
+
+from . import spans as S
+from .model import AgentInfo, Media, Outcome, Source, StepKind, Task, Trace, new_id
+from .store import SQLiteStore, open_store
+
+log = logging.getLogger("faultlens.tracer")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_current_run: ContextVar[Run | None] = ContextVar("faultlens_run", default=None)
+_current_agent: ContextVar[str | None] = ContextVar("faultlens_agent", default=None)
+_pending_trace_id: ContextVar[int | None] = ContextVar("faultlens_pending_trace_id", default=None)
+
+DEFAULT_AGENT = "main"
+
+
+def to_text(value: Any) -> str:
+    """A value as the text a step shows: strings as they are, the rest as JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def to_json(value: Any) -> str:
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def text_messages(role: str, text: str) -> str:
+    """A GenAI-convention message list holding one text part, as the JSON string spans carry."""
+    return json.dumps([{"role": role, "parts": [{"type": "text", "content": text}]}], ensure_ascii=False)
+
+
+def returned_error(value: Any) -> str | None:
+    """The error a tool *returned* (not raised), or None.
+
+    Recognised: a dict with a non-empty `error` key; a dict or object whose
+    `status` is "error"/"failed" (LangChain's ToolMessage); an object with a
+    true `is_error`/`isError` (MCP's CallToolResult).
+    """
+    if isinstance(value, dict):
+        if value.get("error") not in (None, False, ""):
+            error = value["error"]
+            return error if isinstance(error, str) else to_text(error)
+        if str(value.get("status", "")).lower() in ("error", "failed"):
+            return to_text(value.get("message") or value.get("detail") or value)
+        return None
+    if getattr(value, "is_error", False) is True or getattr(value, "isError", False) is True:
+        return to_text(getattr(value, "content", value))
+    if str(getattr(value, "status", "")).lower() in ("error", "failed"):
+        return to_text(getattr(value, "content", None) or value)
+    return None
+
+
+def _bound_arguments(signature: inspect.Signature, args: tuple, kwargs: dict) -> dict[str, Any]:
+    try:
+        bound = signature.bind_partial(*args, **kwargs)
+    except TypeError:
+        return {"args": list(args), "kwargs": kwargs}
+    return {k: v for k, v in bound.arguments.items() if k not in ("self", "cls")}
+
+
+def _is_hex_id(value: str, length: int) -> bool:
+    return len(value) == length and all(c in "0123456789abcdef" for c in value) and int(value, 16) != 0
+
+
+class _RunIdGenerator(RandomIdGenerator):
+    """Gives a run's workflow span the run's id as its OTel trace id."""
+
+    def generate_trace_id(self) -> int:
+        pending = _pending_trace_id.get()
+        return pending if pending is not None else super().generate_trace_id()
+
+
+@dataclass
+class CallContext:
+    """Where a model call or a step made now belongs: its run, its agent and its parent span."""
+
+    run: Run
+    agent: str
+    context: otel_context.Context
+    lessons: list[str]
+
+
+class Run:
+    """One traced run of an agent system on one task. Use `Tracer.run(...)` to make one."""
+
+    def __init__(self, tracer: Tracer, trace: Trace, name: str):
+        self.tracer = tracer
+        self.trace = trace
+        self.name = name
+        self.outcome: Outcome | None = None
+        self.span: otel_trace.Span | None = None
+        self._agents = {a.name: a for a in trace.agents}
+        self._lock = threading.Lock()
+
+    @property
+    def id(self) -> str:
+        return self.trace.id
+
+    def add_agent(self, name: str, role: str = "", description: str = "") -> None:
+        with self._lock:
+            known = self._agents.get(name)
+            if known is None or (role and not known.role) or (description and not known.description):
+                self._agents[name] = AgentInfo(name=name, role=role or (known.role if known else ""), description=description or (known.description if known else ""))
+                if self.span is not None:
+                    self.span.set_attribute(S.TRACE_AGENTS, to_json([a.model_dump(mode="json") for a in self._agents.values()]))
+
+    def record_outcome(self, success: bool, score: float | None = None, detail: str | None = None, evaluator: str | None = None) -> Outcome:
+        """Say how the run ended; stored at once (and again with the workflow span)."""
+        self.outcome = Outcome(success=success, score=score, detail=detail, evaluator=evaluator)
+        self.tracer.store.set_outcome(self.id, self.outcome)
+        if self.span is not None:
+            self.span.set_attribute(S.TRACE_OUTCOME, self.outcome.model_dump_json())
+        return self.outcome
+
+    # Explicit start/end, for integrations whose run does not fit a `with` block.
+    def start(self) -> Run:
+        trace = self.trace
+        attributes = {
+            S.OPERATION: S.WORKFLOW,
+            S.CONVERSATION_ID: trace.id,
+            S.INPUT_MESSAGES: text_messages("user", trace.task.query),
+            S.TRACE_TASK: trace.task.model_dump_json(),
+            S.TRACE_AGENTS: to_json([a.model_dump(mode="json") for a in trace.agents]),
+            S.TRACE_SOURCE: trace.source.model_dump_json(),
+            S.SCHEMA_VERSION_ATTR: trace.schema_version,
+        }
+        if trace.metadata:
+            attributes[S.TRACE_METADATA] = to_json(trace.metadata)
+        start_ns = time.time_ns()
+        trace.created_at = start_ns / 1e9
+        # The header goes in first so steps have a home even if the run crashes.
+        self.tracer.store.begin_trace(trace)
+        token = _pending_trace_id.set(int(trace.id, 16) if _is_hex_id(trace.id, 32) else None)
+        try:
+            # A run is a root span: its own trace, never a child of whatever is current.
+            self.span = self.tracer.otel.start_span(f"{S.WORKFLOW} {self.name}", context=otel_context.Context(), attributes=attributes, start_time=start_ns)
+        finally:
+            _pending_trace_id.reset(token)
+        self.tracer._processor.watch(self.span, trace.id)
+        return self
+
+    def end(self, error: BaseException | None = None) -> None:
+        if self.span is None:
+            return
+        if error is not None:
+            self.span.record_exception(error)
+            self.span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
+            if self.outcome is None:
+                # A run that raised did not succeed; say so, and say who decided.
+                self.record_outcome(False, detail=f"the run raised {type(error).__name__}: {error}", evaluator="tracer")
+        self.span.end()
+        self.span = None
+
+    def context(self) -> otel_context.Context:
+        return otel_trace.set_span_in_context(self.span) if self.span is not None else otel_context.Context()
+
+
+class RunScope:
+    """What `Tracer.run` returns: a sync and async context manager around one `Run`."""
+
+    def __init__(self, tracer: Tracer, start: Callable[[], Run]):
+        self._tracer, self._start = tracer, start
+        self._tokens: tuple[Any, ...] = ()
+        self.run: Run | None = None
+
+    def __enter__(self) -> Run:
+        run = self.run = self._start()
+        self._tokens = (_current_run.set(run), otel_context.attach(run.context()), _current_agent.set(None))
+        return run
+
+    def _close(self, error: BaseException | None) -> None:
+        run_token, span_token, agent_token = self._tokens
+        try:
+            assert self.run is not None
+            self.run.end(error)
+        finally:
+            _current_agent.reset(agent_token)
+            otel_context.detach(span_token)
+            _current_run.reset(run_token)
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        litellm = self._tracer._litellm
+        if litellm is not None and self.run is not None:
+            try:
+                import asyncio
+
+                asyncio.get_running_loop()
+            except RuntimeError:
+                # Sync code: litellm records on a worker thread; wait for it (bounded).
+                litellm.wait(self.run.id, timeout=5.0)
+        self._close(exc)
+
+    async def __aenter__(self) -> Run:
+        return self.__enter__()
+
+    async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        litellm = self._tracer._litellm
+        if litellm is not None and self.run is not None:
+            await litellm.await_recorded(self.run.id, timeout=5.0)
+        self._close(exc)
+
+
+class StoreSpanProcessor(SpanProcessor):
+    """Writes every finished span of a faultlens run to the store as a step.
+
+    A span belongs to a run when it carries `gen_ai.conversation.id` or was
+    started inside a run's OTel trace (spans of other instrumentations sharing
+    the provider). Spans name no agent get the agent of their nearest ancestor.
+    A failing write is logged and kept in `errors`; it never breaks the agent.
+    """
+
+    def __init__(self, store: SQLiteStore):
+        self.store = store
+        self.errors: list[BaseException] = []
+        self._runs: dict[int, str] = {}
+        self._agents: dict[int, str | None] = {}
+        self._lock = threading.Lock()
+
+    def watch(self, workflow_span: otel_trace.Span, trace_id: str) -> None:
+        with self._lock:
+            self._runs[workflow_span.get_span_context().trace_id] = trace_id
+
+    def on_start(self, span: Any, parent_context: otel_context.Context | None = None) -> None:
+        ctx = span.get_span_context()
+        if ctx.trace_id not in self._runs:
+            return
+        agent = (span.attributes or {}).get(S.AGENT_NAME)
+        if agent is None and span.parent is not None:
+            agent = self._agents.get(span.parent.span_id)
+        with self._lock:
+            self._agents[ctx.span_id] = agent
+
+    def on_end(self, span: ReadableSpan) -> None:
+        ctx = span.get_span_context()
+        with self._lock:
+            run_id = self._runs.get(ctx.trace_id)
+            agent = self._agents.pop(ctx.span_id, None)
+            if span.parent is None and run_id is not None:
+                del self._runs[ctx.trace_id]
+        record = S.record_from_readable_span(span)
+        conversation = record.conversation_id or run_id
+        if conversation is None:
+            return
+        record.attributes.setdefault(S.CONVERSATION_ID, conversation)
+        if agent is not None:
+            record.attributes.setdefault(S.AGENT_NAME, agent)
+        try:
+            S.ingest(self.store, [record], source="tracer")
+        except Exception as exc:  # noqa: BLE001 - a storage problem must not crash the traced agent
+            log.exception("faultlens could not store span %s (%s)", record.span_id, record.name)
+            self.errors.append(exc)
+
+    def shutdown(self) -> None:
+        pass
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+class Tracer:
+    """Records runs, agents, tools and model calls as GenAI-convention spans, stored as steps.
+
+    Args:
+        store: the store to write to (default: `open_store(db)`).
+        db: path of the SQLite store when `store` is not given
+            (default `$FAULTLENS_DB` or `.faultlens/faultlens.db`).
+        service_name: the OTel `service.name` resource attribute.
+        set_global: also install this tracer's provider as the global one.
+        env_exporters: add the exporters named by `OTEL_TRACES_EXPORTER`.
+    """
+
+    def __init__(
+        self,
+        store: SQLiteStore | None = None,
+        db: str | Path | None = None,
+        *,
+        service_name: str = "faultlens",
+        set_global: bool = False,
+        env_exporters: bool = True,
+    ):
+        self.store = store if store is not None else open_store(db)
+        self.provider = TracerProvider(resource=Resource.create({"service.name": service_name}), id_generator=_RunIdGenerator())
+        self._processor = StoreSpanProcessor(self.store)
+        self.provider.add_span_processor(self._processor)
+        if env_exporters:
+            self._add_env_exporters()
+        self.otel = self.provider.get_tracer("faultlens")
+        if set_global:
+            otel_trace.set_tracer_provider(self.provider)
+        self._litellm: Any = None
+        self._langgraph_handlers: weakref.WeakSet[Any] = weakref.WeakSet()
+
+    # -- exporters ---------------------------------------------------------
+    def add_span_processor(self, processor: SpanProcessor) -> None:
+        """Send spans somewhere else too (any OTel SDK span processor)."""
+        self.provider.add_span_processor(processor)
+
+    def add_exporter(self, exporter: Any, *, batch: bool = True) -> None:
+        self.add_span_processor(BatchSpanProcessor(exporter) if batch else SimpleSpanProcessor(exporter))
+
+    def _add_env_exporters(self) -> None:
+        for name in [n.strip() for n in os.environ.get("OTEL_TRACES_EXPORTER", "").split(",") if n.strip()]:
+            if name == "none":
+                continue
+            entry = name
+            if name == "otlp":
+                protocol = os.environ.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "http/protobuf"
+                entry = "otlp_proto_grpc" if protocol == "grpc" else "otlp_proto_http"
+            found = list(entry_points(group="opentelemetry_traces_exporter", name=entry))
+            if not found:
+                raise ValueError(f"OTEL_TRACES_EXPORTER names {name!r}, but no OpenTelemetry exporter {entry!r} is installed")
+            self.add_exporter(found[0].load()(), batch=name != "console")
+
+    def force_flush(self) -> None:
+        self.provider.force_flush()
+
+    def shutdown(self) -> None:
+        """Flush exporters and remove this tracer's litellm callback."""
+        self.uninstrument_litellm()
+        self.provider.shutdown()
+
+    # -- runs --------------------------------------------------------------
+    def start_run(
+        self,
+        task: Task | str,
+        agents: Sequence[AgentInfo | str] | None = None,
+        source: Source | None = None,
+        *,
+        name: str = "run",
+        trace_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> Run:
+        """Start a run without entering it (call `run.end()`); most code wants `with tracer.run(...)`."""
+        trace = Trace(
+            id=trace_id or new_id(),
+            task=task if isinstance(task, Task) else Task(query=str(task)),
+            agents=[a if isinstance(a, AgentInfo) else AgentInfo(name=str(a)) for a in agents or []],
+            source=source or Source(),
+            metadata=metadata or {},
+        )
+        return Run(self, trace, name).start()
+
+    def run(
+        self,
+        task: Task | str,
+        agents: Sequence[AgentInfo | str] | None = None,
+        source: Source | None = None,
+        *,
+        name: str = "run",
+        trace_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> RunScope:
+        """Trace one run of the agent system on `task`: `with tracer.run(...) as run:`.
+
+        Works in sync and async code (contextvars). In async code prefer
+        `async with`, which also lets litellm's logging worker record the
+        run's last model calls before the run is closed.
+        """
+        return RunScope(self, lambda: self.start_run(task, agents, source, name=name, trace_id=trace_id, metadata=metadata))
+
+    def current_run(self) -> Run | None:
+        here = self.call_context()
+        return here.run if here is not None else None
+
+    def call_context(self) -> CallContext | None:
+        """The run, agent and parent span a call made right now belongs to (None outside runs).
+
+        Inside a LangGraph node traced by our callback handler (and not inside
+        a decorated agent), the node is the agent and its span the parent.
+        """
+        run = _current_run.get()
+        agent = _current_agent.get()
+        if agent is None:
+            for handler in list(self._langgraph_handlers):
+                found = handler.current_call_context()
+                if found is not None:
+                    return found
+        if run is None or run.tracer is not self:
+            return None
+        span = otel_trace.get_current_span()
+        lessons = getattr(span, "attributes", None) or {}
+        return CallContext(run=run, agent=agent or DEFAULT_AGENT, context=otel_context.get_current(), lessons=list(lessons.get(S.LESSONS) or []))
+
+    def record_outcome(self, success: bool, score: float | None = None, detail: str | None = None, evaluator: str | None = None) -> Outcome:
+        """Record the current run's outcome (see `Run.record_outcome`)."""
+        run = _current_run.get()
+        if run is None:
+            raise RuntimeError("record_outcome() needs a current run: call it inside `with tracer.run(...)` or use run.record_outcome")
+        return run.record_outcome(success, score=score, detail=detail, evaluator=evaluator)
+
+    # -- agents and tools ----------------------------------------------------
+    def agent(self, fn: F | None = None, *, name: str | None = None, role: str = "", description: str = "") -> Any:
+        """Decorate a sync or async function as an agent: one `invoke_agent` span per call.
+
+        The call's arguments are the agent's input, its return value the
+        agent's message (a step when not None); calls made inside (tools,
+        litellm, other agents) nest under it.
+        """
+
+        def decorate(func: F) -> F:
+            agent_name = name or func.__name__
+            signature = inspect.signature(func)
+
+            @contextmanager
+            def span_for(args: tuple, kwargs: dict) -> Iterator[Callable[[Any], None]]:
+                here = self.call_context()
+                if here is not None:
+                    here.run.add_agent(agent_name, role, description)
+                arguments = _bound_arguments(signature, args, kwargs)
+                given = next(iter(arguments.values())) if len(arguments) == 1 and isinstance(next(iter(arguments.values())), str) else arguments
+                attributes = {S.OPERATION: S.AGENT, S.AGENT_NAME: agent_name, S.INPUT_MESSAGES: text_messages("user", to_text(given))}
+                if description:
+                    attributes[S.AGENT_DESCRIPTION] = description
+                if here is not None:
+                    attributes[S.CONVERSATION_ID] = here.run.id
+                token = _current_agent.set(agent_name)
+                try:
+                    with self.otel.start_as_current_span(
+                        f"{S.AGENT} {agent_name}", context=here.context if here is not None else None, attributes=attributes
+                    ) as span:
+
+                        def finish(result: Any) -> None:
+                            if result is not None:
+                                span.set_attribute(S.OUTPUT_MESSAGES, text_messages("assistant", to_text(result)))
+
+                        yield finish
+                finally:
+                    _current_agent.reset(token)
+
+            if inspect.iscoroutinefunction(func):
+
+                @functools.wraps(func)
+                async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+                    with span_for(args, kwargs) as finish:
+                        result = await func(*args, **kwargs)
+                        finish(result)
+                        return result
+
+                wrapper: Any = async_wrapper
+            else:
+
+                @functools.wraps(func)
+                def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
+                    with span_for(args, kwargs) as finish:
+                        result = func(*args, **kwargs)
+                        finish(result)
+                        return result
+
+                wrapper = sync_wrapper
+            wrapper.faultlens_agent = agent_name
+            return wrapper  # type: ignore[return-value]
+
+        return decorate(fn) if fn is not None else decorate
+
+    def tool(self, fn: F | None = None, *, name: str | None = None, description: str = "") -> Any:
+        """Decorate a sync or async function as a tool: one `execute_tool` span per call.
+
+        A call that raises, or that *returns* an error (see `returned_error`),
+        is an error step.
+        """
+
+        def decorate(func: F) -> F:
+            tool_name = name or func.__name__
+            signature = inspect.signature(func)
+
+            @contextmanager
+            def span_for(args: tuple, kwargs: dict) -> Iterator[Callable[[Any], None]]:
+                here = self.call_context()
+                attributes = {
+                    S.OPERATION: S.TOOL,
+                    S.TOOL_NAME: tool_name,
+                    S.TOOL_ARGUMENTS: to_json(_bound_arguments(signature, args, kwargs)),
+                }
+                if description:
+                    attributes["gen_ai.tool.description"] = description
+                if here is not None:
+                    attributes[S.CONVERSATION_ID] = here.run.id
+                    attributes[S.AGENT_NAME] = here.agent
+                with self.otel.start_as_current_span(
+                    f"{S.TOOL} {tool_name}", context=here.context if here is not None else None, attributes=attributes
+                ) as span:
+
+                    def finish(result: Any) -> None:
+                        span.set_attribute(S.TOOL_RESULT, to_json(result))
+                        error = returned_error(result)
+                        if error is not None:
+                            span.set_attribute("error.type", "tool_error")
+                            span.set_status(Status(StatusCode.ERROR, error))
+
+                    yield finish
+
+            if inspect.iscoroutinefunction(func):
+
+                @functools.wraps(func)
+                async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+                    with span_for(args, kwargs) as finish:
+                        result = await func(*args, **kwargs)
+                        finish(result)
+                        return result
+
+                wrapper: Any = async_wrapper
+            else:
+
+                @functools.wraps(func)
+                def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
+                    with span_for(args, kwargs) as finish:
+                        result = func(*args, **kwargs)
+                        finish(result)
+                        return result
+
+                wrapper = sync_wrapper
+            wrapper.faultlens_tool = tool_name
+            return wrapper  # type: ignore[return-value]
+
+        return decorate(fn) if fn is not None else decorate
+
+    # -- explicit steps ------------------------------------------------------
+    def message(
+        self,
+        content: str,
+        *,
+        agent: str | None = None,
+        kind: StepKind | str = StepKind.message,
+        media: Sequence[Media] = (),
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        """Record one step explicitly (a message, plan, final answer or human turn) in the current run."""
+        kind = StepKind(kind)
+        here = self.call_context()
+        if here is None:
+            raise RuntimeError(f"tracer.{kind.value}() needs a current run: call it inside `with tracer.run(...)`")
+        who = agent or here.agent
+        attributes: dict[str, Any] = {
+            S.STEP_KIND: kind.value,
+            S.AGENT_NAME: who,
+            S.CONVERSATION_ID: here.run.id,
+            S.OUTPUT_MESSAGES: text_messages("user" if kind is StepKind.human else "assistant", content),
+        }
+        if media:
+            attributes[S.MEDIA] = to_json([m.model_dump(mode="json", exclude_none=True) for m in media])
+        if metadata:
+            attributes[S.STEP_METADATA] = to_json(metadata)
+        if here.lessons:
+            attributes[S.LESSONS] = here.lessons
+        if agent is not None and agent != here.agent:
+            here.run.add_agent(agent)
+        self.otel.start_span(f"{kind.value} {who}", context=here.context, attributes=attributes).end()
+
+    def plan(self, content: str, *, agent: str | None = None, **kwargs: Any) -> None:
+        self.message(content, agent=agent, kind=StepKind.plan, **kwargs)
+
+    def final_answer(self, content: str, *, agent: str | None = None, **kwargs: Any) -> None:
+        self.message(content, agent=agent, kind=StepKind.final_answer, **kwargs)
+
+    def human(self, content: str, *, agent: str = "human", **kwargs: Any) -> None:
+        self.message(content, agent=agent, kind=StepKind.human, **kwargs)
+
+    def set_lessons(self, lesson_ids: Sequence[str]) -> None:
+        """Note on the current span which lessons the agent was shown (`faultlens.lessons`)."""
+        otel_trace.get_current_span().set_attribute(S.LESSONS, [str(i) for i in lesson_ids])
+
+    def attach_media(self, *media: Media) -> None:
+        """Attach images/frames to the current span's step (e.g. what an agent looked at)."""
+        span = otel_trace.get_current_span()
+        existing = json.loads((getattr(span, "attributes", None) or {}).get(S.MEDIA, "[]"))
+        span.set_attribute(S.MEDIA, to_json(existing + [m.model_dump(mode="json", exclude_none=True) for m in media]))
+
+    # -- instrumentations ------------------------------------------------------
+    def instrument_litellm(self) -> Any:
+        """Record every litellm completion made inside a run as a `chat` step (idempotent)."""
+        import litellm
+
+        from .instrument.litellm import LiteLLMInstrumentation
+
+        if self._litellm is None:
+            self._litellm = LiteLLMInstrumentation(self)
+        if self._litellm not in litellm.callbacks:
+            litellm.callbacks.append(self._litellm)
+        return self._litellm
+
+    def uninstrument_litellm(self) -> None:
+        if self._litellm is None:
+            return
+        import litellm
+
+        for name in ("callbacks", "success_callback", "failure_callback", "_async_success_callback", "_async_failure_callback"):
+            registered = getattr(litellm, name, None)
+            while isinstance(registered, list) and self._litellm in registered:
+                registered.remove(self._litellm)
+
+    def langgraph_handler(self, task: Task | str | None = None, source: Source | None = None) -> Any:
+        """A LangChain callback handler for `config={"callbacks": [...]}` of a LangGraph graph.
+
+        Inside `with tracer.run(...)` the graph's steps join that run; outside,
+        each graph invocation is a run of its own on `task` (default: its input).
+        """
+        from .instrument.langgraph import LangGraphCallbackHandler
+
+        handler = LangGraphCallbackHandler(self, task=task, source=source)
+        self._langgraph_handlers.add(handler)
+        return handler
