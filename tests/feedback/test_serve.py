@@ -1,0 +1,142 @@
+"""`faultlens serve`: the server wired to a real attributor, reflection and lesson memory."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+from click.testing import CliRunner
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.trace import Status, StatusCode
+
+from feedback.serve import build_app, serve
+from middleware.server import ServerThread
+from middleware.store import open_store
+
+HTTP = httpx.Client(timeout=60)
+
+
+def _send_failed_run(endpoint: str, query: str = "Convert 3 km to metres") -> dict:
+    """A two-agent run sent with the SDK's OTLP/HTTP exporter; the tool step errors."""
+    provider = TracerProvider(resource=Resource.create({"service.name": "unit-agent"}))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
+    tracer = provider.get_tracer("tests.feedback.serve")
+    ids = {}
+    with tracer.start_as_current_span("invoke_workflow converter", attributes={"gen_ai.operation.name": "invoke_workflow", "faultlens.task": json.dumps({"query": query})}) as root:
+        ids["trace_id"] = format(root.get_span_context().trace_id, "032x")
+        with tracer.start_as_current_span("chat planner", attributes={"gen_ai.operation.name": "chat", "gen_ai.agent.name": "planner", "faultlens.content": "Use the converter tool on 3 km."}):
+            pass
+        with tracer.start_as_current_span(
+            "execute_tool converter",
+            attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.agent.name": "worker", "gen_ai.tool.name": "converter", "gen_ai.tool.call.arguments": json.dumps({"value": 3, "unit": "kg"})},
+        ) as tool:
+            tool.set_status(Status(StatusCode.ERROR, "ValueError: unknown unit 'kg' for a length"))
+            ids["tool_span"] = format(tool.get_span_context().span_id, "016x")
+        with tracer.start_as_current_span("chat worker", attributes={"gen_ai.operation.name": "chat", "gen_ai.agent.name": "worker", "faultlens.content": "3 km is 3 metres.", "faultlens.step.kind": "final_answer"}):
+            pass
+    provider.shutdown()
+    return ids
+
+
+def _wait(predicate, timeout=60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError("timed out")
+
+
+def test_failed_run_is_attributed_and_becomes_a_lesson(tmp_path):
+    store = open_store(tmp_path / "serve.db")
+    with ServerThread(build_app(store, method="heuristic")) as server:
+        ids = _send_failed_run(server.url + "/v1/traces")
+        trace_id = ids["trace_id"]
+        trace = HTTP.get(f"{server.url}/api/runs/{trace_id}").json()
+        assert [s["agent"] for s in trace["steps"]] == ["planner", "worker", "worker"]
+        assert trace["steps"][1]["error"].startswith("ValueError")
+
+        r = HTTP.post(f"{server.url}/api/runs/{trace_id}/outcome", json={"success": False, "score": 0.0, "detail": "expected 3000 metres"})
+        assert r.status_code == 200 and r.json()["queued"] in (True, False)  # may already be queued by the span status path
+
+        body = _wait(lambda: (b := HTTP.get(f"{server.url}/api/runs/{trace_id}/attribution").json())["latest"] and b["job"]["state"] == "done" and b)
+        latest = body["latest"]
+        assert latest["method"] == "heuristic" and latest["status"] == "ok"
+        # The heuristic blames the first step that errored: the converter call.
+        assert (latest["agent"], latest["step"]) == ("worker", 1)
+
+        lessons = _wait(lambda: HTTP.get(f"{server.url}/api/lessons").json())
+        (lesson,) = [l for l in lessons if l["trace_id"] == trace_id]
+        assert (lesson["agent"], lesson["step"], lesson["attribution_id"]) == ("worker", 1, latest["id"])
+        # An agent in another process asks for its lessons before a similar task (feedback's retrieval)...
+        got = HTTP.get(f"{server.url}/api/lessons/for", params={"agent": "worker", "task": "Convert 5 km to metres"}).json()
+        assert [l["id"] for l in got] == [lesson["id"]]
+        # ...and an unrelated task gets none.
+        assert HTTP.get(f"{server.url}/api/lessons/for", params={"agent": "worker", "task": "Write a poem about cats"}).json() == []
+    store.close()
+
+
+def test_success_outcome_credits_the_lessons_the_run_was_shown(tmp_path):
+    from middleware.model import Lesson, Step, Task, Trace
+
+    store = open_store(tmp_path / "serve.db")
+    lesson = Lesson(agent="worker", situation="unit conversion", mistake="wrong unit", advice="check the unit")
+    store.save_lesson(lesson)
+    trace = Trace(task=Task(query="convert"), steps=[Step(index=0, agent="worker", content="3000 m", lessons=[lesson.id])])
+    store.save_trace(trace)
+    with ServerThread(build_app(store)) as server:
+        assert HTTP.post(f"{server.url}/api/runs/{trace.id}/outcome", json={"success": True}).status_code == 200
+    updated = store.get_lesson(lesson.id)
+    assert (updated.shown, updated.helped, updated.failed) == (1, 1, 0)
+    store.close()
+
+
+def test_serve_refuses_a_public_bind_without_a_token(tmp_path, monkeypatch):
+    monkeypatch.delenv("FAULTLENS_TOKEN", raising=False)
+    result = CliRunner().invoke(serve, ["--host", "0.0.0.0", "--db", str(tmp_path / "x.db")])
+    assert result.exit_code != 0
+    assert "refusing to listen on '0.0.0.0'" in (result.output + str(result.exception))
+    assert not (tmp_path / "x.db").exists()  # refused before opening anything
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_the_faultlens_serve_command_serves(tmp_path):
+    port = _free_port()
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "FAULTLENS_TOKEN": "cli-test-token"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "middleware.cli", "serve", "--host", "0.0.0.0", "--port", str(port), "--db", str(tmp_path / "cli.db")],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        auth = {"Authorization": "Bearer cli-test-token"}
+        url = f"http://127.0.0.1:{port}"
+
+        def up():
+            try:
+                return HTTP.get(url + "/api/health", headers=auth).status_code == 200
+            except httpx.TransportError:
+                assert proc.poll() is None, proc.stdout.read()
+                return False
+
+        _wait(up, timeout=120)
+        assert HTTP.get(url + "/api/runs").status_code == 401
+        assert HTTP.get(url + "/api/worker", headers=auth).json()["enabled"] is True
+    finally:
+        proc.terminate()
+        proc.wait(30)
