@@ -190,3 +190,10 @@ def ensure_registered() -> None:
     from litellm.utils import custom_llm_setup
 
     custom_llm_setup()
+    # Simulated calls cost nothing; saying so also spares litellm a slow price look-up per call.
+    from . import envs
+
+    litellm.register_model({f"{SIM_PREFIX}/{name}": {"input_cost_per_token": 0.0, "output_cost_per_token": 0.0,
+                                                     "cache_creation_input_token_cost": 0.0, "cache_read_input_token_cost": 0.0,
+                                                     "litellm_provider": SIM_PREFIX, "mode": "chat",
+                                                     "max_tokens": 1_000_000} for name in envs.names()})

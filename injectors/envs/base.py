@@ -21,8 +21,12 @@ How to add an environment (an afternoon's work)
    - `evaluate(task, answer)`: an `Outcome` (success, score, evaluator, detail).
    - `policy()`: the simulated agents' `SimPolicy` (see `injectors.sim`): a
      function of the conversation an agent is given and nothing else.
-   - optionally `distractors(task)`: plausible wrong values (other names,
-     numbers, columns) that error generators use to make errors look natural.
+   - optionally `distractor_groups(task)`: groups of interchangeable values
+     (names of people, towns, columns...) that error generators swap to make
+     errors look natural (`task` is None when a simulated agent asks: return
+     what you can without it), and `mutators()`: environment-specific error
+     rules per mode (`{"C.1": [rule, ...]}`, rule: `GenInput -> Generated |
+     None`, see `injectors.generators`), tried before the generic ones.
 4. Add a test that a seed run succeeds with simulated agents.
 
 Steps: exactly one `Step` per recorded call. A model call becomes a `plan`,
@@ -136,8 +140,11 @@ class Environment:
     def policy(self):  # -> injectors.sim.SimPolicy
         raise NotImplementedError
 
-    def distractors(self, task: Task) -> list[str]:
+    def distractor_groups(self, task: Task | None) -> list[list[str]]:
         return []
+
+    def mutators(self) -> dict[str, list[Callable[[Any], Any]]]:
+        return {}
 
     # -- provided -----------------------------------------------------------
     @property

@@ -1,0 +1,98 @@
+"""`faultlens inject`: make failure traces with exact gold labels by warm-start injection."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+
+@click.command("inject")
+@click.option("--env", "env_names", multiple=True, metavar="NAME",
+              help="Environment to inject into (repeatable; 'all' for every one). See --list-envs.")
+@click.option("--seeds", default=20, show_default=True, help="Seed tasks per environment.")
+@click.option("--per-seed", default=4, show_default=True, help="Injections tried per successful seed.")
+@click.option("--seed", default=0, show_default=True, help="Seed of tasks, agents' randomness and (t, mode) choices.")
+@click.option("--agent-model", default=None, metavar="MODEL",
+              help="Run the agents on this litellm model instead of the simulated agents (faultlens-sim/<env>).")
+@click.option("--generator", default="template", show_default=True, metavar="template|MODEL",
+              help="'template' (offline rules per mode) or a litellm model that writes the errors.")
+@click.option("--noise", default=0.2, show_default=True,
+              help="Rate of recovered, non-decisive mistakes of the simulated agents in seeds.")
+@click.option("--mode", "modes", multiple=True, metavar="CODE", help="Only inject these modes (repeatable).")
+@click.option("--workers", default=2, show_default=True, help="Worker processes.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the kept traces here (JSONL).")
+@click.option("--summary", "summary_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also write the yield table here (JSON).")
+@click.option("--list-envs", is_flag=True, help="Print the environment names, one per line, and exit.")
+def inject(env_names, seeds, per_seed, seed, agent_model, generator, noise, modes, workers, out, summary_path, list_envs):
+    """Make failure traces with exact labels by warm-start error injection.
+
+    Each seed task is run to success (simulated agents by default), recorded,
+    and replayed exactly up to a step t; step t is replaced by an error of a
+    failure mode; the agents continue live; runs that now fail are kept with the
+    gold label (agent of step t, t, mode, reason). The same arguments give
+    byte-identical output.
+
+    \b
+    faultlens inject --list-envs
+    faultlens inject --env research_team --env table_qa --seeds 60 --per-seed 5 --out kept.jsonl
+    """
+    from . import envs
+    from .pipeline import InjectConfig
+    from .pipeline import inject as run_pipeline
+    from .taxonomy import is_mode
+
+    if list_envs:
+        for name in envs.names():
+            click.echo(name)
+        return
+    if not env_names:
+        raise click.UsageError("give --env NAME (or --list-envs)")
+    if out is None:
+        raise click.UsageError("give --out FILE.jsonl")
+    names = envs.names() if "all" in env_names else list(dict.fromkeys(env_names))
+    for name in names:
+        if name not in envs.names():
+            raise click.BadParameter(f"unknown environment {name!r}; known: {', '.join(envs.names())}", param_hint="--env")
+    for code in modes:
+        if not is_mode(code):
+            raise click.BadParameter(f"unknown failure mode {code!r}", param_hint="--mode")
+    config = InjectConfig(envs=names, seeds=seeds, per_seed=per_seed, seed=seed, agent_model=agent_model,
+                          generator=generator, noise=noise, workers=workers,
+                          modes=[m.strip().upper() for m in modes] or None)
+    console = Console(stderr=True)
+    from tqdm import tqdm
+
+    started = time.time()
+    bar = tqdm(total=seeds * len(names), desc="seeds", unit="seed", file=sys.stderr)
+
+    def progress(done: int, total: int) -> None:
+        bar.update(done - bar.n)
+
+    result = run_pipeline(config, progress=progress)
+    bar.close()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "w", encoding="utf-8") as fh:
+        for trace in result.traces:
+            fh.write(trace.model_dump_json() + "\n")
+    rows = result.summary()
+    table = Table(title=f"injection yield ({time.time() - started:.0f} s)")
+    for column in ("env", "mode", "attempted", "drifted", "still_succeeded", "kept"):
+        table.add_column(column, justify="left" if column in ("env", "mode") else "right")
+    for row in rows:
+        table.add_row(*(str(row[c]) for c in ("env", "mode", "attempted", "drifted", "still_succeeded", "kept")))
+    totals = {c: sum(r[c] for r in rows) for c in ("attempted", "drifted", "still_succeeded", "kept")}
+    table.add_row("all", f"{len({r['mode'] for r in rows if r['kept']})} modes kept",
+                  *(str(totals[c]) for c in ("attempted", "drifted", "still_succeeded", "kept")))
+    console.print(table)
+    for s in result.seed_summary():
+        console.print(f"{s['env']}: {s['seeds_succeeded']}/{s['seeds']} seeds succeeded, {s['kept']} traces kept")
+    console.print(f"wrote {len(result.traces)} trace(s) to {out}")
+    if summary_path:
+        summary_path.write_text(json.dumps({"yield": rows, "seeds": result.seed_summary()}, indent=2) + "\n")

@@ -1,0 +1,244 @@
+"""Warm-start error injection: seeds → (t, mode) → generate → replay + live → keep failures.
+
+For each task (a *seed*):
+
+1. run the team live, recording every call (`middleware.replay.Session`); a
+   seed that fails is skipped (counted);
+2. replay the whole recording and check it reproduces the seed with zero drift
+   (the verification, stored on every kept trace, that the seed run with the
+   original action at t succeeded);
+3. choose up to `per_seed` pairs (t, mode) among the applicable ones, rotating
+   through modes so every mode gets its share;
+4. generate the erroneous action for step t (template rules or an LLM);
+5. warm-start: replay calls 0..t-1 from the recording (drift → dropped and
+   counted), put the generated action at call t, let the agents continue live;
+6. evaluate; a run that now fails is kept with the gold label (agent of step t,
+   t, mode, reason). A run that still succeeds (the error was caught or did
+   not matter) is counted and dropped.
+
+Seeds run in parallel worker processes; results are put back in seed order, so
+the output is the same for the same arguments whatever the scheduling.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from typing import Any
+
+import multiprocessing as mp
+
+from middleware.model import GoldLabel, StepKind, Task, Trace
+from middleware.replay import Drift, Recording, Session
+
+from . import envs
+from .envs.base import Environment, stable_seed
+from .generators import Generated, Generator, gen_input, get_generator
+from .sim import SimConfig
+from .taxonomy import applicable_modes
+
+STATUSES = ("kept", "succeeded", "drifted", "not_generated")
+
+
+@dataclass
+class InjectConfig:
+    """Arguments of one injection run (what the CLI passes)."""
+
+    envs: list[str]
+    seeds: int = 20
+    per_seed: int = 4
+    seed: int = 0
+    agent_model: str | None = None
+    generator: str = "template"
+    noise: float = 0.2
+    workers: int = 2
+    modes: list[str] | None = None
+
+
+@dataclass
+class Attempt:
+    env: str
+    task_id: str
+    t: int
+    mode: str
+    status: str
+    trace: Trace | None = None
+    reason: str = ""
+
+
+@dataclass
+class SeedResult:
+    env: str
+    index: int
+    task_id: str
+    seed_success: bool
+    attempts: list[Attempt] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass
+class InjectResult:
+    traces: list[Trace]
+    seeds: list[SeedResult]
+
+    def summary(self) -> list[dict[str, Any]]:
+        """One row per (environment, mode): attempted, drifted, still succeeded, kept."""
+        rows: dict[tuple[str, str], Counter] = {}
+        for seed in self.seeds:
+            for a in seed.attempts:
+                if a.status == "not_generated":
+                    continue
+                c = rows.setdefault((a.env, a.mode), Counter())
+                c["attempted"] += 1
+                c[a.status] += 1
+        from .taxonomy import CODES
+
+        out = []
+        for (env, mode), c in sorted(rows.items(), key=lambda kv: (kv[0][0], CODES.index(kv[0][1]))):
+            out.append({"env": env, "mode": mode, "attempted": c["attempted"], "drifted": c["drifted"],
+                        "still_succeeded": c["succeeded"], "kept": c["kept"]})
+        return out
+
+    def seed_summary(self) -> list[dict[str, Any]]:
+        out = []
+        for env in sorted({s.env for s in self.seeds}):
+            mine = [s for s in self.seeds if s.env == env]
+            out.append({"env": env, "seeds": len(mine), "seeds_succeeded": sum(s.seed_success for s in mine),
+                        "kept": sum(a.status == "kept" for s in mine for a in s.attempts)})
+        return out
+
+
+# ---------------------------------------------------------------- one seed
+
+def _response_for(kind: str, text: str) -> dict[str, Any]:
+    return {"output": text} if kind == "tool" else {"content": text}
+
+
+def choose_pairs(trace: Trace, rng: random.Random, rotate: int, modes: list[str] | None = None) -> list[tuple[int, str]]:
+    """All applicable (t, mode) pairs, ordered so that modes alternate (rotated by `rotate`)."""
+    by_mode: dict[str, list[int]] = {}
+    for step in trace.steps:
+        for mode in applicable_modes(step, trace):
+            if modes is None or mode in modes:
+                by_mode.setdefault(mode, []).append(step.index)
+    order = sorted(by_mode)
+    if not order:
+        return []
+    order = order[rotate % len(order):] + order[: rotate % len(order)]
+    for mode in order:
+        rng.shuffle(by_mode[mode])
+    pairs: list[tuple[int, str]] = []
+    depth = 0
+    while any(depth < len(by_mode[m]) for m in order):
+        for mode in order:
+            if depth < len(by_mode[mode]):
+                pairs.append((by_mode[mode][depth], mode))
+        depth += 1
+    return pairs
+
+
+def inject_one(env: Environment, seed_run: Trace, recording: Recording, t: int, mode: str, generated: Generated,
+               *, model: str | None, sim: dict[str, Any], trace_id: str) -> Attempt:
+    """Warm-start from the recording with `generated` at call t; evaluate; label."""
+    kind = recording[t].kind
+    session = Session(recording, replay_until=t, overrides={t: lambda record: _response_for(kind, generated.text)})
+    try:
+        result = env.run(seed_run.task, model=model, session=session, sim=sim, trace_id=trace_id)
+    except Drift as drift:
+        return Attempt(env.name, seed_run.task.id or "", t, mode, "drifted", reason=str(drift))
+    trace = result.trace
+    if trace.outcome is not None and trace.outcome.success:
+        return Attempt(env.name, seed_run.task.id or "", t, mode, "succeeded", reason=generated.reason)
+    step = trace.steps[t]
+    trace.gold = GoldLabel(step=t, agent=step.agent, mode=mode, reason=generated.reason)
+    trace.metadata["injection"] = {
+        "seed_trace_id": seed_run.id,
+        "seed_outcome": seed_run.outcome.model_dump() if seed_run.outcome else None,
+        "seed_replayed_without_drift": True,
+        "seed_action": seed_run.steps[t].content,
+        "injected_action": step.content,
+        "step_kind": step.kind.value,
+        "replayed_calls": session.replayed,
+        "live_calls": session.live,
+    }
+    return Attempt(env.name, seed_run.task.id or "", t, mode, "kept", trace=trace, reason=generated.reason)
+
+
+def run_seed(env_name: str, index: int, task: Task, config: InjectConfig) -> SeedResult:
+    env = envs.get(env_name)
+    generator: Generator = get_generator(config.generator)
+    sim = SimConfig(seed=stable_seed(config.seed, env_name, index), noise=config.noise).to_dict()
+    model = config.agent_model
+    seed_run = env.run(task, model=model, sim=sim, trace_id=f"{task.id}-seed")
+    out = SeedResult(env_name, index, task.id or "", bool(seed_run.trace.outcome and seed_run.trace.outcome.success))
+    if not out.seed_success:
+        return out
+    # The verification stored with every kept trace: the recording replays to the same successful run.
+    check = env.run(task, model=model, session=Session(seed_run.recording, replay_until=None), sim=sim,
+                    trace_id=seed_run.trace.id)
+    if check.trace.model_dump() != seed_run.trace.model_dump():
+        out.seed_success = False
+        out.error = "the seed did not replay to the same run"
+        return out
+    rng = random.Random(stable_seed(config.seed, env_name, index, "pairs"))
+    made = 0
+    for t, mode in choose_pairs(seed_run.trace, rng, rotate=index, modes=config.modes):
+        if made >= config.per_seed:
+            break
+        inp = gen_input(seed_run.trace, t, mode, random.Random(stable_seed(config.seed, task.id, t, mode)), env)
+        generated = generator.generate(inp)
+        if generated is None:
+            continue
+        made += 1
+        out.attempts.append(inject_one(env, seed_run.trace, seed_run.recording, t, mode, generated, model=model,
+                                       sim=sim, trace_id=f"{task.id}-t{t}-{mode}"))
+    return out
+
+
+def _run_seed_job(args: tuple[str, int, Task, InjectConfig]) -> SeedResult:
+    return run_seed(*args)
+
+
+# ---------------------------------------------------------------- many seeds
+
+def inject(config: InjectConfig, progress: Callable[[int, int], None] | None = None) -> InjectResult:
+    """Run the pipeline over `config.seeds` tasks of each environment."""
+    jobs: list[tuple[str, int, Task, InjectConfig]] = []
+    for env_name in config.envs:
+        env = envs.get(env_name)
+        for index, task in enumerate(env.tasks(config.seed, config.seeds)):
+            jobs.append((env_name, index, task, config))
+    results: dict[tuple[str, int], SeedResult] = {}
+    done = 0
+    if config.workers <= 1:
+        for job in jobs:
+            results[(job[0], job[1])] = _run_seed_job(job)
+            done += 1
+            if progress:
+                progress(done, len(jobs))
+    else:
+        from .sim import ensure_registered
+
+        ensure_registered()  # imported once here, inherited by forked workers
+        ctx = mp.get_context("fork")
+        with ProcessPoolExecutor(max_workers=config.workers, mp_context=ctx) as pool:
+            futures = {pool.submit(_run_seed_job, job): (job[0], job[1]) for job in jobs}
+            for future in as_completed(futures):
+                results[futures[future]] = future.result()
+                done += 1
+                if progress:
+                    progress(done, len(jobs))
+    ordered = [results[(job[0], job[1])] for job in jobs]
+    traces = [a.trace for s in ordered for a in s.attempts if a.status == "kept" and a.trace is not None]
+    return InjectResult(traces, ordered)
+
+
+def kept_traces(results: Iterable[SeedResult]) -> list[Trace]:
+    return [a.trace for s in results for a in s.attempts if a.status == "kept" and a.trace is not None]
+
+
+__all__ = ["Attempt", "InjectConfig", "InjectResult", "SeedResult", "choose_pairs", "inject", "inject_one", "run_seed",
+           "StepKind"]
