@@ -131,17 +131,25 @@ def _ci(values: np.ndarray) -> list[float] | None:
     return [float(low), float(high)]
 
 
-def _rate(hits: np.ndarray, applies: np.ndarray, samples: int, seed: int) -> dict:
-    n = int(applies.sum())
-    if n == 0:
-        return {"value": None, "ci": None, "n": 0}
-    value = float(hits[applies].mean())
+def _rates(pairs: dict[str, tuple[np.ndarray, np.ndarray]], samples: int, seed: int) -> dict[str, dict]:
+    """Several accuracies (hits over applicable traces) with CIs, bootstrapped in one pass."""
+    names = list(pairs)
+    hits = np.array([pairs[k][0] & pairs[k][1] for k in names], dtype=np.float64)
+    applies = np.array([pairs[k][1] for k in names], dtype=np.float64)
     boot = []
-    for w in _weights(len(hits), samples, seed):
-        denom = w @ applies
-        with np.errstate(invalid="ignore", divide="ignore"):
-            boot.append((w @ (hits & applies)) / denom)
-    return {"value": value, "ci": _ci(np.concatenate(boot)) if samples else None, "n": n}
+    if samples:
+        for w in _weights(hits.shape[1], samples, seed):
+            with np.errstate(invalid="ignore", divide="ignore"):
+                boot.append((w @ hits.T) / (w @ applies.T))
+    stacked = np.concatenate(boot) if boot else None
+    out = {}
+    for i, name in enumerate(names):
+        n = int(applies[i].sum())
+        if n == 0:
+            out[name] = {"value": None, "ci": None, "n": 0}
+        else:
+            out[name] = {"value": float(hits[i].sum() / n), "ci": _ci(stacked[:, i]) if stacked is not None else None, "n": n}
+    return out
 
 
 def _f1_parts(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -169,7 +177,7 @@ def mode_scores(records: Sequence[Record], samples: int = BOOTSTRAP_SAMPLES, see
     precision, recall, f1 = _f1_parts(tp, fp, fn)
     macro = float(f1[in_gold].mean())
     boot = []
-    for w in _weights(len(scored), samples, seed):
+    for w in _weights(len(scored), samples, seed) if samples else []:
         btp, bfp, bfn = w @ (g * p), w @ ((1 - g) * p), w @ (g * (1 - p))
         _, _, bf1 = _f1_parts(btp, bfp, bfn)
         present = (w @ g) > 0  # the gold modes this resample contains
@@ -184,7 +192,7 @@ def mode_scores(records: Sequence[Record], samples: int = BOOTSTRAP_SAMPLES, see
     counts = Counter(zip(gold, [x if x is not None else NO_MODE for x in pred]))
     matrix = [[counts[(row, col)] for col in columns] for row in gold_labels]
     return {
-        "macro_f1": {"value": macro, "ci": _ci(np.concatenate(boot)) if samples else None, "n": len(scored)},
+        "macro_f1": {"value": macro, "ci": _ci(np.concatenate(boot)) if boot else None, "n": len(scored)},
         "per_mode": per_mode,
         "confusion": {"gold": gold_labels, "predicted": columns, "matrix": matrix},
     }
@@ -224,12 +232,16 @@ def compute_metrics(records: Sequence[Record], ks: Sequence[int] = DEFAULT_KS,
     joint = step_hit & (agent_hit | ~agent_app) & (mode_hit | ~mode_app)
 
     modes = mode_scores(records, samples, seed)
+    pairs = {"agent_accuracy": (agent_hit, agent_app), "step_accuracy": (step_hit, every), "joint_accuracy": (joint, every)}
+    for k in ks:
+        pairs[f"within_{k}"] = (ok & np.array([step_within(r["predicted"], r["gold"], k) for r in records]), every)
+    rates = _rates(pairs, samples, seed)
     result.update(
-        agent_accuracy=_rate(agent_hit, agent_app, samples, seed),
-        step_accuracy=_rate(step_hit, every, samples, seed),
-        step_within={str(k): _rate(ok & np.array([step_within(r["predicted"], r["gold"], k) for r in records]), every, samples, seed) for k in ks},
+        agent_accuracy=rates["agent_accuracy"],
+        step_accuracy=rates["step_accuracy"],
+        step_within={str(k): rates[f"within_{k}"] for k in ks},
         mode_macro_f1=modes["macro_f1"],
-        joint_accuracy=_rate(joint, every, samples, seed),
+        joint_accuracy=rates["joint_accuracy"],
         per_mode=modes["per_mode"],
         confusion=modes["confusion"],
         cost=cost_summary(records),

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -37,9 +38,14 @@ class Run:
 
 
 def load_runs(folders: list[Path]) -> list[Run]:
-    """The method runs and (deduplicated) baseline runs of the given folders."""
-    runs: list[Run] = []
-    seen_baselines: set[tuple] = set()
+    """The method runs and (deduplicated) baseline runs of the given folders, methods first."""
+    methods: list[Run] = []
+    baselines: list[Run] = []
+    seen: set[tuple] = set()
+
+    def key(name: str, records: list[dict[str, Any]]) -> tuple:
+        return (name, records[0].get("dataset") if records else None, frozenset(r["trace_id"] for r in records))
+
     for folder in folders:
         folder = Path(folder)
         predictions = folder / PREDICTIONS
@@ -51,20 +57,22 @@ def load_runs(folders: list[Path]) -> list[Run]:
         records = sorted(read_predictions(predictions), key=lambda r: r["trace_id"])
         first = records[0] if records else {}
         method = info.get("method") or first.get("method") or folder.name
-        runs.append(Run(label=method, method=method, model=info.get("model") or first.get("model"),
-                        dataset=info.get("dataset") or first.get("dataset") or "?", folder=folder, baseline=False,
-                        records=records, status=info.get("status")))
-        for path in sorted((folder / BASELINES_DIR).glob(f"*/{PREDICTIONS}")):
+        methods.append(Run(label=method, method=method, model=info.get("model") or first.get("model"),
+                           dataset=info.get("dataset") or first.get("dataset") or "?", folder=folder,
+                           baseline=method.startswith(BASELINE_PREFIX), records=records, status=info.get("status")))
+        seen.add(key(method, records))
+    for folder in folders:
+        for path in sorted((Path(folder) / BASELINES_DIR).glob(f"*/{PREDICTIONS}")):
             records = sorted(read_predictions(path), key=lambda r: r["trace_id"])
             if not records:
                 continue
             name = records[0].get("method") or BASELINE_PREFIX + path.parent.name
-            key = (name, records[0].get("dataset"), frozenset(r["trace_id"] for r in records))
-            if key in seen_baselines:
+            if key(name, records) in seen:  # the same baseline on the same traces: show it once
                 continue
-            seen_baselines.add(key)
-            runs.append(Run(label=name, method=name, model=None, dataset=records[0].get("dataset") or "?",
-                            folder=path.parent, baseline=True, records=records))
+            seen.add(key(name, records))
+            baselines.append(Run(label=name, method=name, model=None, dataset=records[0].get("dataset") or "?",
+                                 folder=path.parent, baseline=True, records=records))
+    runs = [r for r in methods if not r.baseline] + sorted([r for r in methods if r.baseline] + baselines, key=lambda r: r.method)
     _unique_labels(runs)
     return runs
 
@@ -81,22 +89,25 @@ def _unique_labels(runs: list[Run]) -> None:
             run.label = f"{run.label} ({run.dataset}, {run.folder.name})"
 
 
-def fmt(metric: dict | None, ci: bool = True) -> str:
+def fmt(metric: dict | None, ci: bool = True, sep: str = " ") -> str:
     if not metric or metric.get("value") is None:
         return "–"
     text = f"{metric['value']:.3f}"
     if ci and metric.get("ci"):
         low, high = metric["ci"]
-        text += f" [{low:.2f}–{high:.2f}]"
+        if sep == "\n":  # the console table: drop the leading zeros to keep it narrow
+            text += f"\n[{low:.2f}–{high:.2f}]".replace("0.", ".").replace("1.00", "1.0")
+        else:
+            text += f"{sep}[{low:.2f}–{high:.2f}]"
     return text
 
 
 HEADLINE = ("agent acc", "step acc", "step ±1", "mode F1", "joint acc")
 
 
-def headline_cells(m: dict, ci: bool = True) -> list[str]:
-    return [fmt(m["agent_accuracy"], ci), fmt(m["step_accuracy"], ci), fmt(m["step_within"].get("1"), ci),
-            fmt(m["mode_macro_f1"], ci), fmt(m["joint_accuracy"], ci)]
+def headline_cells(m: dict, ci: bool = True, sep: str = " ") -> list[str]:
+    return [fmt(m["agent_accuracy"], ci, sep), fmt(m["step_accuracy"], ci, sep), fmt(m["step_within"].get("1"), ci, sep),
+            fmt(m["mode_macro_f1"], ci, sep), fmt(m["joint_accuracy"], ci, sep)]
 
 
 def other_cells(m: dict) -> list[str]:
@@ -110,13 +121,29 @@ OTHER = ("n", "unparsed/error", "calls/trace", "tokens/trace", "$/trace", "s/tra
 
 
 def rich_table(runs: list[Run]) -> Table:
-    table = Table(title="faultlens benchmark (95% bootstrap CIs)")
-    table.add_column("method", style="bold")
-    for name in HEADLINE + OTHER:
+    """Headline metrics, CIs under the values; the cost columns are in `cost_table`."""
+    table = Table(title="faultlens benchmark (95% bootstrap CIs)", box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("method", style="bold", no_wrap=True)
+    table.add_column("n", justify="right")
+    for name in HEADLINE:
+        table.add_column(name, justify="right", min_width=9, no_wrap=True)
+    table.add_column("unp/err", justify="right")
+    for run in runs:
+        m = run.metrics["overall"]
+        table.add_row(run.label, str(m["n"]), *headline_cells(m, sep="\n"), f"{m['status']['unparsed']}/{m['status']['error']}",
+                      style="dim" if run.baseline else None)
+    return table
+
+
+def cost_table(runs: list[Run]) -> Table:
+    table = Table(title="cost per trace", box=box.SIMPLE_HEAD)
+    table.add_column("method", style="bold", overflow="fold")
+    for name in ("calls", "tokens", "USD", "seconds"):
         table.add_column(name, justify="right")
     for run in runs:
-        style = "dim" if run.baseline else None
-        table.add_row(run.label, *headline_cells(run.metrics["overall"]), *other_cells(run.metrics["overall"]), style=style)
+        per = run.metrics["overall"]["cost"]["per_trace"]
+        table.add_row(run.label, f"{per['calls']:.2f}", f"{per['input_tokens'] + per['output_tokens']:.0f}",
+                      f"{per['usd']:.4f}", f"{per['seconds']:.4f}", style="dim" if run.baseline else None)
     return table
 
 
@@ -169,6 +196,7 @@ def make_report(folders: list[str | Path], out: str | Path | None = None, consol
     (out / "report.md").write_text(markdown(runs, drawn), encoding="utf-8")
     console = console or Console()
     console.print(rich_table(runs))
+    console.print(cost_table(runs))
     for by in ("benchmark", "modality"):
         console.print(breakdown_table(runs, by))
     console.print(f"wrote {out / 'report.json'}, {out / 'report.md'}" + (f" and {len(drawn)} plot(s)" if drawn else ""))
@@ -176,15 +204,26 @@ def make_report(folders: list[str | Path], out: str | Path | None = None, consol
 
 
 def breakdown_table(runs: list[Run], by: str) -> Table:
-    table = Table(title=f"step accuracy by {BREAKDOWN_TITLES[by]}")
+    """Step accuracy per group: each method, and the best baseline of that group."""
+    table = Table(title=f"step accuracy by {BREAKDOWN_TITLES[by]}", box=box.SIMPLE_HEAD)
     table.add_column(BREAKDOWN_TITLES[by], style="bold")
     table.add_column("n", justify="right")
-    for run in runs:
+    methods = [r for r in runs if not r.baseline]
+    baselines = [r for r in runs if r.baseline]
+    for run in methods:
         table.add_column(run.label, justify="right")
+    if baselines:
+        table.add_column("best baseline", justify="right", style="dim")
     groups: list[str] = []
     for run in runs:
         groups += [g for g in run.metrics["by"][by] if g not in groups]
     for g in groups:
         n = next((r.metrics["by"][by][g]["n"] for r in runs if g in r.metrics["by"][by]), 0)
-        table.add_row(g, str(n), *[fmt(r.metrics["by"][by].get(g, {}).get("step_accuracy"), ci=False) for r in runs])
+        cells = [fmt(r.metrics["by"][by].get(g, {}).get("step_accuracy"), ci=False) for r in methods]
+        if baselines:
+            scored = [(r.metrics["by"][by][g]["step_accuracy"]["value"] or 0.0, r.method.removeprefix(BASELINE_PREFIX))
+                      for r in baselines if g in r.metrics["by"][by]]
+            best = max(scored) if scored else None
+            cells.append(f"{best[0]:.3f} ({best[1]})" if best else "–")
+        table.add_row(g, str(n), *cells)
     return table

@@ -46,8 +46,10 @@ BASELINES_DIR = "baselines"
 BASELINE_PREFIX = "baseline:"
 
 
-class BudgetStop(FaultlensError):
-    """Raised inside a worker to stop the run cleanly when the budget is spent."""
+class RunInterrupted(Exception):
+    """The method raised KeyboardInterrupt. `arun_benchmark` raises this after the traces
+    in flight were written (an ordinary exception, so it leaves the event loop cleanly);
+    `run_benchmark` turns it back into KeyboardInterrupt."""
 
 
 @dataclass
@@ -281,6 +283,11 @@ async def arun_benchmark(
             started = time.perf_counter()
             try:
                 attribution = await attributor.aattribute(prepare(trace, with_reference))
+            except KeyboardInterrupt:
+                # Ctrl-C inside a method: let the other traces in flight finish and be written
+                # (they are paid for), then stop; run_benchmark re-raises it.
+                state["stopped"] = "interrupted"
+                return
             except Exception as exc:  # noqa: BLE001 - a failed trace is scored as an error, not a crashed run
                 if _is_budget_error(exc):
                     state["stopped"] = "budget"
@@ -301,6 +308,8 @@ async def arun_benchmark(
     finally:
         writer.close()
 
+    if state["stopped"] == "interrupted":
+        raise RunInterrupted(f"interrupted; continue with resume=True in {out}")
     final = {r["trace_id"] for r in read_predictions(pred_path)}
     scored_traces = [t for t in traces if t.id in final]
     baseline_counts = {name: _run_baseline(out, name, att, scored_traces, dataset_spec, with_reference)
@@ -375,7 +384,10 @@ def run_benchmark(
       or a mapping name -> attributor.
     - `attributor`: an attributor object to use instead of `attributors.get(method)`.
     """
-    return asyncio.run(arun_benchmark(dataset_spec, method, model=model, with_reference=with_reference,
-                                      concurrency=concurrency, limit=limit, out=out, resume=resume,
-                                      budget_usd=budget_usd, baselines=baselines, attributor=attributor,
-                                      progress=progress, console=console))
+    try:
+        return asyncio.run(arun_benchmark(dataset_spec, method, model=model, with_reference=with_reference,
+                                          concurrency=concurrency, limit=limit, out=out, resume=resume,
+                                          budget_usd=budget_usd, baselines=baselines, attributor=attributor,
+                                          progress=progress, console=console))
+    except RunInterrupted:
+        raise KeyboardInterrupt from None
