@@ -63,7 +63,7 @@ class Ingestor:
         """Store one OTLP JSON payload. Raises InputError (and stores nothing) if any span is bad."""
         from ..otlp import otlp_json_to_records
 
-        records = otlp_json_to_records(payload)
+        records = otlp_json_to_records(payload, source=SOURCE)
         ids = list(group_by_trace(records))
         with self._lock:
             before = {trace_id: self._failed(trace_id) for trace_id in ids}

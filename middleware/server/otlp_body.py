@@ -84,6 +84,8 @@ def protobuf_to_otlp_json(body: bytes) -> dict[str, Any]:
     except DecodeError as exc:
         raise BodyError(400, f"body is not a protobuf ExportTraceServiceRequest: {exc}") from None
     payload = json_format.MessageToDict(request, use_integers_for_enums=True)
+    # Protobuf JSON omits empty repeated fields; an empty export is still an export.
+    payload.setdefault("resourceSpans", [])
     _ids_to_hex(payload)
     return payload
 
