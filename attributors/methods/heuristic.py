@@ -215,9 +215,29 @@ def reference_lost(trace: Trace, ctx: Context) -> list[Hit]:
     return []
 
 
+def _task_entity_words(query: str) -> set[str]:
+    """Names and numbers of the task: capitalised words not at a sentence start, and numbers of 2+ digits."""
+    words = set()
+    for match in _ENTITY.finditer(query):
+        before = query[: match.start()].rstrip()
+        sentence_start = not before or before[-1] in ".?!:\n\"'("
+        parts = match.group(0).split()
+        if sentence_start and not parts[0][0].isdigit():
+            parts = parts[1:]  # "Book a hotel": the capital says nothing about "Book"
+        words.update(w for w in parts if len(w) >= 4 or w.isdigit())
+    return words
+
+
+def _near_miss(expected: str, written: str) -> bool:
+    """Nearly the same spelling, but not the same word nor an inflection of it (Marta/Marla yes, Book/Booked no)."""
+    a, b = expected.lower(), written.lower()
+    if a == b or (a.isalpha() and (a.startswith(b) or b.startswith(a))):
+        return False
+    return difflib.SequenceMatcher(None, a, b).ratio() >= 0.8
+
+
 def near_miss(trace: Trace, ctx: Context) -> list[Hit]:
-    entities = {e for e in _ENTITY.findall(trace.task.query)}
-    words = {w for e in entities for w in e.split() if len(w) >= 4}
+    words = _task_entity_words(trace.task.query)
     if not words:
         return []
     hits = []
@@ -228,7 +248,7 @@ def near_miss(trace: Trace, ctx: Context) -> list[Hit]:
         for token in set(re.findall(r"\b[A-Za-z]{4,}\b|\b\d{2,}\b", text)):
             if token in words:
                 continue
-            close = [w for w in words if w[0].isdigit() == token[0].isdigit() and w.lower() != token.lower() and difflib.SequenceMatcher(None, w.lower(), token.lower()).ratio() >= 0.8]
+            close = [w for w in words if w[0].isdigit() == token[0].isdigit() and _near_miss(w, token)]
             if close and token[0].isupper() == close[0][0].isupper():
                 mode = "A.2" if step.kind == StepKind.tool_call else ("C.2" if trace.multi_agent and step.kind == StepKind.message else "R.4")
                 hits.append(Hit(step.index, 2.5, mode, "near_miss", f"writes {token!r} where the task says {close[0]!r}"))
