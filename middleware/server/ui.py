@@ -23,6 +23,7 @@ from ..model import Attribution, Media, Trace
 from ..store import TraceNotFound
 from ..taxonomy import is_mode, get_mode
 from .auth import TOKEN_COOKIE, token_matches
+from .report_view import report_sections
 
 HERE = Path(__file__).parent
 templates = Jinja2Templates(directory=str(HERE / "templates"))
@@ -80,14 +81,6 @@ def _inside(path: Path, root: Path) -> bool:
 
 def _latest(attributions: list[Attribution]) -> Attribution | None:
     return attributions[-1] if attributions else None
-
-
-def _read_table(path: Path, limit: int = 200) -> tuple[list[str], list[list[str]]]:
-    import csv
-
-    with path.open(newline="", encoding="utf-8") as handle:
-        rows = list(csv.reader(handle))
-    return (rows[0], rows[1 : limit + 1]) if rows else ([], [])
 
 
 def add_ui(app: FastAPI, lessons_for) -> None:
@@ -167,20 +160,7 @@ def add_ui(app: FastAPI, lessons_for) -> None:
     @app.get("/reports", response_class=HTMLResponse, include_in_schema=False)
     def reports_page(request: Request):
         root: Path | None = app.state.reports_dir
-        sections = []
-        if root is not None and root.is_dir():
-            for path in sorted(p for p in root.rglob("*") if p.is_file()):
-                rel = path.relative_to(root).as_posix()
-                suffix = path.suffix.lower()
-                if suffix == ".csv":
-                    header, rows = _read_table(path)
-                    sections.append({"kind": "table", "name": rel, "header": header, "rows": rows})
-                elif suffix in (".png", ".svg", ".jpg", ".jpeg"):
-                    sections.append({"kind": "image", "name": rel, "src": f"/reports/files/{quote(rel)}"})
-                elif suffix in (".md", ".txt"):
-                    sections.append({"kind": "text", "name": rel, "text": path.read_text(encoding="utf-8", errors="replace")[:20000]})
-                elif suffix in (".json", ".html", ".jsonl"):
-                    sections.append({"kind": "link", "name": rel, "src": f"/reports/files/{quote(rel)}"})
+        sections = report_sections(root) if root is not None and root.is_dir() else []
         return page(request, "reports.html", root=root, sections=sections)
 
     @app.get("/reports/files/{name:path}", include_in_schema=False)
