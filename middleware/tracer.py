@@ -448,12 +448,13 @@ class Tracer:
         return run.record_outcome(success, score=score, detail=detail, evaluator=evaluator)
 
     # -- agents and tools ----------------------------------------------------
-    def agent(self, fn: F | None = None, *, name: str | None = None, role: str = "", description: str = "") -> Any:
+    def agent(self, fn: F | None = None, *, name: str | None = None, role: str = "", description: str = "", output: bool = True) -> Any:
         """Decorate a sync or async function as an agent: one `invoke_agent` span per call.
 
         The call's arguments are the agent's input, its return value the
-        agent's message (a step when not None); calls made inside (tools,
-        litellm, other agents) nest under it.
+        agent's message (a step when not None; `output=False` when the agent
+        records what it says itself, e.g. with `tracer.final_answer`); calls
+        made inside (tools, litellm, other agents) nest under it.
         """
 
         def decorate(func: F) -> F:
@@ -479,7 +480,7 @@ class Tracer:
                     ) as span:
 
                         def finish(result: Any) -> None:
-                            if result is not None:
+                            if output and result is not None:
                                 span.set_attribute(S.OUTPUT_MESSAGES, text_messages("assistant", to_text(result)))
 
                         yield finish

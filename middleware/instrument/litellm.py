@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections import OrderedDict
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -86,6 +87,7 @@ class LiteLLMInstrumentation(CustomLogger):
         self.tracer = tracer
         self._pending: dict[str, CallContext] = {}  # started, not yet claimed by a success/failure callback
         self._claimed: dict[str, CallContext] = {}  # being recorded
+        self._recorded: OrderedDict[str, None] = OrderedDict()  # recent call ids, so no call is recorded twice
         self._lock = threading.Condition()
 
     def pending(self, run_id: str | None = None) -> int:
@@ -128,14 +130,25 @@ class LiteLLMInstrumentation(CustomLogger):
     def _take(self, kwargs: dict[str, Any]) -> CallContext | None:
         call_id = kwargs.get("litellm_call_id") or ""
         with self._lock:
+            if call_id in self._recorded or call_id in self._claimed:
+                return None
             here = self._pending.pop(call_id, None)
+            if here is None:
+                # Some providers (litellm CustomLLM handlers that do not call
+                # logging_obj.pre_call) skip the pre-call hook; litellm runs the
+                # callback in a copy of the caller's context, so look there.
+                here = self.tracer.call_context()
             if here is not None:
                 self._claimed[call_id] = here
             return here
 
     def _done(self, kwargs: dict[str, Any]) -> None:
+        call_id = kwargs.get("litellm_call_id") or ""
         with self._lock:
-            self._claimed.pop(kwargs.get("litellm_call_id") or "", None)
+            self._claimed.pop(call_id, None)
+            self._recorded[call_id] = None
+            while len(self._recorded) > 10_000:
+                self._recorded.popitem(last=False)
             self._lock.notify_all()
 
     def log_success_event(self, kwargs: dict[str, Any], response_obj: Any, start_time: Any, end_time: Any) -> None:

@@ -1,0 +1,56 @@
+"""`faultlens demo`: run the bundled team offline on two tasks and show the failed run.
+
+    faultlens demo                # stores into $FAULTLENS_DB or .faultlens/faultlens.db
+    faultlens demo --db demo.db
+
+Later stages of the demo (attribution, lessons) build on `run_team`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from examples import sim_llm
+from examples.demo_team import TASKS, CityTeam
+from middleware import Trace, Tracer
+from middleware.render import print_trace
+from middleware.store import default_db_path
+
+
+def run_team(tracer: Tracer) -> list[Trace]:
+    """Run the demo team on its tasks (one succeeds, one fails); returns the stored traces."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    sim_llm.register()
+    tracer.instrument_litellm()
+    team = CityTeam(tracer)
+    return [team.solve(task) for task in TASKS]
+
+
+@click.command("demo")
+@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="SQLite store to use [default: $FAULTLENS_DB or .faultlens/faultlens.db]")
+def demo(db_path: Path | None) -> None:
+    """Run a small multi-agent team offline, store its traces, and show the failed one.
+
+    The team (planner → researcher with a lookup tool → analyst) calls its
+    models through litellm; offline they are the deterministic `faultlens-sim`
+    provider, so no key or network is needed. One task succeeds, one fails.
+    """
+    console = Console()
+    path = db_path or default_db_path()
+    tracer = Tracer(db=path)
+    try:
+        traces = run_team(tracer)
+    finally:
+        tracer.shutdown()
+    for trace in traces:
+        verdict = "[green]succeeded[/]" if trace.outcome and trace.outcome.success else "[red]failed[/]"
+        console.print(f"{verdict}  {trace.id}  {len(trace.steps)} steps  {trace.task.query}")
+    console.print(f"stored {len(traces)} traces in {path}\n")
+    for trace in traces:
+        if trace.failed:
+            print_trace(trace, console)
+            console.print(f"\nsee it again with: faultlens traces show {trace.id}" + (f" --db {db_path}" if db_path else ""))
