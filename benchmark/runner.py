@@ -194,6 +194,16 @@ def _is_budget_error(exc: BaseException) -> bool:
     return isinstance(exc, BudgetExceeded)
 
 
+def _client_budget_spent(attributor: Any) -> bool:
+    """Whether the attributor's LLM client (if it has one) has used up its budget."""
+    client = getattr(attributor, "client", None)
+    cost = getattr(client, "cost", None)
+    if cost is None:
+        return False
+    budget, max_calls = getattr(client, "budget_usd", None), getattr(client, "max_calls", None)
+    return (budget is not None and cost.usd >= budget) or (max_calls is not None and cost.calls >= max_calls)
+
+
 def select_traces(dataset: str, limit: int | None) -> list[Trace]:
     traces = load_dataset(dataset).traces(limit)
     seen: set[str] = set()
@@ -256,7 +266,12 @@ async def arun_benchmark(
     if attributor is None:
         from attributors import get
 
-        attributor = get(method, **({"model": model} if model else {}))
+        options: dict[str, Any] = {"model": model} if model else {}
+        if with_reference:
+            options["with_reference"] = True
+        if budget_usd is not None:
+            options["budget_usd"] = budget_usd  # LLM methods enforce it before each call
+        attributor = get(method, **options)
     baseline_map = _resolve_baselines(baselines, method)
     _write_info(out, info)
 
@@ -294,6 +309,10 @@ async def arun_benchmark(
                     return
                 attribution = Attribution(trace_id=trace.id, method=method, model=model,
                                           status=AttributionStatus.error, error=f"{type(exc).__name__}: {exc}")
+            if attribution.status == AttributionStatus.error and _client_budget_spent(attributor):
+                # The method's LLM client refused a call: this trace is unfinished, not wrong.
+                state["stopped"] = "budget"
+                return
             record = prediction_record(trace, attribution, dataset_spec, method, model, time.perf_counter() - started)
             writer.write(record)
             state["spent"] += record["cost"]["usd"]
@@ -378,8 +397,10 @@ def run_benchmark(
     - `out`: the run folder (default `.faultlens/bench/DATASET__METHOD[__MODEL]`).
     - `resume`: continue a run in `out`, skipping traces already predicted.
       Without it, a folder that already holds predictions is an error.
-    - `budget_usd`: stop starting new traces once this much is spent (traces in
-      flight finish, so the overshoot is at most `concurrency` traces).
+    - `budget_usd`: the spending cap of this invocation. It is passed to the
+      method (LLM methods check it before every call); a trace the method could
+      not finish within it is left unwritten, for `resume`. The runner also stops
+      starting new traces once the recorded spend reaches it.
     - `baselines`: names of baseline attributors (default: every `baseline:*`),
       or a mapping name -> attributor.
     - `attributor`: an attributor object to use instead of `attributors.get(method)`.

@@ -125,3 +125,32 @@ def test_failures_count_as_errors_and_reference_answer_only_when_asked(synthetic
     assert m["status"]["error"] == 2 and m["n"] == N
     with pytest.raises(FaultlensError, match="with_reference"):
         _run(f"jsonl:{synthetic_jsonl}", tmp_path / "run", CountingTestDouble(), resume=True)
+
+
+class BudgetedClientTestDouble(CountingTestDouble):
+    """Test double shaped like the LLM methods: a `client` with a budget, and an
+    error attribution (not an exception) when the client refuses a call."""
+
+    def __init__(self, budget_usd: float):
+        super().__init__(usd=0.1)
+        from middleware.model import Cost
+
+        self.client = type("ClientDouble", (), {"budget_usd": budget_usd, "max_calls": None, "cost": Cost()})()
+
+    async def aattribute(self, trace):
+        from middleware.model import Attribution, AttributionStatus, Cost
+
+        if self.client.cost.usd >= self.client.budget_usd:
+            return Attribution(trace_id=trace.id, method=self.name, status=AttributionStatus.error,
+                               error="stopped: USD budget used up")
+        attribution = await super().aattribute(trace)
+        self.client.cost = self.client.cost + Cost(usd=0.1, calls=1)
+        return attribution
+
+
+def test_budget_refusal_reported_as_an_error_attribution_is_left_for_resume(synthetic_jsonl, tmp_path):
+    double = BudgetedClientTestDouble(budget_usd=0.25)
+    summary = _run(f"jsonl:{synthetic_jsonl}", tmp_path / "run", double, concurrency=1)
+    assert summary.stopped == "budget" and summary.done == 3
+    records = read_predictions(tmp_path / "run" / "predictions.jsonl")
+    assert [r["status"] for r in records] == ["ok"] * 3  # the refused trace is not scored as wrong
