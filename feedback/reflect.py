@@ -161,11 +161,34 @@ class OfflineReflector:
         return Reflection(status="ok", method=self.method, lessons=[lesson])
 
 
+_NUMBER = re.compile(r"^-?\d[\d,]*(\.\d+)?$")
+
+
+def guess_mode_from_outcome(trace: Trace) -> str | None:
+    """The failure mode a reader of the final answer alone would guess (no steps, no attribution).
+
+    No final answer, or "unknown": A.5 (stopped early). A numeric reference and
+    an answer that is not a bare number: A.4 (format). A wrong number: R.3.
+    Otherwise (a wrong non-numeric answer, or no reference to compare): None.
+    """
+    finals = [s for s in trace.steps if s.kind.value == "final_answer"]
+    answer = finals[-1].content if finals else ""
+    answer = answer.split("Answer:", 1)[-1].strip() if "Answer:" in answer else answer.strip()
+    if not answer or answer.lower() in ("unknown", "none", "n/a"):
+        return "A.5"
+    reference = (trace.task.reference_answer or "").strip()
+    if reference and _NUMBER.match(reference):
+        return "R.3" if _NUMBER.match(answer) else "A.4"
+    return None
+
+
 class TerminalReflector:
     """Reflexion-style baseline: a lesson from the task and the final outcome alone, for every agent.
 
-    It reads no step and no attribution, so the lesson has no failure mode and
-    is addressed to `ALL_AGENTS`.
+    It reads the task, the final answer and the outcome; no intermediate step
+    and no attribution. So it cannot say who erred: the lesson is addressed to
+    `ALL_AGENTS`, with the mode guessed from the final answer
+    (`guess_mode_from_outcome`).
     """
 
     method = "terminal"
@@ -174,12 +197,15 @@ class TerminalReflector:
         if trace.outcome is None or trace.outcome.success:
             return Reflection(status="skipped", method=self.method, error="the run did not fail")
         detail = f" ({_clip(trace.outcome.detail, 200)})" if trace.outcome.detail else ""
+        code = guess_mode_from_outcome(trace)
+        mode = get_mode(code) if code else None
         lesson = Lesson(
             agent=ALL_AGENTS,
-            mode=None,
+            mode=code,
             situation=f"any agent: tasks like \"{_clip(trace.task.query, 300)}\"",
-            mistake=f"A run on a task like this ended with a wrong result{detail}.",
-            advice="Work carefully: check each result you produce or receive against the task and its sources before passing it on.",
+            mistake=f"A run on a task like this ended with a wrong result{detail}."
+            + (f" It looks like {mode.code} {mode.name}: {mode.definition}" if mode else ""),
+            advice=ADVICE[code] if code else "Check each result you produce or receive against the task and its sources before passing it on.",
             trace_id=trace.id,
             attribution_id=attribution.id if attribution is not None else None,
             method=self.method,
