@@ -109,9 +109,10 @@ def _answer_values(text: str) -> list[str]:
     return [short] if 0 < len(short) <= 60 else []
 
 
-def _answer_correct(trace: Trace, final: Step) -> bool:
+def _answer_correct(trace: Trace, final: Step, ctx: Context) -> bool:
+    """True only if the reference answer may be used (with_reference) and the final answer contains it."""
     reference = trace.task.reference_answer
-    if reference is None:
+    if reference is None or not ctx.with_reference:
         return False
     wanted = _answer_values(reference)
     got = _norm(_text(final))
@@ -166,7 +167,7 @@ def error_words(trace: Trace, ctx: Context) -> list[Hit]:
 
 def answer_origin(trace: Trace, ctx: Context) -> list[Hit]:
     final = _final_step(trace)
-    if _answer_correct(trace, final):
+    if _answer_correct(trace, final, ctx):
         return []  # the value is right; the failure lies elsewhere (format, verification, ...)
     values = _answer_values(final.content or _text(final))
     if not values:
@@ -196,7 +197,7 @@ def reference_lost(trace: Trace, ctx: Context) -> list[Hit]:
     if not ctx.with_reference or reference is None:
         return []
     final = _final_step(trace)
-    if _answer_correct(trace, final):
+    if _answer_correct(trace, final, ctx):
         return []
     wanted = _answer_values(reference)
     if not wanted:

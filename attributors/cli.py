@@ -1,0 +1,127 @@
+"""`faultlens attribute`: who, when and why for one failed trace."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from middleware.errors import FaultlensError, InputError
+from middleware.model import Trace
+from middleware.store import default_db_path, open_store
+
+
+def _load(source: str, db_path: Path | None) -> tuple[Trace, bool]:
+    """The trace named by SOURCE: a file (JSON or JSONL with one trace) or a stored trace id. True if it came from a file."""
+    path = Path(source)
+    if path.is_file():
+        from middleware.jsonl import load_jsonl, parse_trace
+
+        if path.suffix in (".jsonl", ".gz"):
+            traces = load_jsonl(path)
+            if len(traces) != 1:
+                raise InputError(str(path), None, None, f"holds {len(traces)} traces; attribute one at a time (store them with `faultlens traces import` and pass an id)")
+            return traces[0], True
+        return parse_trace(path.read_text(encoding="utf-8"), str(path)), True
+    return open_store(db_path or default_db_path()).get_trace(source), False
+
+
+def _summary(factory: object) -> str:
+    """One line about a method: a baseline's rule, else its module's first paragraph."""
+    import inspect
+    import sys
+
+    rule = getattr(factory, "rule", "")
+    if rule:
+        return rule
+    module = sys.modules.get(getattr(factory, "__module__", ""), None)
+    doc = inspect.getdoc(module) or inspect.getdoc(factory) or ""
+    return " ".join(doc.split("\n\n")[0].split())
+
+
+def _list_methods(console: Console) -> None:
+    from rich.table import Table
+
+    from .methods.llm_base import LLMAttributor
+    from .registry import _factories, names
+
+    table = Table(title="attribution methods")
+    table.add_column("method", no_wrap=True)
+    table.add_column("model")
+    table.add_column("what it does", overflow="fold")
+    for name in names():
+        factory = _factories.get(name)
+        is_llm = isinstance(factory, type) and issubclass(factory, LLMAttributor)
+        table.add_row(name, "yes" if is_llm else "no", _summary(factory) if factory else "(third-party entry point)")
+    console.print(table)
+
+
+@click.command("attribute")
+@click.argument("source", required=False)
+@click.option("--method", "-m", default="heuristic", show_default=True, help="Attribution method (see --list).")
+@click.option("--model", help="Any litellm model string, e.g. openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest, ollama/llama3, local/smollm2, or openai/NAME with --api-base. Default: $FAULTLENS_MODEL.")
+@click.option("--api-base", help="URL of an OpenAI-compatible server (vLLM, llama.cpp, LM Studio, ...), e.g. http://127.0.0.1:8080/v1.")
+@click.option("--with-reference", is_flag=True, help="Show the task's reference answer to the method (the 'with ground truth' setting).")
+@click.option("--budget-usd", type=float, help="Stop (status error) before spending more than this.")
+@click.option("--max-calls", type=int, help="Stop (status error) before making more model calls than this.")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the response cache.")
+@click.option("--context", "context", type=int, default=3, show_default=True, help="Steps shown around the blamed step.")
+@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), help="SQLite store [default: $FAULTLENS_DB or .faultlens/faultlens.db].")
+@click.option("--json", "as_json", is_flag=True, help="Print the attribution as JSON instead of the panel.")
+@click.option("--list", "list_methods", is_flag=True, help="List the attribution methods and exit.")
+def attribute(source, method, model, api_base, with_reference, budget_usd, max_calls, no_cache, context, db_path, as_json, list_methods):
+    """Say who (agent), when (step) and why (failure mode) a run failed.
+
+    SOURCE is a stored trace id or a trace file (one JSON trace, or a JSONL
+    file holding one). The attribution is stored; a trace read from a file is
+    stored too. Offline methods (heuristic, baseline:*) need no model or key.
+
+    \b
+    Examples:
+      faultlens attribute run.json --method heuristic
+      faultlens attribute TRACE_ID --method all_at_once --model openai/gpt-4o-mini
+      faultlens attribute TRACE_ID -m binary_search --model openai/smollm2 --api-base http://127.0.0.1:8080/v1
+    """
+    from middleware.render import attribution_panel, print_trace
+
+    from .registry import get
+
+    console = Console()
+    if list_methods:
+        _list_methods(console)
+        return
+    if not source:
+        raise click.UsageError("give a trace id or a trace file (or --list)")
+    options: dict = {"with_reference": with_reference}
+    from .methods.llm_base import LLMAttributor
+    from .registry import _factories
+
+    factory = _factories.get(method)
+    if isinstance(factory, type) and issubclass(factory, LLMAttributor):
+        options.update(model=model, api_base=api_base, budget_usd=budget_usd, max_calls=max_calls, cache=not no_cache)
+    elif any(v is not None for v in (model, api_base, budget_usd, max_calls)):
+        raise click.UsageError(f"--model, --api-base, --budget-usd and --max-calls apply to LLM methods, not {method}")
+    elif method.startswith("baseline:"):
+        options = {}
+    attributor = get(method, **options)
+    trace, from_file = _load(source, db_path)
+    result = attributor.attribute(trace)
+    store = open_store(db_path or default_db_path())
+    if from_file:
+        store.save_trace(trace)
+    store.save_attribution(result)
+    if as_json:
+        click.echo(json.dumps(result.model_dump(mode="json"), ensure_ascii=False, indent=2))
+    else:
+        if result.step is not None:
+            print_trace(trace, console, highlight=result.step, context=context)
+        console.print(attribution_panel(result))
+        console.print(f"[dim]stored attribution {result.id} for trace {trace.id} in {db_path or default_db_path()}[/]")
+    if result.status.value == "error":
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    attribute()
