@@ -241,6 +241,13 @@ class SQLiteStore:
     def has_trace(self, trace_id: str) -> bool:
         return self._db().execute("SELECT 1 FROM traces WHERE id = ?", [trace_id]).fetchone() is not None
 
+    def get_outcome(self, trace_id: str) -> Outcome | None:
+        """A run's outcome without reading its steps (None if not recorded yet). Raises TraceNotFound."""
+        row = self._db().execute("SELECT outcome FROM traces WHERE id = ?", [trace_id]).fetchone()
+        if row is None:
+            raise TraceNotFound(trace_id)
+        return Outcome.model_validate_json(row[0]) if row[0] else None
+
     def get_trace(self, trace_id: str) -> Trace:
         db = self._db()
         row = db.execute(
