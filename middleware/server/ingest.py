@@ -56,8 +56,10 @@ class Ingestor:
         self._lock = threading.Lock()
 
     def _failed(self, trace_id: str) -> bool:
-        # has_trace first: get_trace raises for a run we have not seen.
-        return self.store.has_trace(trace_id) and self.store.get_trace(trace_id).failed
+        if not self.store.has_trace(trace_id):
+            return False
+        outcome = self.store.get_outcome(trace_id)
+        return outcome is not None and not outcome.success
 
     def __call__(self, payload: dict[str, Any]) -> IngestResult:
         """Store one OTLP JSON payload. Raises InputError (and stores nothing) if any span is bad."""

@@ -64,16 +64,16 @@ def _b64_to_hex(value: str) -> str:
     return base64.b64decode(value).hex()
 
 
-def _ids_to_hex(node: Any) -> None:
-    if isinstance(node, dict):
-        for key in _ID_KEYS:
-            if isinstance(node.get(key), str) and node[key]:
-                node[key] = _b64_to_hex(node[key])
-        for value in node.values():
-            _ids_to_hex(value)
-    elif isinstance(node, list):
-        for value in node:
-            _ids_to_hex(value)
+def _ids_to_hex(payload: dict[str, Any]) -> None:
+    # Only where OTLP puts ids (spans, their parents, their links): walking
+    # every attribute value would cost more than the decoding itself.
+    for resource_spans in payload.get("resourceSpans", []):
+        for scope_spans in resource_spans.get("scopeSpans", []):
+            for span in scope_spans.get("spans", []):
+                for node in (span, *span.get("links", [])):
+                    for key in _ID_KEYS:
+                        if node.get(key):
+                            node[key] = _b64_to_hex(node[key])
 
 
 def protobuf_to_otlp_json(body: bytes) -> dict[str, Any]:

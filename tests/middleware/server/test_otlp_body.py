@@ -10,7 +10,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-from opentelemetry.trace import Status, StatusCode
+from opentelemetry.trace import Link, Status, StatusCode
 
 from middleware.server.otlp_body import BodyError, decode_otlp, decompress, protobuf_to_otlp_json
 
@@ -20,8 +20,9 @@ def _spans():
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(memory))
     tracer = provider.get_tracer("t")
-    with tracer.start_as_current_span("parent"):
-        with tracer.start_as_current_span("child", attributes={"gen_ai.agent.name": "a", "n": 3}) as child:
+    with tracer.start_as_current_span("parent") as parent:
+        link = Link(parent.get_span_context())
+        with tracer.start_as_current_span("child", attributes={"gen_ai.agent.name": "a", "n": 3}, links=[link]) as child:
             child.set_status(Status(StatusCode.ERROR, "boom"))
     return memory.get_finished_spans()
 
@@ -38,6 +39,8 @@ def test_protobuf_becomes_otlp_json_with_hex_ids_and_integer_enums():
     assert by_name["child"]["spanId"] == format(child.context.span_id, "016x")
     assert by_name["child"]["parentSpanId"] == format(parent.context.span_id, "016x")
     assert "parentSpanId" not in by_name["parent"]
+    assert by_name["child"]["links"][0]["spanId"] == format(parent.context.span_id, "016x")
+    assert by_name["child"]["links"][0]["traceId"] == format(parent.context.trace_id, "032x")
     assert by_name["child"]["status"]["code"] == 2  # STATUS_CODE_ERROR as an integer, per OTLP JSON
     attrs = {a["key"]: a["value"] for a in by_name["child"]["attributes"]}
     assert attrs["gen_ai.agent.name"] == {"stringValue": "a"}
