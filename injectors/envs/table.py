@@ -233,7 +233,7 @@ class AnalystPolicy:
 
 
 def _failed(output: str) -> bool:
-    return ("Traceback" in output or output.strip() in ("None", "(no output)", "") or output.startswith("Timed out")
+    return ("Traceback" in output or re.search(r"^\w+(Error|Exception): ", output, re.M) is not None or output.strip() in ("None", "(no output)", "") or output.startswith("Timed out")
             or output.startswith("Unknown tool"))
 
 
