@@ -25,7 +25,7 @@ def _grouped_bars(ax, groups: list[str], series: dict[str, list[float]], errors:
         ax.bar(x + (i - (len(series) - 1) / 2) * width, values, width, label=label, yerr=yerr, capsize=2)
     ax.set_xticks(x, groups, rotation=30 if len(groups) > 6 else 0, ha="right" if len(groups) > 6 else "center")
     ax.set_ylim(0, 1.05)
-    ax.legend(fontsize=7, loc="upper right")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.grid(axis="y", alpha=0.3)
 
 
@@ -47,7 +47,7 @@ def step_accuracy_by_length(runs: list[Run], path: Path) -> Path:
         series[run.label] = values
         errors[run.label] = np.array([low, high])
     counts = [next((r.metrics["by"]["length"][g]["n"] for r in runs if g in r.metrics["by"]["length"]), 0) for g in groups]
-    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(groups) + 2), 4))
+    fig, ax = plt.subplots(figsize=(max(7, 1.2 * len(groups) + 4), 4))
     _grouped_bars(ax, [f"{g}\n(n={n})" for g, n in zip(groups, counts)], series, errors)
     ax.set_xlabel("trace length (steps)")
     ax.set_ylabel("exact step accuracy")
@@ -60,14 +60,16 @@ def step_accuracy_by_length(runs: list[Run], path: Path) -> Path:
 
 def mode_f1(runs: list[Run], path: Path) -> Path | None:
     modes = sorted({m for run in runs for m, s in run.metrics["overall"]["per_mode"].items() if s["support"]})
-    if not modes:
+    # A method that never names a mode (the trivial baselines) has F1 0 everywhere: leave it out.
+    runs = [r for r in runs if any(s["predicted"] for s in r.metrics["overall"]["per_mode"].values())]
+    if not modes or not runs:
         return None
     series = {run.label: [run.metrics["overall"]["per_mode"].get(m, {}).get("f1", 0.0) for m in modes] for run in runs}
-    fig, ax = plt.subplots(figsize=(max(6, 0.6 * len(modes) * max(len(runs), 1) ** 0.5 + 2), 4))
+    fig, ax = plt.subplots(figsize=(max(7, 0.6 * len(modes) * max(len(runs), 1) ** 0.5 + 4), 4))
     _grouped_bars(ax, modes, series)
     ax.set_xlabel("failure mode (gold)")
     ax.set_ylabel("F1")
-    ax.set_title("Per-mode F1")
+    ax.set_title("Per-mode F1 (methods that name a mode)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -224,6 +224,6 @@ def breakdown_table(runs: list[Run], by: str) -> Table:
             scored = [(r.metrics["by"][by][g]["step_accuracy"]["value"] or 0.0, r.method.removeprefix(BASELINE_PREFIX))
                       for r in baselines if g in r.metrics["by"][by]]
             best = max(scored) if scored else None
-            cells.append(f"{best[0]:.3f} ({best[1]})" if best else "–")
+            cells.append("–" if not best else f"{best[0]:.3f} ({best[1]})" if best[0] > 0 else "0.000")
         table.add_row(g, str(n), *cells)
     return table
