@@ -135,3 +135,52 @@ def diagnosis_question(step: int, agent: str) -> str:
         f"[step {step}] by {agent} has been identified as the decisive error. Which failure mode is it? "
         'Give "mode" (a failure-mode code), "reason" (one sentence: what went wrong) and "confidence" (0 to 1).'
     )
+
+
+# ---------------------------------------------------------------- per-trace schemas
+#
+# The schema sent to the model lists the trace's agents, the allowed steps and
+# the taxonomy codes as enums, so a provider (or llama.cpp's grammar) that
+# enforces schemas can only produce readable answers. Parsing stays with the
+# plain field types above, and the checks in `llm_base` still apply, so an
+# answer outside the lists is reported as unparsed, never coerced.
+
+_CODES = [m.code for m in MODES]
+
+
+def _steps_constraint(steps: range | list[int]) -> dict:
+    if isinstance(steps, range):
+        return {"minimum": steps.start, "maximum": steps.stop - 1}
+    return {"enum": list(steps)}
+
+
+def verdict_model(agents: list[str], steps: range | list[int]) -> type[Verdict]:
+    from pydantic import create_model
+
+    return create_model(
+        "Verdict",
+        __base__=Verdict,
+        agent=(str, Field(description=Verdict.model_fields["agent"].description, json_schema_extra={"enum": list(agents)})),
+        step=(int, Field(description=Verdict.model_fields["step"].description, json_schema_extra=_steps_constraint(steps))),
+        mode=(str, Field(description=Verdict.model_fields["mode"].description, json_schema_extra={"enum": _CODES})),
+    )
+
+
+def judgement_model() -> type[StepJudgement]:
+    from pydantic import create_model
+
+    return create_model(
+        "StepJudgement",
+        __base__=StepJudgement,
+        mode=(str | None, Field(default=None, description=StepJudgement.model_fields["mode"].description, json_schema_extra={"enum": [*_CODES, None]})),
+    )
+
+
+def diagnosis_model() -> type[StepDiagnosis]:
+    from pydantic import create_model
+
+    return create_model(
+        "StepDiagnosis",
+        __base__=StepDiagnosis,
+        mode=(str, Field(description=StepDiagnosis.model_fields["mode"].description, json_schema_extra={"enum": _CODES})),
+    )

@@ -34,7 +34,7 @@ class AllAtOnce(LLMAttributor):
             text, limit = fitted
             run.details["step_char_limit"] = limit
             messages = self.messages(trace, text, prompts.whole_trace_question(0, total - 1, total), trace.steps)
-            verdict = await self.ask(run, messages, prompts.Verdict)
+            verdict = await self.ask(run, messages, prompts.verdict_model(trace.agent_names, range(total)))
             fields = self.verdict_fields(trace, verdict, range(total), run)
             fields["ranking"] = candidates_ranking(trace, [(fields["step"], fields["confidence"] or 1.0, verdict.reason)])
             return fields
@@ -53,7 +53,7 @@ class AllAtOnce(LLMAttributor):
             body = text[0] if text else render.render_steps(shown, limit, self.vision)
             messages = self.messages(trace, body, prompts.whole_trace_question(lo, hi - 1, total), shown)
             try:
-                verdict = await self.ask(run, messages, prompts.Verdict)
+                verdict = await self.ask(run, messages, prompts.verdict_model(trace.agent_names, range(lo, hi)))
                 return (lo, hi), self.verdict_fields(trace, verdict, range(lo, hi), run)
             except Unparsed as exc:
                 return (lo, hi), str(exc)
@@ -105,7 +105,7 @@ class AllAtOnce(LLMAttributor):
             return await self.pick(trace, run, sorted(set(winners)), budget)
         shown = [trace.steps[i] for i in steps]
         run.details["pick_calls"] = run.details.get("pick_calls", 0) + 1
-        verdict = await self.ask(run, self.messages(trace, text, prompts.pick_question(steps), shown), prompts.Verdict)
+        verdict = await self.ask(run, self.messages(trace, text, prompts.pick_question(steps), shown), prompts.verdict_model(trace.agent_names, steps))
         return self.verdict_fields(trace, verdict, steps, run), verdict.reason
 
 

@@ -35,7 +35,7 @@ class BinarySearch(LLMAttributor):
         step = trace.steps[lo]
         shown = trace.steps[: lo + 1]
         text = render.render_prefix(shown, budget, focus=lo, vision=self.vision)
-        diagnosis = await self.ask(run, self.messages(trace, text, prompts.diagnosis_question(lo, step.agent), [step]), prompts.StepDiagnosis)
+        diagnosis = await self.ask(run, self.messages(trace, text, prompts.diagnosis_question(lo, step.agent), [step]), prompts.diagnosis_model())
         mode = self.check_mode(diagnosis.mode)
         return {
             "agent": step.agent,

@@ -25,7 +25,7 @@ class StepByStep(LLMAttributor):
         prefix = trace.steps[: step.index + 1]
         text = render.render_prefix(prefix, self.trace_budget(), focus=step.index, vision=self.vision)
         messages = self.messages(trace, text, prompts.step_question(step.index, step.agent), [step])
-        judgement = await self.ask(run, messages, prompts.StepJudgement)
+        judgement = await self.ask(run, messages, prompts.judgement_model())
         run.details.setdefault("trials", []).append({"step": step.index, "decisive": judgement.decisive, "mode": judgement.mode})
         return judgement
 
