@@ -4,8 +4,9 @@
 one line per finished trace to `OUT/predictions.jsonl` (flushed at once, so an
 interrupted run loses at most the traces in flight), and on `resume=True`
 skips every trace already on file, so no trace is paid for twice. Then it
-scores the trivial baselines (`baseline:*` attributors) on the same traces,
-into `OUT/baselines/NAME/predictions.jsonl`.
+scores the trivial baselines (every registered `baseline:*` attributor, and
+`baseline:most-common-step`, which needs the whole dataset) on the same
+traces, into `OUT/baselines/NAME/predictions.jsonl`.
 
 One prediction line:
 
@@ -26,6 +27,7 @@ import asyncio
 import json
 import re
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -331,8 +333,13 @@ async def arun_benchmark(
         raise RunInterrupted(f"interrupted; continue with resume=True in {out}")
     final = {r["trace_id"] for r in read_predictions(pred_path)}
     scored_traces = [t for t in traces if t.id in final]
-    baseline_counts = {name: _run_baseline(out, name, att, scored_traces, dataset_spec, with_reference)
-                       for name, att in baseline_map.items()}
+    baseline_counts = {}
+    for name, att in baseline_map.items():
+        if att is None:
+            # Its answer depends on every scored trace, so it is redone whenever that set grows.
+            att = MostCommonStep(scored_traces)
+            (baseline_dir(out, name) / PREDICTIONS).unlink(missing_ok=True)
+        baseline_counts[name] = _run_baseline(out, name, att, scored_traces, dataset_spec, with_reference)
     info.update(status="stopped: budget" if state["stopped"] else "complete", finished_at=time.time())
     _write_info(out, info)
     return RunSummary(out=out, dataset=dataset_spec, method=method, model=model, total=len(traces),
@@ -340,13 +347,39 @@ async def arun_benchmark(
                       spent_usd=state["spent"], stopped=state["stopped"], baselines=baseline_counts)
 
 
+MOST_COMMON_STEP = "baseline:most-common-step"
+
+
+class MostCommonStep:
+    """The dataset-level baseline of DESIGN.md: blame the step index that is most
+    often the gold step among the scored traces (ties: the smallest), clipped to
+    the trace's last step. It reads the gold labels of the whole set, as "most
+    common step" baselines in the literature do: a floor, not a method."""
+
+    name = MOST_COMMON_STEP
+
+    def __init__(self, traces: Sequence[Trace]):
+        counts = Counter(t.gold.step for t in traces if t.gold is not None)
+        top = max(counts.values(), default=0)
+        self.step = min((s for s, c in counts.items() if c == top), default=0)
+
+    def attribute(self, trace: Trace) -> Attribution:
+        step = min(self.step, len(trace.steps) - 1)
+        return Attribution(trace_id=trace.id, method=self.name, agent=trace.steps[step].agent, step=step,
+                           backend="dataset prior", details={"most_common_gold_step": self.step})
+
+    async def aattribute(self, trace: Trace) -> Attribution:
+        return self.attribute(trace)
+
+
 def _resolve_baselines(baselines: Sequence[str] | Mapping[str, Any] | None, method: str) -> dict[str, Any]:
+    """Baseline name -> attributor; None stands for `MostCommonStep`, built once the scored traces are known."""
     if isinstance(baselines, Mapping):
         return dict(baselines)
-    names = baseline_names() if baselines is None else list(baselines)
+    names = baseline_names() + [MOST_COMMON_STEP] if baselines is None else list(baselines)
     from attributors import get
 
-    return {name: get(name) for name in names if name != method}
+    return {name: None if name == MOST_COMMON_STEP else get(name) for name in names if name != method}
 
 
 def baseline_dir(out: Path, name: str) -> Path:

@@ -154,3 +154,19 @@ def test_budget_refusal_reported_as_an_error_attribution_is_left_for_resume(synt
     assert summary.stopped == "budget" and summary.done == 3
     records = read_predictions(tmp_path / "run" / "predictions.jsonl")
     assert [r["status"] for r in records] == ["ok"] * 3  # the refused trace is not scored as wrong
+
+
+def test_most_common_step_baseline_uses_the_scored_traces(synthetic_jsonl, tmp_path):
+    from collections import Counter
+
+    from benchmark.datasets import load_dataset
+
+    spec = f"jsonl:{synthetic_jsonl}"
+    summary = _run(spec, tmp_path / "run", CountingTestDouble(), baselines=["baseline:most-common-step"], limit=10)
+    assert summary.baselines == {"baseline:most-common-step": 10}
+    traces = load_dataset(spec).traces(10)
+    counts = Counter(t.gold.step for t in traces)
+    top = min(s for s, c in counts.items() if c == max(counts.values()))
+    predicted = {r["trace_id"]: r["predicted"]["step"] for r in
+                 read_predictions(tmp_path / "run" / "baselines" / "most-common-step" / "predictions.jsonl")}
+    assert predicted == {t.id: min(top, len(t.steps) - 1) for t in traces}
