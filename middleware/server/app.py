@@ -98,8 +98,9 @@ def create_app(
 
     token: if set (or $FAULTLENS_TOKEN), every request needs `Authorization: Bearer <token>`.
     on_failure: called with a trace id on the background worker whenever a run is recorded as failed.
-    on_outcome: called with (trace id, outcome) right after an outcome is stored through the API
-        (e.g. to credit the lessons the run was shown); its errors become a 500, after the outcome is saved and queued.
+    on_outcome: called with (trace id, outcome) right after a run's outcome is stored, through the API
+        or by spans (e.g. to credit the lessons the run was shown); its errors become a 500, after the
+        outcome is saved and queued.
     max_body_bytes: /v1/traces bodies larger than this (before or after decompression) get 413.
     max_queue: how many failed runs may wait for on_failure; beyond it they are marked dropped.
     lessons_for: (agent, task, k) → lessons, for GET /api/lessons/for; default: the store's lessons for the agent.
@@ -208,9 +209,14 @@ def create_app(
 
     def ingest_payload(payload: dict[str, Any]):
         result = ingestor(payload)
-        if queue_root_errors:
-            for trace_id in result.newly_failed:
+        for trace_id, outcome in result.outcomes.items():
+            if queue_root_errors and not outcome.success:
                 worker.submit(trace_id)
+            if on_outcome is not None:
+                try:
+                    on_outcome(trace_id, outcome)
+                except Exception:  # the spans are stored; failing the export would only make the client resend them
+                    log.exception("on_outcome(%s) failed after ingest", trace_id)
         return result
 
     # -- runs ----------------------------------------------------------------

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..spans import group_by_trace, ingest
+from ..model import Outcome
 from ..store import SQLiteStore
 
 SOURCE = "POST /v1/traces"
@@ -26,7 +27,12 @@ SOURCE = "POST /v1/traces"
 class IngestResult:
     spans: int
     traces: list[str]
-    newly_failed: list[str] = field(default_factory=list)
+    # Runs whose outcome this batch set or changed (from span status or a faultlens.outcome attribute).
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+
+    @property
+    def newly_failed(self) -> list[str]:
+        return [trace_id for trace_id, outcome in self.outcomes.items() if not outcome.success]
 
 
 class SpanIndex:
@@ -55,11 +61,8 @@ class Ingestor:
         self.spans = spans or SpanIndex()
         self._lock = threading.Lock()
 
-    def _failed(self, trace_id: str) -> bool:
-        if not self.store.has_trace(trace_id):
-            return False
-        outcome = self.store.get_outcome(trace_id)
-        return outcome is not None and not outcome.success
+    def _outcome(self, trace_id: str) -> Outcome | None:
+        return self.store.get_outcome(trace_id) if self.store.has_trace(trace_id) else None
 
     def __call__(self, payload: dict[str, Any]) -> IngestResult:
         """Store one OTLP JSON payload. Raises InputError (and stores nothing) if any span is bad."""
@@ -68,9 +71,10 @@ class Ingestor:
         records = otlp_json_to_records(payload, source=SOURCE)
         ids = list(group_by_trace(records))
         with self._lock:
-            before = {trace_id: self._failed(trace_id) for trace_id in ids}
+            before = {trace_id: self._outcome(trace_id) for trace_id in ids}
             touched = ingest(self.store, records, source=SOURCE)
-            newly_failed = [t for t in touched if not before.get(t, False) and self._failed(t)]
+            after = {trace_id: self._outcome(trace_id) for trace_id in touched}
+        changed = {t: o for t, o in after.items() if o is not None and o != before.get(t)}
         for record in records:
             self.spans.add(record.span_id, record.trace_id)
-        return IngestResult(spans=len(records), traces=touched, newly_failed=newly_failed)
+        return IngestResult(spans=len(records), traces=touched, outcomes=changed)

@@ -128,3 +128,19 @@ def test_openapi_docs(live):
     spec = HTTP.get(live.url + "/openapi.json").json()
     for path in ("/v1/traces", "/api/runs", "/api/runs/{trace_id}", "/api/runs/{trace_id}/outcome", "/api/runs/{trace_id}/attribution", "/api/lessons", "/api/lessons/for"):
         assert path in spec["paths"], path
+
+
+def test_outcomes_set_by_spans_reach_on_outcome(store, serve):
+    from .conftest import run_team, sdk_provider
+
+    seen = []
+    server = serve(create_app(store, on_outcome=lambda trace_id, outcome: seen.append((trace_id, outcome.success, outcome.evaluator))))
+    provider = sdk_provider(server.url + "/v1/traces")
+    ok = run_team(provider)
+    failed = run_team(provider, fail=True)
+    # Only the run whose root span ended with ERROR got an outcome from its spans.
+    assert seen == [(failed["trace_id"], False, "span status")]
+    HTTP.post(f"{server.url}/api/runs/{ok['trace_id']}/outcome", json={"success": True})
+    assert seen[-1] == (ok["trace_id"], True, "api")
+    # No on_failure configured: the failed run is recorded as dropped, not silently ignored.
+    assert HTTP.get(f"{server.url}/api/runs/{failed['trace_id']}/attribution").json()["job"]["state"] == "dropped"
