@@ -152,8 +152,8 @@ class LiteLLMInstrumentation(CustomLogger):
             self._lock.notify_all()
 
     def log_success_event(self, kwargs: dict[str, Any], response_obj: Any, start_time: Any, end_time: Any) -> None:
-        if kwargs.get("stream") and kwargs.get("complete_streaming_response") is None:
-            return  # a streamed call is recorded once, when the whole response is known
+        if kwargs.get("stream") and kwargs.get("complete_streaming_response") is None and type(response_obj).__name__ != "ModelResponse":
+            return  # a streamed call is recorded once, when the whole response is known (not per chunk)
         here = self._take(kwargs)
         if here is not None:
             try:
