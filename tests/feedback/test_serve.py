@@ -140,3 +140,41 @@ def test_the_faultlens_serve_command_serves(tmp_path):
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_the_ui_shows_the_heuristic_blame_and_the_lesson(tmp_path):
+    """The whole service in a browser: spans in, failure recorded, heuristic blame highlighted, lesson listed."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as EC
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from tests.middleware.server.browser import chrome, save_for_docs
+
+    driver = chrome(tmp_path)
+    store = open_store(tmp_path / "serve.db")
+    try:
+        with ServerThread(build_app(store)) as server:
+            ids = _send_failed_run(server.url + "/v1/traces")
+            HTTP.post(f"{server.url}/api/runs/{ids['trace_id']}/outcome", json={"success": False, "score": 0.0, "detail": "expected 3000 metres"})
+            wait = WebDriverWait(driver, 60)
+            driver.get(server.url + "/?status=failed")
+            wait.until(EC.element_to_be_clickable((By.CSS_SELECTOR, f'tr.run[data-run="{ids["trace_id"]}"] a.run-link'))).click()
+            blamed = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "li.step.blamed")))
+            assert blamed.get_attribute("data-step") == "1"
+            assert "converter" in blamed.text and "A.2" in blamed.text
+            assert "heuristic" in driver.find_element(By.ID, "attribution").text
+            driver.execute_script("window.scrollTo(0, 0)")
+            shot = tmp_path / "ui-trace.png"
+            driver.save_screenshot(str(shot))
+            save_for_docs(shot, "ui-trace.png")
+
+            driver.get(server.url + "/lessons")
+            row = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "#lessons tbody tr")))
+            assert "worker" in row.text and "A.2" in row.text
+            driver.save_screenshot(str(tmp_path / "ui-lessons.png"))
+            save_for_docs(tmp_path / "ui-lessons.png", "ui-lessons.png")
+    finally:
+        driver.quit()
+        store.close()

@@ -1,52 +1,22 @@
 """The web UI in headless Chromium: runs list → failed run → blamed step highlighted.
 
 Skips when Chromium or chromedriver is missing, unless FAULTLENS_REQUIRE_BROWSER
-is set (CI sets it), in which case it fails. Set FAULTLENS_SAVE_SCREENSHOT=1 to
-also copy the trace-page screenshot to docs/ui-trace.png for the README.
+is set (CI sets it), in which case it fails (see `browser.chrome`).
 """
 
 from __future__ import annotations
 
 import base64
 import io
-import os
-import shutil
-from pathlib import Path
 
 import pytest
 
 from middleware.server import create_app
 
-from .conftest import HTTP, blame_tool_step, run_team, sdk_provider, wait_for
+from .browser import chrome
+from .conftest import HTTP, blame_tool_step, run_team, sdk_provider
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver") or ("/usr/bin/chromedriver" if os.path.exists("/usr/bin/chromedriver") else None)
-DOCS = Path(__file__).resolve().parents[3] / "docs"
-
-
-def _driver(tmp_path):
-    missing = [name for name, path in (("chromium", CHROMIUM), ("chromedriver", CHROMEDRIVER)) if not path]
-    try:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-    except ImportError:
-        missing.append("selenium (pip)")
-    if missing:
-        message = f"headless browser test needs {', '.join(missing)} (apt-get install chromium chromium-driver)"
-        if os.environ.get("FAULTLENS_REQUIRE_BROWSER"):
-            pytest.fail(message)
-        pytest.skip(message)
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1280,1400",
-        f"--user-data-dir={tmp_path / 'chromium-profile'}",
-    ):
-        options.add_argument(flag)
-    return webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
 
 
 def _png() -> str:
@@ -69,7 +39,7 @@ def test_runs_list_to_blamed_step(store, serve, tmp_path):
     from selenium.webdriver.support import expected_conditions as EC
     from selenium.webdriver.support.ui import WebDriverWait
 
-    driver = _driver(tmp_path)
+    driver = chrome(tmp_path)
     try:
         server = serve(create_app(store, on_failure=blame_tool_step(store)))
         provider = sdk_provider(server.url + "/v1/traces")
@@ -106,9 +76,6 @@ def test_runs_list_to_blamed_step(store, serve, tmp_path):
         driver.execute_script("window.scrollTo(0, 0)")
         driver.save_screenshot(str(shot))
         assert shot.stat().st_size > 10_000
-        if os.environ.get("FAULTLENS_SAVE_SCREENSHOT"):
-            DOCS.mkdir(exist_ok=True)
-            shutil.copy(shot, DOCS / "ui-trace.png")
 
         driver.get(server.url + "/lessons")
         assert driver.find_element(By.ID, "lessons")
