@@ -86,6 +86,21 @@ def test_failed_run_is_attributed_and_becomes_a_lesson(tmp_path):
     store.close()
 
 
+def test_export_otlp_sends_the_attribution_to_another_otlp_receiver(tmp_path):
+    from middleware.server import create_app
+
+    receiver_store = open_store(tmp_path / "receiver.db")
+    store = open_store(tmp_path / "serve.db")
+    with ServerThread(create_app(receiver_store)) as receiver, ServerThread(build_app(store, export_endpoint=receiver.url + "/v1/traces")) as server:
+        ids = _send_failed_run(server.url + "/v1/traces")
+        HTTP.post(f"{server.url}/api/runs/{ids['trace_id']}/outcome", json={"success": False})
+        # The evaluation span arrives in the run's own OpenTelemetry trace.
+        _wait(lambda: receiver_store.has_trace(ids["trace_id"]))
+        assert HTTP.get(f"{server.url}/api/runs/{ids['trace_id']}/attribution").json()["job"]["state"] == "done"
+    store.close()
+    receiver_store.close()
+
+
 def test_success_outcome_credits_the_lessons_the_run_was_shown(tmp_path):
     from middleware.model import Lesson, Step, Task, Trace
 
