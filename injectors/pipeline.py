@@ -117,6 +117,24 @@ def _response_for(kind: str, text: str) -> dict[str, Any]:
     return {"output": text} if kind == "tool" else {"content": text}
 
 
+def candidates(trace: Trace, rng: random.Random, rotate: int, modes: list[str] | None = None) -> dict[str, list[int]]:
+    """Per applicable mode, the steps it applies to (shuffled); modes in taxonomy order rotated by `rotate`."""
+    from .taxonomy import CODES
+
+    by_mode: dict[str, list[int]] = {}
+    for step in trace.steps:
+        for mode in applicable_modes(step, trace):
+            if modes is None or mode in modes:
+                by_mode.setdefault(mode, []).append(step.index)
+    order = [c for c in CODES if c in by_mode]
+    if not order:
+        return {}
+    order = order[rotate % len(order):] + order[: rotate % len(order)]
+    for mode in order:
+        rng.shuffle(by_mode[mode])
+    return {mode: by_mode[mode] for mode in order}
+
+
 def choose_pairs(trace: Trace, rng: random.Random, rotate: int, modes: list[str] | None = None) -> list[tuple[int, str]]:
     """All applicable (t, mode) pairs, ordered so that modes alternate (rotated by `rotate`)."""
     by_mode: dict[str, list[int]] = {}
@@ -184,17 +202,24 @@ def run_seed(env_name: str, index: int, task: Task, config: InjectConfig) -> See
         out.error = "the seed did not replay to the same run"
         return out
     rng = random.Random(stable_seed(config.seed, env_name, index, "pairs"))
+    # Modes take turns (rotated per seed); within a mode, the steps it applies to are tried in random order until
+    # one yields an error, so rare modes get their share instead of the modes that apply to every step.
+    queues = candidates(seed_run.trace, rng, rotate=index, modes=config.modes)
     made = 0
-    for t, mode in choose_pairs(seed_run.trace, rng, rotate=index, modes=config.modes):
-        if made >= config.per_seed:
-            break
-        inp = gen_input(seed_run.trace, t, mode, random.Random(stable_seed(config.seed, task.id, t, mode)), env)
-        generated = generator.generate(inp)
-        if generated is None:
-            continue
-        made += 1
-        out.attempts.append(inject_one(env, seed_run.trace, seed_run.recording, t, mode, generated, model=model,
-                                       sim=sim, trace_id=f"{task.id}-t{t}-{mode}"))
+    while made < config.per_seed and any(queues.values()):
+        for mode, steps in queues.items():
+            if made >= config.per_seed:
+                break
+            while steps:
+                t = steps.pop(0)
+                inp = gen_input(seed_run.trace, t, mode, random.Random(stable_seed(config.seed, task.id, t, mode)), env)
+                generated = generator.generate(inp)
+                if generated is None:
+                    continue
+                made += 1
+                out.attempts.append(inject_one(env, seed_run.trace, seed_run.recording, t, mode, generated,
+                                               model=model, sim=sim, trace_id=f"{task.id}-t{t}-{mode}"))
+                break
     return out
 
 
