@@ -7,6 +7,7 @@ async `aattribute(trace)`. Subclass `BaseAttributor` to get one from the other.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 from typing import Protocol, runtime_checkable
 
 from middleware.model import Attribution, Trace
@@ -29,7 +30,14 @@ class BaseAttributor:
     def attribute(self, trace: Trace) -> Attribution:
         if type(self).aattribute is BaseAttributor.aattribute:
             raise NotImplementedError(f"{type(self).__name__} implements neither attribute nor aattribute")
-        return asyncio.run(self.aattribute(trace))
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.aattribute(trace))
+        # Called from inside a running event loop (a notebook, an async server):
+        # asyncio.run would refuse, so the coroutine runs on a worker thread's own loop.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(asyncio.run, self.aattribute(trace)).result()
 
     async def aattribute(self, trace: Trace) -> Attribution:
         if type(self).attribute is BaseAttributor.attribute:

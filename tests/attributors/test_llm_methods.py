@@ -232,3 +232,30 @@ def test_empty_trace_is_an_error(scripted, tmp_path):
     double = scripted(verdict_for(0, "x"))
     result = get("all_at_once", tmp_path).attribute(Trace(task=Task(query="q"), outcome=Outcome(success=False)))
     assert result.status == AttributionStatus.error and not double.calls
+
+
+def test_sync_attribute_works_inside_a_running_event_loop(scripted, tmp_path, trace):
+    import asyncio
+
+    scripted(verdict_for(2, "searcher"))
+    method = get("all_at_once", tmp_path)
+
+    async def inside():
+        return method.attribute(trace)  # e.g. from an async web handler
+
+    assert asyncio.run(inside()).step == 2
+
+
+def test_async_entry_point_and_concurrent_traces(scripted, tmp_path):
+    import asyncio
+
+    double = scripted(judge_marker)
+    method = get("all_at_once", tmp_path)
+    traces = [numbered_trace(6, marker_at=i, trace_id=f"c{i}") for i in range(6)]
+
+    async def main():
+        return await asyncio.gather(*(method.aattribute(t) for t in traces))
+
+    results = asyncio.run(main())
+    assert [r.step for r in results] == list(range(6))
+    assert all(r.cost.calls == 1 for r in results) and len(double.calls) == 6
