@@ -99,11 +99,33 @@ def parse_lessons_block(text: str) -> list[dict[str, str | None]]:
     return out
 
 
-def record_lessons(lesson_ids: Sequence[str], span: Any = None) -> None:
-    """Add lesson ids to ``faultlens.lessons`` on `span` (default: the current span), keeping any already there."""
+def current_step_span(tracer: Any = None) -> Any:
+    """The span of the step being made now: the faultlens tracer's idea of it when a run is active.
+
+    Inside a LangGraph node traced by the tracer's callback handler, the node's
+    span is not OpenTelemetry's current span (LangChain callbacks do not attach
+    it), so the tracer is asked (`Tracer.call_context`): `tracer` if given,
+    else the tracer of the run entered with `with tracer.run(...)`. Elsewhere
+    it is the current span.
+    """
+    if tracer is None:
+        from middleware import tracer as tracing
+
+        run = getattr(tracing, "_current_run", None)
+        run = run.get() if run is not None else None
+        tracer = run.tracer if run is not None else None
+    if tracer is not None:
+        here = tracer.call_context()
+        if here is not None:
+            return otel_trace.get_current_span(here.context)
+    return otel_trace.get_current_span()
+
+
+def record_lessons(lesson_ids: Sequence[str], span: Any = None, *, tracer: Any = None) -> None:
+    """Add lesson ids to ``faultlens.lessons`` on `span` (default: `current_step_span(tracer)`), keeping any already there."""
     if not lesson_ids:
         return
-    span = span if span is not None else otel_trace.get_current_span()
+    span = span if span is not None else current_step_span(tracer)
     if not span.is_recording():
         return
     existing = list((getattr(span, "attributes", None) or {}).get(LESSONS_ATTRIBUTE) or [])
@@ -119,6 +141,7 @@ def with_lessons(
     lessons: Sequence[Lesson] | None = None,
     k: int | None = None,
     record: bool = True,
+    tracer: Any = None,
 ) -> list[dict[str, Any]]:
     """`messages` with the agent's lessons for `task` appended to the system prompt (one is added if absent).
 
@@ -144,7 +167,7 @@ def with_lessons(
     else:
         out.insert(0, {"role": "system", "content": block})
     if record:
-        record_lessons([lesson.id for lesson in lessons])
+        record_lessons([lesson.id for lesson in lessons], tracer=tracer)
     return out
 
 
@@ -177,6 +200,7 @@ def node_with_lessons(
     memory: BaseLessonMemory | None = None,
     task: str | Callable[[Any], str] = "task",
     k: int | None = None,
+    tracer: Any = None,
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorate a LangGraph node: retrieve `agent`'s lessons for the task in the state before it runs.
 
@@ -184,13 +208,15 @@ def node_with_lessons(
     The lessons are recorded on the current span and available inside the node
     through `current_lessons()` and argument-less `with_lessons(messages)`.
     The node's signature is kept, so LangGraph still passes `config` if it asks for it.
+    Pass the `tracer` whose `langgraph_handler()` traces the graph when the
+    graph is invoked outside `with tracer.run(...)`.
     """
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         def enter(state: Any) -> contextvars.Token:
             text = _task_text(state, task)
             lessons = _memory(memory).retrieve(agent, text, k)
-            record_lessons([lesson.id for lesson in lessons])
+            record_lessons([lesson.id for lesson in lessons], tracer=tracer)
             return _current.set(NodeLessons(agent, text, lessons))
 
         if inspect.iscoroutinefunction(fn):

@@ -24,6 +24,8 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -175,6 +177,34 @@ class FeedbackLoop:
         if not outcome.success:
             self.submit(trace_id)
         return updated
+
+    @contextmanager
+    def run(self, task: Any, **options: Any) -> Iterator[Any]:
+        """`tracer.run(task, ...)` whose outcome, once the run has ended, is handled by this loop.
+
+            with loop.run("How much larger ...?") as run:
+                ...                                   # agents, with lessons (feedback.hooks)
+                run.record_outcome(success=False)
+            # the run's steps are stored; its failure is queued for attribution
+
+        A run that raises is recorded by the tracer as failed, and handled as such.
+        """
+        if self.tracer is None:
+            raise ValueError("FeedbackLoop.run needs the loop to be built with a tracer")
+        scope = self.tracer.run(task, **options)
+        run = scope.__enter__()
+        try:
+            yield run
+        except BaseException as exc:
+            try:
+                scope.__exit__(type(exc), exc, exc.__traceback__)
+            finally:
+                if run.outcome is not None:
+                    self.on_outcome(run.id, run.outcome)
+            raise
+        scope.__exit__(None, None, None)
+        if run.outcome is not None:
+            self.on_outcome(run.id, run.outcome)
 
     # -- the worker -----------------------------------------------------------
     def submit(self, trace_id: str) -> None:

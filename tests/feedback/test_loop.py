@@ -1,0 +1,165 @@
+"""The live loop: a traced failed run → attribution in the background → a lesson → the next similar run's prompt."""
+
+from __future__ import annotations
+
+import threading
+
+import litellm
+import pytest
+from litellm import CustomLLM
+
+from feedback import FeedbackLoop, LessonMemory, attribute_and_reflect, completion
+from feedback.hooks import LESSONS_HEADER
+from feedback.reflect import LLMReflector
+from middleware.model import Attribution, AttributionStatus, Outcome
+from middleware.tracer import Tracer
+
+from .conftest import DISSIMILAR_TASK, ORIGINAL_TASK, SIMILAR_TASK, failed_trace
+
+
+class PromptRecordingTestDouble(CustomLLM):
+    """Test double for a model: remembers the prompts it was sent, answers with a fixed calculation."""
+
+    def __init__(self):
+        super().__init__()
+        self.prompts: list[list[dict]] = []
+
+    def completion(self, model, messages, *args, **kwargs):
+        self.prompts.append(messages)
+        return litellm.ModelResponse(model=model, choices=[{"message": {"role": "assistant", "content": "Calculation: 412 - 374 = 48"}}])
+
+
+@pytest.fixture
+def double():
+    fake = PromptRecordingTestDouble()
+    before = litellm.custom_provider_map
+    litellm.custom_provider_map = [*(before or []), {"provider": "feedback-test-double", "custom_handler": fake}]
+    from litellm.utils import custom_llm_setup
+
+    custom_llm_setup()
+    yield fake
+    litellm.custom_provider_map = before
+
+
+class BlameTheAnalyst:
+    """An attributor for tests: blames the analyst's first step as R.3, and notes which thread it ran on."""
+
+    name = "blame-analyst"
+
+    def __init__(self):
+        self.threads: list[str] = []
+
+    def attribute(self, trace):
+        self.threads.append(threading.current_thread().name)
+        step = next(s.index for s in trace.steps if s.agent == "analyst")
+        return Attribution(trace_id=trace.id, method=self.name, agent="analyst", step=step, mode="R.3", reason="wrong difference")
+
+    async def aattribute(self, trace):
+        return self.attribute(trace)
+
+
+def _team(tracer, memory):
+    @tracer.agent(name="analyst", role="analyst")
+    def analyst(question: str) -> str:
+        messages = [{"role": "system", "content": "You are the analyst."}, {"role": "user", "content": question}]
+        reply = completion(agent="analyst", task=question, memory=memory, model="feedback-test-double/analyst", messages=messages)
+        return reply.choices[0].message.content
+
+    return analyst
+
+
+def _analyst_steps(store, trace_id):
+    return [s for s in store.get_trace(trace_id).steps if s.agent == "analyst"]
+
+
+def test_failed_run_teaches_the_blamed_agent_on_similar_tasks_only(store, double):
+    tracer = Tracer(store=store, env_exporters=False)
+    tracer.instrument_litellm()
+    try:
+        memory = LessonMemory(store)
+        attributor = BlameTheAnalyst()
+        loop = FeedbackLoop(tracer, attributor, memory)
+        analyst = _team(tracer, memory)
+
+        with loop.run(ORIGINAL_TASK) as first:
+            analyst(ORIGINAL_TASK)
+            first.record_outcome(success=False, detail="expected 38")
+        assert loop.wait(timeout=30)
+        [result] = loop.drain()
+        assert result.error is None and result.reflection.status == "ok"
+        [lesson] = memory.lessons("analyst")
+        assert lesson.agent == "analyst" and lesson.mode == "R.3" and lesson.trace_id == first.id
+        assert lesson.attribution_id == result.attribution.id and lesson.method == "offline"
+        assert store.attributions(first.id)[0].id == result.attribution.id
+        # attribution ran on the loop's worker, not the agent's thread
+        assert attributor.threads == ["faultlens-feedback"]
+        assert all(not s.lessons for s in _analyst_steps(store, first.id))
+        assert LESSONS_HEADER not in double.prompts[0][0]["content"]
+
+        with loop.run(SIMILAR_TASK) as second:
+            analyst(SIMILAR_TASK)
+            second.record_outcome(success=True)
+        steps = _analyst_steps(store, second.id)
+        assert steps and any(s.lessons == [lesson.id] for s in steps)
+        assert lesson.id in double.prompts[1][0]["content"] and lesson.advice in double.prompts[1][0]["content"]
+        shown = memory.get(lesson.id)
+        assert (shown.shown, shown.helped, shown.failed) == (1, 1, 0)
+
+        with loop.run(DISSIMILAR_TASK) as third:
+            analyst(DISSIMILAR_TASK)
+            third.record_outcome(success=True)
+        assert all(not s.lessons for s in _analyst_steps(store, third.id))
+        assert LESSONS_HEADER not in double.prompts[2][0]["content"]
+        assert memory.get(lesson.id).shown == 1
+        loop.close()
+    finally:
+        tracer.shutdown()
+
+
+def test_record_outcome_without_a_tracer(store):
+    trace = failed_trace()
+    trace.outcome = None
+    store.save_trace(trace)
+    with FeedbackLoop(store=store, attributor=BlameTheAnalyst()) as loop:
+        loop.record_outcome(trace.id, Outcome(success=False, detail="expected 38"))
+        loop.wait()
+        assert store.get_trace(trace.id).outcome.success is False
+        [lesson] = loop.memory.lessons("analyst")
+        assert lesson.trace_id == trace.id
+
+
+def test_attribute_and_reflect_with_the_offline_defaults(store):
+    trace = failed_trace()
+    store.save_trace(trace)
+    attribution, lessons = attribute_and_reflect(store, trace.id)  # heuristic + offline reflector
+    assert attribution is not None and attribution.method == "heuristic"
+    assert store.attributions(trace.id)[0].id == attribution.id
+    if attribution.status == AttributionStatus.ok:
+        assert lessons and all(l.agent == attribution.agent and l.attribution_id == attribution.id for l in lessons)
+        assert LessonMemory(store).lessons(attribution.agent)[0].id == lessons[0].id
+
+
+def test_an_unparsable_reflection_stores_nothing_but_the_attribution(store):
+    trace = failed_trace()
+    store.save_trace(trace)
+    reflector = LLMReflector("openai/gpt-4o-mini", mock_response="I think the analyst was sloppy.")
+    attribution, lessons = attribute_and_reflect(store, trace.id, BlameTheAnalyst(), reflector)
+    assert lessons == [] and LessonMemory(store).lessons() == []
+    assert store.attributions(trace.id)[0].id == attribution.id
+
+
+def test_a_crashing_attributor_is_recorded_as_an_error(store):
+    class Broken:
+        name = "broken"
+
+        def attribute(self, trace):
+            raise RuntimeError("no signal")
+
+    trace = failed_trace()
+    store.save_trace(trace)
+    with FeedbackLoop(store=store, attributor=Broken()) as loop:
+        loop.submit(trace.id)
+        [result] = loop.drain(timeout=30)
+    assert result.attribution.status == AttributionStatus.error and "no signal" in result.attribution.error
+    assert result.lessons == []
+    assert store.attributions(trace.id)[0].status == AttributionStatus.error
