@@ -8,9 +8,11 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from middleware.errors import FaultlensError, InputError
+from middleware.errors import InputError
 from middleware.model import Trace
 from middleware.store import default_db_path, open_store
+
+from . import llm  # noqa: F401  (sets litellm's offline price map before litellm is imported)
 
 
 def _load(source: str, db_path: Path | None) -> tuple[Trace, bool]:

@@ -43,6 +43,10 @@ from middleware.errors import FaultlensError
 from middleware.model import Cost
 from middleware.redact import redact, redact_text
 
+# Offline by default: litellm would otherwise fetch its price map from the
+# network on import (and retry for ~10s without one). Set it to False to fetch.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
 T = TypeVar("T", bound=BaseModel)
 
 DEFAULT_CACHE_DIR = Path(".faultlens") / "cache"
