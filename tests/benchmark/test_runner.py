@@ -170,3 +170,34 @@ def test_most_common_step_baseline_uses_the_scored_traces(synthetic_jsonl, tmp_p
     predicted = {r["trace_id"]: r["predicted"]["step"] for r in
                  read_predictions(tmp_path / "run" / "baselines" / "most-common-step" / "predictions.jsonl")}
     assert predicted == {t.id: min(top, len(t.steps) - 1) for t in traces}
+
+
+class SigintTestDouble(CountingTestDouble):
+    """Test double that presses Ctrl-C (a real SIGINT to this process) on its (N+1)-th call."""
+
+    def __init__(self, sigint_after: int):
+        super().__init__()
+        self.sigint_after = sigint_after
+
+    async def aattribute(self, trace):
+        import asyncio
+        import os
+        import signal
+
+        if len(self.calls) == self.sigint_after:
+            self.calls.append(trace.id)
+            os.kill(os.getpid(), signal.SIGINT)
+            await asyncio.sleep(5)  # cancelled by asyncio's SIGINT handler long before this ends
+        return await super().aattribute(trace)
+
+
+def test_real_sigint_then_resume(synthetic_jsonl, tmp_path):
+    spec, out = f"jsonl:{synthetic_jsonl}", tmp_path / "run"
+    killed = SigintTestDouble(sigint_after=6)
+    with pytest.raises(KeyboardInterrupt):
+        _run(spec, out, killed, concurrency=2)
+    on_file = {r["trace_id"] for r in read_predictions(out / "predictions.jsonl")}
+    assert 0 < len(on_file) <= 6
+    rest = CountingTestDouble()
+    summary = _run(spec, out, rest, concurrency=2, resume=True)
+    assert summary.done == N and not set(rest.calls) & on_file and len(rest.calls) == N - len(on_file)
