@@ -11,7 +11,7 @@ import logging
 import time
 from collections.abc import Callable
 from contextlib import asynccontextmanager
-from datetime import datetime
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -59,8 +59,6 @@ def parse_since(value: str | None) -> float | None:
     except ValueError:
         raise HTTPException(400, f"since must be epoch seconds or ISO 8601, not {value!r}") from None
     if moment.tzinfo is None:
-        from datetime import timezone
-
         moment = moment.replace(tzinfo=timezone.utc)
     return moment.timestamp()
 

@@ -102,7 +102,8 @@ def add_ui(app: FastAPI, lessons_for) -> None:
             raise HTTPException(400, str(exc)) from None
         summaries.sort(key=lambda s: (_STATUS_RANK[s.success], -s.created_at))
         jobs = {s.id: worker.status(s.id) for s in summaries}
-        return page(request, "runs.html", runs=summaries, jobs=jobs, status=status, agent=agent, since=since)
+        blames = {s.id: _latest(store.attributions(s.id)) for s in summaries if s.success is False}
+        return page(request, "runs.html", runs=summaries, jobs=jobs, blames=blames, status=status, agent=agent, since=since)
 
     @app.get("/runs/{trace_id}", response_class=HTMLResponse, include_in_schema=False)
     def trace_page(request: Request, trace_id: str):

@@ -8,7 +8,7 @@ import time
 from middleware.model import Lesson, Outcome, Step, Task, Trace
 from middleware.server import create_app
 
-from .conftest import HTTP, blame_tool_step, wait_for
+from .conftest import HTTP, wait_for
 
 
 def _trace(query="q", agent="solver", created_at=None, outcome=None) -> Trace:
