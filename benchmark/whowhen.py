@@ -5,9 +5,9 @@ A dataset folder holds one JSON file per failed run, usually in the sub-folders
 
     history          list of messages {content, role, name?}; one message = one step
     question         the task
-    ground_truth     the task's reference answer
+    ground_truth     the task's reference answer ("groundtruth" in Hand-Crafted files)
     mistake_agent    who made the decisive error
-    mistake_step     when: a 0-based index into `history`, stored as a string
+    mistake_step     when: a 0-based index into `history` (a string, or an integer in some files)
     mistake_reason   why, in words
     system_prompt    optional {agent name: prompt}
     level, question_ID   optional
@@ -126,7 +126,8 @@ def parse_whowhen(data: Any, path: Path, subset: str | None = None) -> Trace:
 
     question_id = data.get("question_ID")
     metadata = {k: data[k] for k in ("level",) if data.get(k) is not None}
-    ground_truth = data.get("ground_truth")
+    # The Hand-Crafted files spell it "groundtruth", the Algorithm-Generated ones "ground_truth".
+    ground_truth = data.get("ground_truth", data.get("groundtruth"))
     try:
         return Trace(
             id=f"whowhen:{subset + '/' if subset else ''}{path.stem}",

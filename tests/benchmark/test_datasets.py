@@ -47,7 +47,7 @@ def test_whowhen_subsets_agents_and_gold():
     assert hand.steps[0].kind is StepKind.human
     assert [s.native_id for s in hand.steps] == [str(i) for i in range(12)]
     assert hand.gold.step == 1 and hand.gold.native_step == "1" and hand.gold.agent == "Orchestrator"
-    assert hand.task.reference_answer == "3" and hand.task.id == "q-hc-1"
+    assert hand.task.reference_answer == "3" and hand.task.id == "q-hc-1"  # from "groundtruth", as Hand-Crafted spells it
     assert hand.failed
 
     algo = traces["whowhen:Algorithm-Generated/7"]
