@@ -23,7 +23,7 @@ from starlette.concurrency import run_in_threadpool
 from ..errors import InputError
 from ..model import Lesson, Outcome
 from ..store import SQLiteStore, TraceNotFound
-from .auth import TOKEN_COOKIE, resolve_token, token_matches
+from .auth import TOKEN_COOKIE, host_name, is_loopback, resolve_token, token_matches
 from .ingest import Ingestor
 from .interop import EvaluationExporter, blamed_span as _blamed_span
 from .otlp_body import JSON, BodyError, decode_otlp, decompress, encode_response, media_type
@@ -144,7 +144,21 @@ def create_app(
     app.state.media_root = Path(media_root).resolve() if media_root else None
     lessons_for = lessons_for or _store_lessons_for(store)
 
-    if token:
+    if not token:
+
+        @app.middleware("http")
+        async def loopback_names_only(request: Request, call_next):
+            # Without a token the server trusts whoever can reach it, i.e. this
+            # machine. A web page that rebinds its own DNS name to 127.0.0.1
+            # could reach it too; its requests carry that name as Host.
+            if is_loopback(host_name(request.headers.get("host"))):
+                return await call_next(request)
+            return JSONResponse(
+                {"detail": "this server has no token, so it only answers requests addressed to 127.0.0.1, ::1 or localhost"},
+                status_code=403,
+            )
+
+    else:
 
         @app.middleware("http")
         async def require_token(request: Request, call_next):

@@ -57,3 +57,11 @@ def token_matches(expected: str, authorization: str | None, cookie: str | None =
         # compare_digest on bytes: its time does not depend on where the strings differ.
         ok |= hmac.compare_digest(candidate.encode(), expected.encode())
     return ok
+
+
+def host_name(host_header: str | None) -> str:
+    """The host part of a Host header: 'example.org:4318' → 'example.org', '[::1]:4318' → '::1'."""
+    value = (host_header or "").strip().lower()
+    if value.startswith("["):
+        return value[1 : value.find("]")] if "]" in value else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value

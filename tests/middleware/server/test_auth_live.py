@@ -64,3 +64,12 @@ def test_sdk_exporter_with_the_token_header(store, serve):
     store_before = store.count_traces()
     run_team(sdk_provider(url, token="not-the-token"))
     assert store.count_traces() == store_before  # rejected spans are not stored
+
+
+def test_without_a_token_only_loopback_host_names_are_answered(live):
+    # DNS rebinding: a page on evil.example that resolves to 127.0.0.1 sends Host: evil.example.
+    for host in (f"127.0.0.1:{live.port}", f"localhost:{live.port}", "localhost"):
+        assert HTTP.get(live.url + "/api/runs", headers={"Host": host}).status_code == 200, host
+    for host in (f"evil.example:{live.port}", "evil.example", f"10.0.0.5:{live.port}"):
+        r = HTTP.get(live.url + "/api/runs", headers={"Host": host})
+        assert r.status_code == 403 and "127.0.0.1" in r.json()["detail"], host

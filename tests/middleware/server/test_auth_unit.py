@@ -38,3 +38,13 @@ def test_token_matching():
     assert not token_matches("abc123", "Bearer ")
     assert token_matches("abc123", None, cookie="abc123")
     assert not token_matches("abc123", None, cookie="nope")
+
+
+@pytest.mark.parametrize(
+    "header, name",
+    [("127.0.0.1:4318", "127.0.0.1"), ("localhost", "localhost"), ("[::1]:4318", "::1"), ("[::1]", "::1"), ("Example.org:80", "example.org"), (None, "")],
+)
+def test_host_name(header, name):
+    from middleware.server.auth import host_name
+
+    assert host_name(header) == name
