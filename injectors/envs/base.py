@@ -176,21 +176,29 @@ class Environment:
         recorded as OpenTelemetry spans through it.
         """
         rt = Runtime(self, task, model=model or self.sim_model(), session=session or Session(), sim=sim, lessons=lessons)
-        if tracer is not None and hasattr(tracer, "run"):
-            with tracer.run(task=task):
+        source = Source(framework="faultlens", benchmark=self.name, modality=self.modality, format="faultlens")
+        trace_id = trace_id or f"{self.name}-{task.id}"
+        metadata = {"environment": self.name, "topology": self.topology, "model": rt.model}
+        if tracer is not None:
+            # Each step is also a span of this run in the tracer (and so in its store and exporters).
+            rt.tracer = tracer
+            with tracer.run(task=task, agents=list(self.agents), source=source, trace_id=trace_id, metadata=metadata) as run:
                 answer = self.program(task, rt)
+                rt.flush()
+                outcome = self.evaluate(task, answer)
+                run.record_outcome(outcome.success, score=outcome.score, detail=outcome.detail, evaluator=outcome.evaluator)
         else:
             answer = self.program(task, rt)
-        outcome = self.evaluate(task, answer)
+            outcome = self.evaluate(task, answer)
         trace = Trace(
-            id=trace_id or f"{self.name}-{task.id}",
+            id=trace_id,
             task=task,
             agents=list(self.agents),
             steps=rt.steps,
             outcome=outcome,
-            source=Source(framework="faultlens", benchmark=self.name, modality=self.modality, format="faultlens"),
+            source=source,
             created_at=0.0,
-            metadata={"environment": self.name, "topology": self.topology, "model": rt.model},
+            metadata=metadata,
         )
         return RunResult(trace, rt.session.recorded, answer)
 
@@ -216,6 +224,46 @@ class Runtime:
         self.sim = sim or {}
         self.lessons = lessons or {}
         self.steps: list[Step] = []
+        self.tracer: Any = None
+        self._emitted = 0
+
+    def _add(self, step: Step) -> None:
+        # Spans are emitted one step late, so a program may still adjust the
+        # step it just got (its kind, its media) before it is recorded.
+        self.flush()
+        self.steps.append(step)
+
+    def flush(self) -> None:
+        """Emit the steps not yet recorded as spans (called by `Environment.run` at the end)."""
+        if self.tracer is None:
+            return
+        while self._emitted < len(self.steps):
+            self._emit(self.steps[self._emitted])
+            self._emitted += 1
+
+    def _emit(self, step: Step) -> None:
+        """Record `step` as one GenAI-convention span of the tracer's current run."""
+        from middleware import spans as S
+
+        here = self.tracer.call_context()
+        if here is None:
+            return
+        attributes: dict[str, Any] = {S.STEP_KIND: step.kind.value, S.AGENT_NAME: step.agent, S.CONVERSATION_ID: here.run.id,
+                                      S.CONTENT: step.content, S.STEP_INDEX: step.index}
+        if step.tool_name is not None:
+            attributes[S.TOOL_NAME] = step.tool_name
+            attributes[S.TOOL_ARGUMENTS] = json.dumps(step.tool_arguments, ensure_ascii=False)
+        if step.tool_result is not None:
+            attributes[S.TOOL_RESULT] = json.dumps(step.tool_result, ensure_ascii=False)
+        if step.model:
+            attributes[S.REQUEST_MODEL] = step.model
+        if step.lessons:
+            attributes[S.LESSONS] = list(step.lessons)
+        if step.media:
+            attributes[S.MEDIA] = json.dumps([m.model_dump(mode="json", exclude_none=True) for m in step.media])
+        if step.metadata:
+            attributes[S.STEP_METADATA] = json.dumps(step.metadata, ensure_ascii=False)
+        self.tracer.otel.start_span(f"{step.kind.value} {step.agent}", context=here.context, attributes=attributes).end()
 
     # The system prompt of an agent, with its lessons (issue 8's hook).
     def system(self, agent: str) -> str:
@@ -226,8 +274,14 @@ class Runtime:
             prompt += "\n\nLessons from earlier runs (apply them when the situation matches):\n" + "\n".join(lines)
         return prompt
 
-    def ask(self, agent: str, messages: Sequence[dict[str, str]], kind: StepKind | str = StepKind.message) -> str:
-        """One model call by `agent`. `messages` excludes the system prompt (added here)."""
+    def ask(self, agent: str, messages: Sequence[dict[str, str]],
+            kind: StepKind | str | Callable[[str], StepKind] = StepKind.message) -> str:
+        """One model call by `agent`. `messages` excludes the system prompt (added here).
+
+        `kind` is the step kind of the reply, or a function of the reply text
+        that decides it (e.g. a final answer when it has an 'Answer:' line); a
+        reply that is an action is a `tool_call` step regardless.
+        """
         full = [{"role": "system", "content": self.system(agent)}, *messages]
         request: dict[str, Any] = {"model": self.model, "messages": full, "temperature": 0}
         if self.model.startswith(SIM_PREFIX + "/"):
@@ -242,8 +296,9 @@ class Runtime:
             step = Step(index=index, agent=agent, kind=StepKind.tool_call, content=text, tool_name=action.tool,
                         tool_arguments={spec.argument if spec else "input": action.argument}, model=self.model, lessons=shown)
         else:
-            step = Step(index=index, agent=agent, kind=StepKind(kind), content=text, model=self.model, lessons=shown)
-        self.steps.append(step)
+            resolved = kind(text) if callable(kind) else kind
+            step = Step(index=index, agent=agent, kind=StepKind(resolved), content=text, model=self.model, lessons=shown)
+        self._add(step)
         return text
 
     def tool(self, agent: str, name: str, argument: str) -> str:
@@ -257,9 +312,8 @@ class Runtime:
             return {"output": spec.run(req["argument"], self.task)}
 
         output = str(self.session.call("tool", agent, request, live)["output"])
-        self.steps.append(Step(index=len(self.steps), agent=agent, kind=StepKind.tool_result, content=output,
-                               tool_name=name, tool_arguments={"input": argument}, tool_result=output,
-                               metadata={"role": "tool"}))
+        self._add(Step(index=len(self.steps), agent=agent, kind=StepKind.tool_result, content=output,
+                       tool_name=name, tool_arguments={"input": argument}, tool_result=output, metadata={"role": "tool"}))
         return output
 
     def act(self, agent: str, text: str) -> str | None:

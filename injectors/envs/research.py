@@ -455,11 +455,11 @@ class ResearchTeam(Environment):
         findings: list[str] = []
         for step_no in range(1, 9):
             planner.user(f"Delegate step {step_no}.")
-            delegation = rt.ask("planner", planner.messages, kind=StepKind.message)
+            delegation = rt.ask("planner", planner.messages,
+                                kind=lambda text: StepKind.final_answer if _final(text) is not None else StepKind.message)
             planner.assistant(delegation)
             answer = _final(delegation)
             if answer is not None:  # the planner answered by itself
-                rt.steps[-1].kind = StepKind.final_answer
                 return answer
             agent, _, instruction = delegation.partition(":")
             agent, instruction = agent.strip().lower(), instruction.strip()

@@ -233,7 +233,7 @@ class AnalystPolicy:
 
 
 def _failed(output: str) -> bool:
-    return ("Traceback" in output or re.search(r"^\w+(Error|Exception): ", output, re.M) is not None or output.strip() in ("None", "(no output)", "") or output.startswith("Timed out")
+    return ("Traceback" in output or re.search(r"^[\w.]+(Error|Exception): ", output, re.M) is not None or output.strip() in ("None", "(no output)", "") or output.startswith("Timed out")
             or output.startswith("Unknown tool"))
 
 
@@ -304,7 +304,9 @@ class TableQA(Environment):
     def program(self, task: Task, rt: Runtime) -> str | None:
         conv = Conversation().user(f"Question: {task.query}\nReply with your plan first.")
         for turn in range(8):
-            reply = rt.ask("analyst", conv.messages, kind=StepKind.plan if turn == 0 else StepKind.message)
+            default = StepKind.plan if turn == 0 else StepKind.message
+            reply = rt.ask("analyst", conv.messages,
+                           kind=lambda text, d=default: StepKind.final_answer if final_answer(text) is not None else d)
             conv.assistant(reply)
             if parse_action(reply) is not None:
                 output = rt.act("analyst", reply)
@@ -312,7 +314,6 @@ class TableQA(Environment):
                 continue
             answer = final_answer(reply)
             if answer is not None:
-                rt.steps[-1].kind = StepKind.final_answer
                 return answer
             conv.user("Continue: run your plan.")
         return None
