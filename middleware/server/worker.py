@@ -14,6 +14,7 @@ import queue
 import threading
 import time
 import traceback
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -45,12 +46,21 @@ class FailureWorker:
     attributions over OTLP).
     """
 
-    def __init__(self, on_failure: OnFailure | None, *, max_queue: int = 1000, after: Callable[[str, float], Any] | None = None):
+    def __init__(
+        self,
+        on_failure: OnFailure | None,
+        *,
+        max_queue: int = 1000,
+        after: Callable[[str, float], Any] | None = None,
+        keep_statuses: int = 10_000,
+    ):
         self.on_failure = on_failure
         self.after = after
         self.max_queue = max_queue
+        self.keep_statuses = keep_statuses
         self._queue: queue.Queue[str | None] = queue.Queue(maxsize=max_queue)
-        self._status: dict[str, JobStatus] = {}
+        # Oldest first, so a long-running server forgets the oldest finished jobs (the attributions stay in the store).
+        self._status: OrderedDict[str, JobStatus] = OrderedDict()
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self.processed = 0
@@ -86,6 +96,7 @@ class FailureWorker:
             if not self.enabled:
                 status = JobStatus(trace_id, "dropped", error="no on_failure configured: the server only stores")
                 self._status[trace_id] = status
+                self._forget_old()
                 return status
             status = JobStatus(trace_id, "queued", runs=current.runs if current else 0)
             try:
@@ -95,7 +106,16 @@ class FailureWorker:
                 status.error = f"queue full ({self.max_queue} waiting); record the outcome again later"
                 self.dropped += 1
             self._status[trace_id] = status
+            self._status.move_to_end(trace_id)
+            self._forget_old()
             return status
+
+    def _forget_old(self) -> None:
+        excess = len(self._status) - self.keep_statuses
+        if excess <= 0:
+            return
+        for trace_id in [t for t, s in self._status.items() if s.state not in ("queued", "running")][:excess]:
+            del self._status[trace_id]
 
     def status(self, trace_id: str) -> JobStatus | None:
         with self._lock:

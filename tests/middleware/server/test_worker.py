@@ -75,3 +75,16 @@ def _until(predicate, timeout=5.0):
             return True
         time.sleep(0.01)
     return False
+
+
+def test_old_finished_statuses_are_forgotten():
+    worker = FailureWorker(lambda _id: None, keep_statuses=3)
+    worker.start()
+    try:
+        for n in range(6):
+            worker.submit(f"t{n}")
+            assert worker.wait_idle(10)
+        assert [worker.status(f"t{n}") is None for n in range(6)] == [True, True, True, False, False, False]
+        assert worker.summary()["processed"] == 6
+    finally:
+        worker.stop()
