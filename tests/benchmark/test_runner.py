@@ -10,7 +10,7 @@ from benchmark.report import make_report
 from benchmark.runner import read_predictions, run_benchmark
 from middleware.errors import FaultlensError
 
-from .conftest import CountingTestDouble, FirstStepTestDouble
+from .conftest import FIXTURES, CountingTestDouble, FirstStepTestDouble
 
 N = 24  # traces in the synthetic dataset
 
@@ -201,3 +201,42 @@ def test_real_sigint_then_resume(synthetic_jsonl, tmp_path):
     rest = CountingTestDouble()
     summary = _run(spec, out, rest, concurrency=2, resume=True)
     assert summary.done == N and not set(rest.calls) & on_file and len(rest.calls) == N - len(on_file)
+
+
+def _mocked_llm_method(**options):
+    """The real all_at_once method and LLM client; litellm's mock_response stands in for the model."""
+    from attributors import get
+
+    answer = {"agent": "Critic", "step": 3, "mode": "R.3", "reason": "17*24 is 408, not 418", "confidence": 0.8}
+    return get("all_at_once", model="openai/gpt-4o-mini", api_key="test-key", cache=False,
+               mock_response=json.dumps(answer), **options)
+
+
+PRO_SPEC = f"whowhenpro:{FIXTURES / 'whowhenpro'}"
+
+
+@pytest.mark.slow
+def test_llm_method_through_litellm_mock_response(tmp_path):
+    summary = run_benchmark(PRO_SPEC, "all_at_once", model="openai/gpt-4o-mini", attributor=_mocked_llm_method(),
+                            out=tmp_path / "run", progress=False, baselines=[])
+    records = {r["trace_id"]: r for r in read_predictions(tmp_path / "run" / "predictions.jsonl")}
+    # The same answer fits one trace; for the others it names an agent or step they do not have.
+    assert records["wwp-debate-1"]["status"] == "ok" and records["wwp-debate-1"]["predicted"]["native_step"] == "1:1"
+    assert {r["status"] for k, r in records.items() if k != "wwp-debate-1"} == {"unparsed"}
+    assert all(r["cost"]["calls"] == 1 and r["cost"]["usd"] > 0 for r in records.values())
+    assert summary.spent_usd == pytest.approx(sum(r["cost"]["usd"] for r in records.values()))
+    m = _metrics(tmp_path / "run")["all_at_once · openai/gpt-4o-mini"]["overall"]
+    assert m["status"] == {"ok": 1, "unparsed": 3, "error": 0}
+    assert m["step_accuracy"]["value"] == 0.25 and m["joint_accuracy"]["value"] == 0.25
+
+
+@pytest.mark.slow
+def test_llm_client_budget_stops_the_run_cleanly(tmp_path):
+    one_call = run_benchmark(PRO_SPEC, "all_at_once", attributor=_mocked_llm_method(), out=tmp_path / "probe",
+                             progress=False, baselines=[], limit=1).spent_usd
+    # A budget for two calls: the third is refused by the client before it reaches litellm.
+    attributor = _mocked_llm_method(budget_usd=1.5 * one_call)
+    summary = run_benchmark(PRO_SPEC, "all_at_once", attributor=attributor, out=tmp_path / "run", progress=False,
+                            baselines=[], concurrency=1)
+    assert summary.stopped == "budget" and summary.done == 2
+    assert attributor.client.cost.calls == 2
