@@ -29,8 +29,11 @@ from rich.table import Table
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the kept traces here (JSONL).")
 @click.option("--summary", "summary_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the yield table here (JSON).")
+@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="Also store the kept traces in this faultlens store (see `faultlens traces list --db`).")
 @click.option("--list-envs", is_flag=True, help="Print the environment names, one per line, and exit.")
-def inject(env_names, seeds, per_seed, seed, agent_model, generator, noise, modes, workers, out, summary_path, list_envs):
+def inject(env_names, seeds, per_seed, seed, agent_model, generator, noise, modes, workers, out, summary_path, db_path,
+           list_envs):
     """Make failure traces with exact labels by warm-start error injection.
 
     Each seed task is run to success (simulated agents by default), recorded,
@@ -92,7 +95,15 @@ def inject(env_names, seeds, per_seed, seed, agent_model, generator, noise, mode
                   *(str(totals[c]) for c in ("attempted", "drifted", "still_succeeded", "kept")))
     console.print(table)
     for s in result.seed_summary():
-        console.print(f"{s['env']}: {s['seeds_succeeded']}/{s['seeds']} seeds succeeded, {s['kept']} traces kept")
+        noisy = s["seeds_with_recovered_mistake"]
+        extra = f", {noisy} with a recovered mistake before any injection" if noisy is not None else ""
+        console.print(f"{s['env']}: {s['seeds_succeeded']}/{s['seeds']} seeds succeeded{extra}; {s['kept']} traces kept "
+                      f"(mean {s['mean_steps']} steps)")
+    if db_path is not None:
+        from middleware.store import open_store
+
+        saved = open_store(db_path).save_traces(result.traces)
+        console.print(f"stored {saved} trace(s) in {db_path}")
     console.print(f"wrote {len(result.traces)} trace(s) to {out}")
     if summary_path:
         summary_path.write_text(json.dumps({"yield": rows, "seeds": result.seed_summary()}, indent=2) + "\n")

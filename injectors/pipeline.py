@@ -76,6 +76,7 @@ class SeedResult:
     task_id: str
     seed_success: bool
     attempts: list[Attempt] = field(default_factory=list)
+    recovered_mistake: bool | None = None  # the seed differs from a noise-free run of the same agents
     error: str | None = None
 
 
@@ -106,7 +107,11 @@ class InjectResult:
         out = []
         for env in sorted({s.env for s in self.seeds}):
             mine = [s for s in self.seeds if s.env == env]
+            measured = [s for s in mine if s.recovered_mistake is not None]
             out.append({"env": env, "seeds": len(mine), "seeds_succeeded": sum(s.seed_success for s in mine),
+                        "seeds_with_recovered_mistake": sum(bool(s.recovered_mistake) for s in measured) if measured else None,
+                        "mean_steps": round(sum(len(a.trace.steps) for s in mine for a in s.attempts if a.trace) /
+                                            max(1, sum(1 for s in mine for a in s.attempts if a.trace)), 1),
                         "kept": sum(a.status == "kept" for s in mine for a in s.attempts)})
         return out
 
@@ -201,6 +206,11 @@ def run_seed(env_name: str, index: int, task: Task, config: InjectConfig) -> See
         out.seed_success = False
         out.error = "the seed did not replay to the same run"
         return out
+    if model is None and config.noise > 0:
+        # Measured, not assumed: a seed has a recovered mistake when the same simulated agents without noise act
+        # differently on the same task (and both runs succeed).
+        clean = env.run(task, sim=dict(sim, noise=0.0), trace_id=seed_run.trace.id)
+        out.recovered_mistake = [s.content for s in clean.trace.steps] != [s.content for s in seed_run.trace.steps]
     rng = random.Random(stable_seed(config.seed, env_name, index, "pairs"))
     # Modes take turns (rotated per seed); within a mode, the steps it applies to are tried in random order until
     # one yields an error, so rare modes get their share instead of the modes that apply to every step.
