@@ -82,8 +82,45 @@ def report(folders, out, no_plots, bootstrap):
     make_report(list(folders), out=out, console=console, plots=not no_plots, samples=bootstrap)
 
 
-# `faultlens bench build` (building benchmark/data/*.jsonl.gz from the
-# injection pipeline) is added here by the environments issue.
+@bench.command("build")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("benchmark/data"), show_default=True,
+              help="Folder for dev.jsonl.gz, test.jsonl.gz, yield.json and the datasheet README.md.")
+@click.option("--seed", default=0, show_default=True, help="Seed of tasks, simulated agents and injections (the documented one rebuilds the shipped data).")
+@click.option("--agent-model", default=None, metavar="MODEL", help="Run the agents on this litellm model instead of the simulated agents.")
+@click.option("--generator", default="template", show_default=True, metavar="template|MODEL", help="Error generator: offline rules or a litellm model.")
+@click.option("--seeds", default=None, type=click.IntRange(min=1), help="Tasks per environment in the first pass [default: 60].")
+@click.option("--per-seed", default=None, type=click.IntRange(min=1), help="Injections tried per task [default: 8].")
+@click.option("--env", "env_names", multiple=True, metavar="NAME", help="Only these environments (repeatable) [default: all registered].")
+@click.option("--workers", default=2, show_default=True, type=click.IntRange(min=1), help="Worker processes.")
+@click.option("--no-calibration", is_flag=True, help="Skip scoring the heuristic and the baselines on test for the datasheet.")
+def build(out, seed, agent_model, generator, seeds, per_seed, env_names, workers, no_calibration):
+    """Build the bundled benchmark: every environment through the injection pipeline, split by task into dev and test.
+
+    Writes OUT/dev.jsonl.gz, OUT/test.jsonl.gz, OUT/yield.json and the datasheet
+    OUT/README.md (counts per environment, modality, mode, topology and length;
+    how it was made; the command that rebuilds it; the heuristic's and the
+    baselines' accuracy on test). The same arguments give byte-identical files.
+    """
+    import time
+
+    from tqdm import tqdm
+
+    from .build import DEFAULT_PER_SEED, DEFAULT_SEEDS, build_bundled
+
+    bars: dict[str, tqdm] = {}
+
+    def progress(stage: str, done: int, total: int) -> None:
+        bar = bars.get(stage) or bars.setdefault(stage, tqdm(total=total, desc=stage, unit="task", leave=False))
+        bar.update(done - bar.n)
+
+    started = time.time()
+    result = build_bundled(out, seed=seed, agent_model=agent_model, generator=generator,
+                           seeds=seeds or DEFAULT_SEEDS, per_seed=per_seed or DEFAULT_PER_SEED,
+                           envs=list(env_names) or None, workers=workers, calibrate=not no_calibration, progress=progress)
+    for bar in bars.values():
+        bar.close()
+    console.print(f"wrote {result.total} trace(s) ({len(result.traces['dev'])} dev, {len(result.traces['test'])} test) "
+                  f"to {out} in {time.time() - started:.0f} s; datasheet: {out / 'README.md'}")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -168,6 +168,18 @@ def markdown(runs: list[Run], plots: list[Path]) -> str:
         for g in groups:
             n = next((r.metrics["by"][by][g]["n"] for r in runs if g in r.metrics["by"][by]), 0)
             lines.append(_md_row([g, str(n), *[fmt(r.metrics["by"][by].get(g, {}).get("step_accuracy"), ci=False) for r in runs]]))
+    namers = [r for r in runs if any(m["predicted"] for m in r.metrics["overall"]["per_mode"].values())]
+    modes = sorted({m for r in runs for m, v in r.metrics["overall"]["per_mode"].items() if v["support"]})
+    if namers and modes:
+        lines += ["", "## Per-mode precision / recall / F1", "",
+                  _md_row(["gold mode", "support", *[r.label for r in namers]]), _md_row(["---"] * (2 + len(namers)))]
+        for mode in modes:
+            support = next(r.metrics["overall"]["per_mode"][mode]["support"] for r in runs if mode in r.metrics["overall"]["per_mode"])
+            cells = []
+            for r in namers:
+                v = r.metrics["overall"]["per_mode"].get(mode)
+                cells.append(f"{v['precision']:.2f} / {v['recall']:.2f} / {v['f1']:.2f}" if v else "–")
+            lines.append(_md_row([mode, str(support), *cells]))
     if plots:
         lines += ["", "## Plots", ""] + [f"![{p.stem}]({p.name})" for p in plots]
     return "\n".join(lines) + "\n"

@@ -43,6 +43,7 @@ def test_bench_run_heuristic_and_majority_agent_then_report(synthetic_jsonl, tmp
     assert heuristic["overall"]["n"] == 24 and set(heuristic["by"]["benchmark"]) == {"qa-team", "csv-code"}
     md = (tmp_path / "report" / "report.md").read_text()
     assert "| heuristic |" in md and "## Step accuracy by environment" in md and "## Step accuracy by modality" in md
+    assert "## Per-mode precision / recall / F1" in md
     for name in ("step_accuracy_by_length.png", "mode_f1.png", "confusion_heuristic.png"):
         assert (tmp_path / "report" / name).read_bytes().startswith(PNG), name
     assert set(report["plots"]) >= {"step_accuracy_by_length.png", "mode_f1.png", "confusion_heuristic.png"}

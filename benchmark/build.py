@@ -1,0 +1,306 @@
+"""Build the bundled benchmark: every registered environment through the injection pipeline.
+
+`build_bundled(out_dir, seed)` (and `faultlens bench build`) runs the warm-start
+injection pipeline (`injectors.pipeline`) over every environment that
+`injectors.envs.names()` lists, with simulated agents unless an agent model is
+given, and writes, in the layout `benchmark.datasets` reads:
+
+    OUT/dev.jsonl.gz     kept failure traces of the dev tasks
+    OUT/test.jsonl.gz    kept failure traces of the test tasks
+    OUT/yield.json       the pipeline's yield per environment and mode
+    OUT/README.md        the datasheet: counts, how it was made, how to rebuild it, calibration
+
+Passes. The first pass injects `per_seed` errors into each of `seeds` tasks per
+environment. A mode that yielded some traces in an environment but fewer than
+`min_per_mode` gets top-up passes over fresh tasks (the next task seeds)
+restricted to the short modes, at most `topup_rounds` times. A mode that
+yielded nothing in the first pass (its errors are always caught, or it never
+fits the environment's steps) is listed in the datasheet, not forced.
+
+Splits are by task: a task's traces all go to the same split, chosen by a hash
+of the build seed and the task id, so no task is in both.
+
+Everything is a function of the arguments: the same seed gives byte-identical
+files (gzip headers carry no time; traces carry no clock; renders are
+deterministic), which `tests/benchmark/test_build.py` checks on a small build.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from middleware.jsonl import write_jsonl
+from middleware.model import Trace
+
+from .metrics import length_bucket
+
+DEFAULT_SEEDS = 60
+DEFAULT_PER_SEED = 8
+MIN_PER_MODE = 30
+TOPUP_ROUNDS = 2
+SPLIT_TEST_PERCENT = 50
+# Task seeds of top-up round r are `seed + TOPUP_STRIDE * r`, far from the first pass's seed.
+TOPUP_STRIDE = 1000
+
+
+@dataclass
+class BuildResult:
+    out_dir: Path
+    traces: dict[str, list[Trace]]  # split -> traces
+    yield_rows: list[dict[str, Any]]
+    seeds: list[dict[str, Any]]
+    seconds: float = 0.0
+    calibration: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return sum(len(v) for v in self.traces.values())
+
+
+def split_of(seed: int, trace: Trace) -> str:
+    """`dev` or `test` for a trace, by its task (every trace of a task lands in the same split)."""
+    from injectors.envs.base import stable_seed
+
+    return "test" if stable_seed("split", seed, trace.task.id) % 100 < SPLIT_TEST_PERCENT else "dev"
+
+
+def _count(traces: list[Trace]) -> dict[tuple[str, str], int]:
+    out: Counter = Counter()
+    for t in traces:
+        if t.gold is not None:
+            out[(t.source.benchmark or "", t.gold.mode or "")] += 1
+    return dict(out)
+
+
+def build_bundled(
+    out_dir: str | Path,
+    seed: int = 0,
+    agent_model: str | None = None,
+    generator: str = "template",
+    *,
+    seeds: int = DEFAULT_SEEDS,
+    per_seed: int = DEFAULT_PER_SEED,
+    envs: list[str] | None = None,
+    min_per_mode: int = MIN_PER_MODE,
+    topup_rounds: int = TOPUP_ROUNDS,
+    noise: float = 0.2,
+    workers: int = 2,
+    calibrate: bool = True,
+    command: str | None = None,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> BuildResult:
+    """Run every environment through the pipeline and write the dataset and its datasheet to `out_dir`."""
+    from injectors import envs as registry
+    from injectors.pipeline import InjectConfig, inject
+
+    started = time.time()
+    names = list(envs) if envs else registry.names()
+    unknown = [n for n in names if n not in registry.names()]
+    if unknown:
+        raise ValueError(f"unknown environment(s) {unknown}; known: {', '.join(registry.names())}")
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+
+    def report(stage: str) -> Callable[[int, int], None]:
+        return lambda done, total: progress(stage, done, total) if progress else None
+
+    config = InjectConfig(envs=names, seeds=seeds, per_seed=per_seed, seed=seed, agent_model=agent_model,
+                          generator=generator, noise=noise, workers=workers)
+    result = inject(config, progress=report("pass 1"))
+    traces = list(result.traces)
+    seed_results = list(result.seeds)
+    counts = _count(traces)
+    yielded = {(env, mode) for (env, mode), n in counts.items() if n > 0}
+    for round_no in range(1, topup_rounds + 1):
+        short: dict[str, list[str]] = defaultdict(list)
+        for env, mode in sorted(yielded):
+            if counts.get((env, mode), 0) < min_per_mode:
+                short[env].append(mode)
+        if not short:
+            break
+        for env in sorted(short):
+            modes = short[env]
+            top = InjectConfig(envs=[env], seeds=seeds, per_seed=max(2, min(per_seed, len(modes) * 2)),
+                               seed=seed + TOPUP_STRIDE * round_no, agent_model=agent_model, generator=generator,
+                               noise=noise, workers=workers, modes=modes)
+            extra = inject(top, progress=report(f"top-up {round_no} {env}"))
+            # Only the short modes are wanted; a mode reaching its target is not topped up further.
+            for trace in extra.traces:
+                key = (env, trace.gold.mode if trace.gold else "")
+                if counts.get(key, 0) < min_per_mode:
+                    traces.append(trace)
+                    counts[key] = counts.get(key, 0) + 1
+            seed_results.extend(extra.seeds)
+
+    splits: dict[str, list[Trace]] = {"dev": [], "test": []}
+    for trace in traces:
+        splits[split_of(seed, trace)].append(trace)
+    for split, items in splits.items():
+        write_jsonl(items, out_dir / f"{split}.jsonl.gz")
+
+    from injectors.pipeline import InjectResult
+
+    summary = InjectResult(traces, seed_results)
+    yield_rows = summary.summary()
+    seed_rows = summary.seed_summary()
+    (out_dir / "yield.json").write_text(json.dumps({"yield": yield_rows, "seeds": seed_rows}, indent=2, sort_keys=True) + "\n")
+    build = BuildResult(out_dir, splits, yield_rows, seed_rows)
+    if calibrate:
+        build.calibration = calibrate_split(out_dir / "test.jsonl.gz")
+    args = {"seed": seed, "agent_model": agent_model, "generator": generator, "seeds": seeds, "per_seed": per_seed,
+            "min_per_mode": min_per_mode, "topup_rounds": topup_rounds, "noise": noise, "envs": names}
+    (out_dir / "README.md").write_text(datasheet(build, args, command or rebuild_command(out_dir, args)))
+    build.seconds = time.time() - started
+    return build
+
+
+def rebuild_command(out_dir: Path, args: dict[str, Any]) -> str:
+    parts = ["faultlens bench build", f"--out {out_dir}", f"--seed {args['seed']}"]
+    if args["agent_model"]:
+        parts.append(f"--agent-model {args['agent_model']}")
+    if args["generator"] != "template":
+        parts.append(f"--generator {args['generator']}")
+    if args["seeds"] != DEFAULT_SEEDS:
+        parts.append(f"--seeds {args['seeds']}")
+    if args["per_seed"] != DEFAULT_PER_SEED:
+        parts.append(f"--per-seed {args['per_seed']}")
+    return " ".join(parts)
+
+
+# ---------------------------------------------------------------- calibration
+
+def calibrate_split(path: Path, methods: list[str] | None = None) -> dict[str, dict[str, dict[str, Any]]]:
+    """Step, agent and mode accuracy of `heuristic` and every `baseline:*` on one split, per environment.
+
+    Runs the benchmark runner into a temporary folder and scores its predictions
+    with `benchmark.metrics` (no bootstrap: the datasheet shows point values).
+    """
+    import tempfile
+
+    from .metrics import breakdown, compute_metrics
+    from .runner import baseline_dir, baseline_names, read_predictions, run_benchmark
+
+    if not path.exists() or not path.stat().st_size:
+        return {}
+    names = methods or ["heuristic", *baseline_names()]
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    with tempfile.TemporaryDirectory(prefix="faultlens-calibrate-") as tmp:
+        run_dir = Path(tmp) / "run"
+        run_benchmark(f"jsonl:{path}", names[0], out=run_dir, progress=False, concurrency=1, baselines=names[1:])
+        for name in names:
+            pred = run_dir / "predictions.jsonl" if name == names[0] else baseline_dir(run_dir, name) / "predictions.jsonl"
+            records = read_predictions(pred)
+            per_env = breakdown(records, "benchmark", samples=0)
+            per_env["all"] = compute_metrics(records, samples=0)
+            out[name] = {env: {"n": m["n"], "step": m["step_accuracy"]["value"], "agent": m["agent_accuracy"]["value"],
+                               "mode": m["mode_macro_f1"]["value"]} for env, m in per_env.items()}
+    return out
+
+
+# ---------------------------------------------------------------- the datasheet
+
+def _table(header: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" if i == 0 else "---:" for i in range(len(header))) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}"
+
+
+def datasheet(build: BuildResult, args: dict[str, Any], command: str) -> str:
+    """The dataset's README: what is in it, how it was made, how to rebuild it, how hard it is."""
+    from injectors import envs as registry
+    from injectors.taxonomy import CODES
+
+    every = [t for split in ("dev", "test") for t in build.traces[split]]
+    env_names = sorted({t.source.benchmark or "" for t in every} | set(args["envs"]))
+    info = {n: registry.get(n) for n in env_names if n in registry.names()}
+    out = ["# The bundled benchmark", ""]
+    out.append(f"{len(every)} failure traces with exact gold labels (agent, step, failure mode), made by warm-start error "
+               f"injection into {len(env_names)} environments: {len(build.traces['dev'])} in `dev.jsonl.gz`, "
+               f"{len(build.traces['test'])} in `test.jsonl.gz` (native faultlens JSONL, gzipped). Load them with "
+               "`faultlens bench run --dataset bundled:test ...` or `benchmark.datasets.load_dataset('bundled:dev')`.")
+    out += ["", "## How it was made", ""]
+    out.append("Each environment generates tasks from the seed; its team (simulated agents: `faultlens-sim/<env>`, "
+               "whose policies read their conversation and carry wrong inputs forward) solves each task; the run is "
+               "recorded, replayed exactly up to a step t, step t is replaced by an error of one failure mode (the "
+               f"`{args['generator']}` generator), the agents continue live, and the run is kept only if the task now "
+               "fails. The gold label is the injected step, its agent and the mode. Seeds contain recovered, "
+               f"non-decisive mistakes at rate {args['noise']} per opportunity, and verifiers catch some injected errors "
+               "(those runs still succeed and are dropped), so the first step that looks wrong is often not the decisive one.")
+    out.append("")
+    out.append(f"First pass: {args['seeds']} tasks per environment, up to {args['per_seed']} injections per task. Modes that "
+               f"yielded traces but fewer than {args['min_per_mode']} get up to {args['topup_rounds']} top-up passes over "
+               f"fresh tasks (task seeds {args['seed']} + {TOPUP_STRIDE}·round). Splits are by task (hash of the seed and "
+               f"the task id, {SPLIT_TEST_PERCENT}% test): no task has traces in both splits. Images and frames are stored "
+               "inline in the traces (base64 PNG step media), so the files are self-contained.")
+    out += ["", "Rebuild it, byte for byte (same files, same bytes):", "", "```", command, "```", ""]
+    out.append("`yield.json` holds the pipeline's yield: per environment and mode, the injections attempted, drifted, "
+               "still succeeding (caught or harmless, dropped) and kept.")
+
+    out += ["", "## Environments", ""]
+    rows = []
+    for n in env_names:
+        env = info.get(n)
+        mine = [t for t in every if t.source.benchmark == n]
+        lengths = [len(t.steps) for t in mine]
+        rows.append([f"`{n}`", env.modality if env else "?", env.topology if env else "?",
+                     len([t for t in build.traces["dev"] if t.source.benchmark == n]),
+                     len([t for t in build.traces["test"] if t.source.benchmark == n]),
+                     len({t.task.id for t in mine}),
+                     f"{min(lengths)}–{max(lengths)}" if lengths else "-",
+                     f"{sum(lengths) / len(lengths):.1f}" if lengths else "-"])
+    out.append(_table(["environment", "modality", "topology", "dev", "test", "tasks", "steps (min–max)", "steps (mean)"], rows))
+
+    for title, key in (("Modality", lambda t: t.source.modality or "?"),
+                       ("Topology", lambda t: "multi-agent" if t.multi_agent else "single-agent"),
+                       ("Trace length (steps)", lambda t: length_bucket(len(t.steps)))):
+        out += ["", f"## {title}", ""]
+        counts = defaultdict(lambda: Counter())
+        for split in ("dev", "test"):
+            for t in build.traces[split]:
+                counts[key(t)][split] += 1
+        out.append(_table([title.lower(), "dev", "test", "total"],
+                          [[k, c["dev"], c["test"], c["dev"] + c["test"]] for k, c in sorted(counts.items())]))
+
+    out += ["", "## Failure modes per environment", ""]
+    out.append(f"Kept traces per gold mode (both splits). A blank is a mode the environment never kept: it does not fit "
+               f"its steps, or its errors were always caught; `yield.json` says which. Target: every mode an environment "
+               f"yields has at least {args['min_per_mode']} traces.")
+    out.append("")
+    per = Counter((t.source.benchmark, t.gold.mode) for t in every if t.gold)
+    modes = [c for c in CODES if any(per[(n, c)] for n in env_names)]
+    rows = [[f"`{n}`", *[per[(n, c)] or "" for c in modes], sum(per[(n, c)] for c in modes)] for n in env_names]
+    rows.append(["all", *[sum(per[(n, c)] for n in env_names) for c in modes], len(every)])
+    out.append(_table(["environment", *modes, "total"], rows))
+    short = [f"`{n}` {c} ({per[(n, c)]})" for n in env_names for c in modes if 0 < per[(n, c)] < args["min_per_mode"]]
+    out += ["", "Modes under the target after top-up: " + (", ".join(short) if short else "none") + "."]
+
+    if build.calibration:
+        out += ["", "## Calibration (test split)", ""]
+        out.append("Step accuracy (%) of the offline heuristic and the trivial baselines on `test`, per environment, "
+                   "computed with the benchmark runner and metrics (`benchmark.build.calibrate_split`). An environment "
+                   "where one of them gets most steps right would be too easy.")
+        out.append("")
+        methods = list(build.calibration)
+        envs_seen = [e for e in env_names if any(e in build.calibration[m] for m in methods)] + ["all"]
+        rows = [[f"`{e}`" if e != "all" else "all", build.calibration[methods[0]].get(e, {}).get("n", 0),
+                 *[_pct(build.calibration[m].get(e, {}).get("step")) for m in methods]] for e in envs_seen]
+        out.append(_table(["environment", "traces", *methods], rows))
+        out += ["", "Agent accuracy (%) of the same methods:", ""]
+        rows = [[f"`{e}`" if e != "all" else "all", *[_pct(build.calibration[m].get(e, {}).get("agent")) for m in methods]]
+                for e in envs_seen]
+        out.append(_table(["environment", *methods], rows))
+    out.append("")
+    return "\n".join(out)
+
+
+__all__ = ["BuildResult", "build_bundled", "calibrate_split", "datasheet", "split_of"]
