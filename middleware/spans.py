@@ -190,8 +190,12 @@ def _json_attr(attrs: Mapping[str, Any], name: str) -> Any:
 def _flattened(attrs: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
     """Rebuild a list of nested dicts from OpenInference/OpenLLMetry-style keys `prefix.N.a.b`."""
     items: dict[int, dict[str, Any]] = {}
+    keys = [k for k in attrs if k.startswith(prefix + ".")]
+    if not keys:
+        return []
     pattern = re.compile(re.escape(prefix) + r"\.(\d+)\.(.+)$")
-    for key, value in attrs.items():
+    for key in keys:
+        value = attrs[key]
         m = pattern.match(key)
         if not m:
             continue

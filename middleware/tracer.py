@@ -627,26 +627,19 @@ class Tracer:
 
     # -- instrumentations ------------------------------------------------------
     def instrument_litellm(self) -> Any:
-        """Record every litellm completion made inside a run as a `chat` step (idempotent)."""
-        import litellm
+        """Record every litellm completion made inside this tracer's runs as a `chat` step (idempotent)."""
+        from .instrument.litellm import instrument
 
-        from .instrument.litellm import LiteLLMInstrumentation
-
-        if self._litellm is None:
-            self._litellm = LiteLLMInstrumentation(self)
-        if self._litellm not in litellm.callbacks:
-            litellm.callbacks.append(self._litellm)
+        self._litellm = instrument(self)
         return self._litellm
 
     def uninstrument_litellm(self) -> None:
         if self._litellm is None:
             return
-        import litellm
+        from .instrument.litellm import uninstrument
 
-        for name in ("callbacks", "success_callback", "failure_callback", "_async_success_callback", "_async_failure_callback"):
-            registered = getattr(litellm, name, None)
-            while isinstance(registered, list) and self._litellm in registered:
-                registered.remove(self._litellm)
+        uninstrument(self)
+        self._litellm = None
 
     def langgraph_handler(self, task: Task | str | None = None, source: Source | None = None) -> Any:
         """A LangChain callback handler for `config={"callbacks": [...]}` of a LangGraph graph.

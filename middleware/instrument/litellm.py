@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import threading
+import weakref
 from collections import OrderedDict
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -80,11 +81,15 @@ def _ns(moment: Any) -> int | None:
 
 
 class LiteLLMInstrumentation(CustomLogger):
-    """A litellm callback recording each completion made inside a faultlens run as a `chat` span."""
+    """A litellm callback recording each completion made inside a faultlens run as a `chat` span.
 
-    def __init__(self, tracer: Tracer):
+    One instance serves every instrumented tracer (litellm keeps only one
+    callback per class); a call belongs to the tracer whose run it is made in.
+    """
+
+    def __init__(self) -> None:
         super().__init__()
-        self.tracer = tracer
+        self.tracers: weakref.WeakSet[Tracer] = weakref.WeakSet()
         self._pending: dict[str, CallContext] = {}  # started, not yet claimed by a success/failure callback
         self._claimed: dict[str, CallContext] = {}  # being recorded
         self._recorded: OrderedDict[str, None] = OrderedDict()  # recent call ids, so no call is recorded twice
@@ -120,8 +125,15 @@ class LiteLLMInstrumentation(CustomLogger):
             await asyncio.sleep(0.005)
         return True
 
+    def call_context(self) -> CallContext | None:
+        for tracer in list(self.tracers):
+            here = tracer.call_context()
+            if here is not None:
+                return here
+        return None
+
     def log_pre_api_call(self, model: str, messages: Any, kwargs: dict[str, Any]) -> None:
-        here = self.tracer.call_context()
+        here = self.call_context()
         call_id = kwargs.get("litellm_call_id")
         if here is not None and call_id:
             with self._lock:
@@ -137,7 +149,7 @@ class LiteLLMInstrumentation(CustomLogger):
                 # Some providers (litellm CustomLLM handlers that do not call
                 # logging_obj.pre_call) skip the pre-call hook; litellm runs the
                 # callback in a copy of the caller's context, so look there.
-                here = self.tracer.call_context()
+                here = self.call_context()
             if here is not None:
                 self._claimed[call_id] = here
             return here
@@ -207,10 +219,43 @@ class LiteLLMInstrumentation(CustomLogger):
         cost = kwargs.get("response_cost")
         if cost is not None:
             attributes[S.COST_USD] = float(cost)
-        span = self.tracer.otel.start_span(f"{S.CHAT} {model}", context=here.context, attributes=attributes, start_time=_ns(start_time))
+        span = here.run.tracer.otel.start_span(f"{S.CHAT} {model}", context=here.context, attributes=attributes, start_time=_ns(start_time))
         if error is not None:
             if isinstance(error, BaseException):
                 span.record_exception(error)
             span.set_attribute("error.type", type(error).__name__ if isinstance(error, BaseException) else "error")
             span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else str(error)))
         span.end(end_time=_ns(end_time))
+
+
+_instance: LiteLLMInstrumentation | None = None
+_instance_lock = threading.Lock()
+
+
+def instrument(tracer: Tracer) -> LiteLLMInstrumentation:
+    """Record the litellm calls made inside `tracer`'s runs (idempotent)."""
+    import litellm
+
+    global _instance
+    with _instance_lock:
+        if _instance is None:
+            _instance = LiteLLMInstrumentation()
+        _instance.tracers.add(tracer)
+        if _instance not in litellm.callbacks:
+            litellm.callbacks.append(_instance)
+        return _instance
+
+
+def uninstrument(tracer: Tracer) -> None:
+    """Stop recording for `tracer`; the callback leaves litellm when no tracer needs it."""
+    import litellm
+
+    with _instance_lock:
+        if _instance is None:
+            return
+        _instance.tracers.discard(tracer)
+        if len(_instance.tracers) == 0:
+            for name in ("callbacks", "success_callback", "failure_callback", "_async_success_callback", "_async_failure_callback", "input_callback"):
+                registered = getattr(litellm, name, None)
+                while isinstance(registered, list) and _instance in registered:
+                    registered.remove(_instance)
