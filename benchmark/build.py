@@ -161,7 +161,9 @@ def build_bundled(
 
 
 def rebuild_command(out_dir: Path, args: dict[str, Any]) -> str:
-    parts = ["faultlens bench build", f"--out {out_dir}", f"--seed {args['seed']}"]
+    # The shipped data lives in benchmark/data; the command names that folder whatever folder this build wrote,
+    # so that a rebuild elsewhere (a test, a check) writes the very same datasheet.
+    parts = ["faultlens bench build", "--out benchmark/data", f"--seed {args['seed']}"]
     if args["agent_model"]:
         parts.append(f"--agent-model {args['agent_model']}")
     if args["generator"] != "template":

@@ -67,7 +67,10 @@ def read_whowhen(directory: str | Path) -> Iterator[Trace]:
     """Yield one failed `Trace` with its gold label per Who&When file."""
     root = Path(directory)
     for path in json_files(root, f"whowhen:{directory}"):
-        yield parse_whowhen(read_json(path), path, subset_of(path, root))
+        subset = subset_of(path, root)
+        if subset is None and path.parent.name in FRAMEWORKS:
+            subset = path.parent.name  # DIR is one subset's folder itself
+        yield parse_whowhen(read_json(path), path, subset)
 
 
 def _require(data: dict, key: str, source: str, kind: type | tuple[type, ...]) -> Any:

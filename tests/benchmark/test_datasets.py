@@ -59,6 +59,11 @@ def test_whowhen_subsets_agents_and_gold():
     assert _digest(WHOWHEN) == before
 
 
+def test_whowhen_one_subset_folder_keeps_its_subset():
+    (trace,) = load_dataset(f"whowhen:{WHOWHEN / 'Hand-Crafted'}")
+    assert trace.source.subset == "Hand-Crafted" and trace.source.framework == "magentic-one"
+
+
 def _copy_whowhen(tmp_path: Path, **changes) -> Path:
     data = json.loads((WHOWHEN / "Algorithm-Generated" / "7.json").read_text())
     for key, value in changes.items():
