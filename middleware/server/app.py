@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from ..errors import InputError
-from ..model import Lesson, Outcome
+from ..model import Lesson, Outcome, Source, Task, Trace
 from ..store import SQLiteStore, TraceNotFound
 from .auth import TOKEN_COOKIE, host_name, is_loopback, resolve_token, token_matches
 from .ingest import Ingestor
@@ -179,7 +179,12 @@ def create_app(
         store.set_outcome(trace_id, outcome)
         reply: dict[str, Any] = {"trace_id": trace_id, "success": outcome.success, "queued": False}
         if not outcome.success:
-            status = worker.submit(trace_id)
+            # An agent may report its outcome before its span processor has
+            # exported anything; attributing an empty run would blame nothing.
+            if store.get_trace(trace_id).steps:
+                status = worker.submit(trace_id)
+            else:
+                status = worker.hold(trace_id)
             reply.update(queued=status.state == "queued", worker=status.as_dict())
         if on_outcome is not None:
             on_outcome(trace_id, outcome)
@@ -221,6 +226,10 @@ def create_app(
 
     def ingest_payload(payload: dict[str, Any]):
         result = ingestor(payload)
+        for trace_id in result.traces:
+            job = worker.status(trace_id)
+            if job is not None and job.state == "waiting":
+                worker.submit(trace_id)
         for trace_id, outcome in result.outcomes.items():
             if queue_root_errors and not outcome.success:
                 worker.submit(trace_id)
@@ -264,8 +273,12 @@ def create_app(
 
     @app.post("/api/runs/{trace_id}/outcome", tags=["runs"], summary="Record how a run ended; a failure queues attribution")
     def post_outcome(trace_id: str, outcome: OutcomeIn) -> dict[str, Any]:
+        """Store the outcome. A failure is queued for attribution at once if the run has steps,
+        else it waits (state `waiting`) until its first spans arrive."""
         if not store.has_trace(trace_id):
-            raise HTTPException(404, f"no run with id {trace_id!r}: send its spans to /v1/traces first")
+            # Spans not here yet: keep the outcome under a placeholder; the
+            # run's spans fill it in (their header keeps this outcome).
+            store.begin_trace(Trace(id=trace_id, task=Task(query=""), source=Source(format="otlp")))
         return record_outcome(trace_id, Outcome(success=outcome.success, score=outcome.score, detail=outcome.detail, evaluator=outcome.evaluator or "api"))
 
     @app.post("/api/runs/{trace_id}/attribute", tags=["runs"], summary="Queue a failed run for attribution again")

@@ -132,7 +132,7 @@ def add_ui(app: FastAPI, lessons_for) -> None:
             candidates=candidates,
             media=media,
             job=job,
-            pending=job is not None and job.state in ("queued", "running"),
+            pending=job is not None and job.state in ("waiting", "queued", "running"),
         )
 
     @app.get("/media/{trace_id}/{step}/{position}", include_in_schema=False)

@@ -27,7 +27,7 @@ OnFailure = Callable[[str], Any]
 @dataclass
 class JobStatus:
     trace_id: str
-    state: str  # queued, running, done, error, dropped
+    state: str  # waiting (for spans), queued, running, done, error, dropped
     queued_at: float = field(default_factory=time.time)
     started_at: float | None = None
     finished_at: float | None = None
@@ -114,8 +114,20 @@ class FailureWorker:
         excess = len(self._status) - self.keep_statuses
         if excess <= 0:
             return
-        for trace_id in [t for t, s in self._status.items() if s.state not in ("queued", "running")][:excess]:
+        for trace_id in [t for t, s in self._status.items() if s.state not in ("waiting", "queued", "running")][:excess]:
             del self._status[trace_id]
+
+    def hold(self, trace_id: str) -> JobStatus:
+        """Mark a failed run as waiting for its spans; `submit` it when they arrive."""
+        with self._lock:
+            current = self._status.get(trace_id)
+            if current is not None and current.state in ("queued", "running"):
+                return current
+            status = JobStatus(trace_id, "waiting", runs=current.runs if current else 0)
+            self._status[trace_id] = status
+            self._status.move_to_end(trace_id)
+            self._forget_old()
+            return status
 
     def status(self, trace_id: str) -> JobStatus | None:
         with self._lock:

@@ -20,7 +20,7 @@ document.addEventListener("DOMContentLoaded", () => {
       try {
         const response = await fetch("/api/runs/" + id + "/attribution", { credentials: "same-origin" });
         const body = await response.json();
-        if (!body.job || !["queued", "running"].includes(body.job.state)) { window.location.reload(); return; }
+        if (!body.job || !["waiting", "queued", "running"].includes(body.job.state)) { window.location.reload(); return; }
       } catch (e) { /* the server may be restarting: keep polling */ }
       setTimeout(poll, 1500);
     };

@@ -64,7 +64,6 @@ def test_errors_of_on_failure_are_visible(store, serve):
 def test_unknown_runs_and_bad_requests(live, store):
     assert HTTP.get(live.url + "/api/runs/nope").status_code == 404
     assert HTTP.get(live.url + "/api/runs/nope/attribution").status_code == 404
-    assert HTTP.post(live.url + "/api/runs/nope/outcome", json={"success": False}).status_code == 404
     trace = _trace()
     store.save_trace(trace)
     assert HTTP.post(f"{live.url}/api/runs/{trace.id}/outcome", json={"score": 1}).status_code == 422
@@ -144,3 +143,30 @@ def test_outcomes_set_by_spans_reach_on_outcome(store, serve):
     assert seen[-1] == (ok["trace_id"], True, "api")
     # No on_failure configured: the failed run is recorded as dropped, not silently ignored.
     assert HTTP.get(f"{server.url}/api/runs/{failed['trace_id']}/attribution").json()["job"]["state"] == "dropped"
+
+
+def test_an_outcome_before_the_spans_waits_for_them(live, store):
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from .conftest import run_team
+
+    # An agent reports its failure before its span processor has exported anything.
+    held = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(held))
+    trace_id = run_team(provider, fail=True, root_error=False)["trace_id"]
+    assert not store.has_trace(trace_id)
+
+    r = HTTP.post(f"{live.url}/api/runs/{trace_id}/outcome", json={"success": False, "detail": "answered 544"})
+    assert r.status_code == 200 and r.json()["worker"]["state"] == "waiting"
+    assert HTTP.get(f"{live.url}/api/runs/{trace_id}/attribution").json()["job"]["state"] == "waiting"
+
+    assert OTLPSpanExporter(endpoint=live.url + "/v1/traces").export(held.get_finished_spans()).name == "SUCCESS"
+    body = wait_for(lambda: (b := HTTP.get(f"{live.url}/api/runs/{trace_id}/attribution").json())["latest"] and b)
+    assert body["latest"]["step"] == 1 and body["job"]["state"] == "done"
+    run = HTTP.get(f"{live.url}/api/runs/{trace_id}").json()
+    assert run["outcome"]["detail"] == "answered 544"  # kept when the root span's header arrived
+    assert run["task"]["query"] == "What is 17 * 23?" and len(run["steps"]) == 3
