@@ -69,9 +69,13 @@ class OracleAttributor:
 
 
 def _quiet_litellm(env_name: str) -> None:
+    import logging
+
     import litellm
 
     litellm.suppress_debug_info = True
+    # register_model warns that a zero-priced model has no cache prices: true and harmless here.
+    logging.getLogger("LiteLLM").setLevel(logging.ERROR)
     # A zero price for the simulated model: without it litellm searches its
     # price tables on every call, which triples the time of an offline run.
     litellm.register_model({f"faultlens-sim/{env_name}": {"input_cost_per_token": 0.0, "output_cost_per_token": 0.0,
@@ -123,29 +127,45 @@ def _mean_sd(values: list[float]) -> tuple[float, float]:
 
 
 def plot(results: dict[str, list[list[float]]], out: Path, title: str) -> None:
+    """Left: success rate per round (mean ± sd over seeds). Right: gain over no feedback, paired by seed."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.2))
     colors = {"none": "#888888", "terminal": "#d08c2b", "attribution": "#2b6cd0", "oracle": "#2ba36b"}
-    for arm, per_seed in results.items():
-        rounds = range(1, len(per_seed[0]) + 1)
-        stats = [_mean_sd([s[i] for s in per_seed]) for i in range(len(per_seed[0]))]
-        mean = [m for m, _ in stats]
-        sd = [d for _, d in stats]
+    panels = 2 if "none" in results and len(results) > 1 else 1
+    fig, axes = plt.subplots(1, panels, figsize=(6.2 * panels, 4.2), squeeze=False)
+
+    def band(ax, arm, series):
+        rounds = range(1, len(series[0]) + 1)
+        stats = [_mean_sd([s[i] for s in series]) for i in range(len(series[0]))]
+        mean, sd = [m for m, _ in stats], [d for _, d in stats]
         ax.plot(rounds, mean, marker="o", label=arm, color=colors.get(arm))
         ax.fill_between(rounds, [m - d for m, d in zip(mean, sd)], [m + d for m, d in zip(mean, sd)], alpha=0.15, color=colors.get(arm))
-    ax.set_xlabel("round (fresh tasks each round)")
-    ax.set_ylabel("success rate")
-    ax.set_ylim(0, 1.02)
-    ax.set_title(title, fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(loc="lower right")
+
+    left = axes[0][0]
+    for arm, per_seed in results.items():
+        band(left, arm, per_seed)
+    left.set_ylim(0, 1.02)
+    left.set_ylabel("success rate")
+    left.set_title("success rate per round", fontsize=10)
+    if panels == 2:
+        right = axes[0][1]
+        right.axhline(0, color=colors["none"], lw=1)
+        for arm, per_seed in results.items():
+            if arm != "none":
+                band(right, arm, [[a - b for a, b in zip(s, n)] for s, n in zip(per_seed, results["none"])])
+        right.set_ylabel("success rate minus no feedback's")
+        right.set_title("gain over no feedback (same tasks, paired by seed)", fontsize=10)
+    for ax in axes[0]:
+        ax.set_xlabel("round (fresh tasks each round)")
+        ax.grid(alpha=0.3)
+        ax.legend(loc="lower right", fontsize=8)
+    fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120)
+    fig.savefig(out, dpi=110)
     plt.close(fig)
 
 
