@@ -85,7 +85,7 @@ def announces(generated: str, original: str = "") -> bool:
 
 # ---------------------------------------------------------------- text helpers
 
-_NUMBER = re.compile(r"(?<![\w.\[\]'\"-])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\w\]])")
+_NUMBER = re.compile(r"(?<![\w.\[\]'\"#-])(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\w\]])")
 
 
 def numbers(text: str) -> list[re.Match]:

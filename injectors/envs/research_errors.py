@@ -174,9 +174,28 @@ def handoff_c2(inp: GenInput) -> Generated | None:
 
 # -- reader -----------------------------------------------------------------
 
-_SIBLING = [r"took over from ([A-Z][a-z]+ [A-Z][a-z]+)", r"joined the board of ([A-Z][a-z]+ [A-Z][a-z]+)",
-            r"main rival is ([A-Z][a-z]+ [A-Z][a-z]+)", r"In (\d{4}), ", r"founded in (\d{4})",
-            r"population of ([\d,]+)", r"employs ([\d,]+)"]
+def value_type(value: str) -> str:
+    """number | company | person | town: the swaps below keep a value's type, so errors stay plausible."""
+    from .research import CO_B, LAST, TOWN_B
+
+    if re.fullmatch(r"-?[\d,]+", value):
+        return "number"
+    parts = value.split(" ")
+    if len(parts) == 2 and parts[1] in CO_B:
+        return "company"
+    if len(parts) == 2 and parts[1] in LAST:
+        return "person"
+    return "town" if len(parts) == 1 and value.endswith(tuple(TOWN_B)) else "other"
+
+
+def _sibling(text: str, value: str) -> str | None:
+    """Another value of the same type stated in `text` (a name from another sentence, another number...)."""
+    want = value_type(value)
+    candidates = re.findall(r"[A-Z][a-z]+ [A-Z][a-z]+|\b[A-Z][a-z]{3,}\b|\d[\d,]*\d|\d", text)
+    for found in candidates:
+        if found != value and value_type(found) == want and not re.fullmatch(r"(19|20)\d\d", found) and found not in value:
+            return found
+    return None
 
 
 def reader_r2(inp: GenInput) -> Generated | None:
@@ -186,14 +205,11 @@ def reader_r2(inp: GenInput) -> Generated | None:
     doc = re.search(rf"^\[{m.group(3)}\] [^:]+: (.*)$", _last_results(inp.prefix), re.M)
     if doc is None:
         return None
-    value = m.group(2)
-    kind_num = bool(re.fullmatch(r"[\d,]+", value))
-    for pattern in _SIBLING:
-        found = re.search(pattern, doc.group(1))
-        if found and found.group(1) != value and bool(re.fullmatch(r"[\d,]+", found.group(1))) == kind_num:
-            return Generated(f"The {m.group(1)} is {found.group(1)} (source {m.group(3)}).",
-                             f"the reader takes {found.group(1)} from the wrong sentence of {m.group(3)}")
-    return None
+    found = _sibling(doc.group(1), m.group(2))
+    if found is None:
+        return None
+    return Generated(f"The {m.group(1)} is {found} (source {m.group(3)}).",
+                     f"the reader takes {found} from the wrong sentence of {m.group(3)}")
 
 
 # -- verifier ---------------------------------------------------------------
@@ -207,14 +223,10 @@ def verifier_v2(inp: GenInput) -> Generated | None:
         r = re.match(r"^The .+ is (.+) \(source D\d+\)\.$", reports[-1])
         if r:
             return Generated(f"Confirmed: the {m.group(2)} is {r.group(1)}.", "the verifier approves the reader's value without comparing it to the source")
-    results = _last_results(inp.prefix)
-    value = m.group(3)
-    kind_num = bool(re.fullmatch(r"-?[\d,]+", value))
-    for pattern in _SIBLING:
-        found = re.search(pattern, results)
-        if found and found.group(1) != value and bool(re.fullmatch(r"[\d,]+", found.group(1))) == kind_num:
-            return Generated(f"Corrected: the {m.group(2)} is {found.group(1)}.", "the verifier replaces a correct finding with another value from the source")
-    return None
+    found = _sibling(_last_results(inp.prefix), m.group(3))
+    if found is None:
+        return None
+    return Generated(f"Corrected: the {m.group(2)} is {found}.", "the verifier replaces a correct finding with another value from the source")
 
 
 # -- calculator -------------------------------------------------------------

@@ -29,6 +29,23 @@ def plan_r4(inp: GenInput) -> Generated | None:
     return Generated(inp.text[: m.start()] + line + inp.text[m.end():], f"the plan computes {new_op} of {new_expr}, not what the question asks")
 
 
+def plan_r1(inp: GenInput) -> Generated | None:
+    from .table import CATEGORIES, REGIONS, YEARS
+
+    if not _plan(inp):
+        return None
+    m = re.search(r"^- filter (region|category|year) = (\w+)$", inp.text, re.M)
+    if m is None:
+        return None
+    pool = {"region": REGIONS, "category": CATEGORIES, "year": [str(y) for y in YEARS]}[m.group(1)]
+    seen = inp.task_query + inp.prefix_text()
+    choices = [v for v in pool if v != m.group(2) and v not in seen]
+    if not choices:
+        return None
+    new = inp.rng.choice(choices)
+    return Generated(inp.text[: m.start(2)] + new + inp.text[m.end(2):], f"the plan filters on {m.group(1)} {new}, which the question never mentions")
+
+
 def plan_pl1(inp: GenInput) -> Generated | None:
     if not _plan(inp):
         return None
@@ -102,6 +119,7 @@ def final_v1(inp: GenInput) -> Generated | None:
 
 
 MUTATORS = {
+    "R.1": [plan_r1],
     "R.4": [plan_r4, code_r4],
     "PL.1": [plan_pl1],
     "PL.2": [plan_pl2],
