@@ -97,7 +97,8 @@ def _make_task(seed: int, index: int) -> Task:
     question, plan, answer = _question(rng, kind, qkind, labels, values, target, measure, dim)
     if answer is None:  # e.g. no year above any threshold: ask for a plain value instead
         question, plan, answer = _question(rng, kind, "value", labels, values, target, measure, dim)
-    meta = {"chart_id": chart_id, "chart_kind": kind, "title": title, "labels": labels,
+    glance = rng.random() < 0.5  # half the teams start with the perceiver's overview of the chart
+    meta = {"glance": glance, "chart_id": chart_id, "chart_kind": kind, "title": title, "labels": labels,
             "series": [[name, vals] for name, vals in series], "ymax": ymax, "unit": unit, "dim": dim,
             "question_kind": qkind, "target": target, "plan": plan}
     return Task(id=chart_id, query=question, reference_answer=answer, metadata=meta)
@@ -324,6 +325,14 @@ class ChartPolicy:
             target = zoom.group(1) if zoom else "full"
             return slip_text(ctx, StepKind.tool_call, render_action("view_chart", target))
         chart = _CHART_ID.search(last)
+        if chart is not None and "overview" in instruction:
+            shown = _XLABELS.search(last)
+            axis = _AXIS.search(last)
+            kind = "line" if "Line chart" in last else "bar"
+            count = len(shown.group(1).split(",")) if shown else 0
+            text = (f"Overview: a {kind} chart with {count} x labels ({shown.group(1) if shown else 'unreadable'}), "
+                    f"y axis up to {axis.group(1) if axis else 'unknown'}.")
+            return slip_text(ctx, StepKind.message, text)
         if chart is None:
             return slip_text(ctx, StepKind.message, "Readings (none): the chart could not be shown.")
         try:
@@ -428,7 +437,11 @@ class ChartQA(Environment):
 
     def program(self, task: Task, rt: Runtime) -> str | None:
         vision = not rt.model.startswith("faultlens-sim/")
-        analyst = Conversation().user(f"Question: {task.query}\nChart: {task.metadata['chart_id']}\nWrite the plan.")
+        overview = ""
+        if task.metadata.get("glance"):
+            seen, _ = self._perceive(rt, task, "give an overview of the chart (type, series, labels, axis).", vision)
+            overview = f"\nOverview from the perceiver: {seen}"
+        analyst = Conversation().user(f"Question: {task.query}\nChart: {task.metadata['chart_id']}{overview}\nWrite the plan.")
         analyst.assistant(rt.ask("analyst", analyst.messages, kind=StepKind.plan))
         analyst.user("Delegate the reading.")
         delegation = rt.ask("analyst", analyst.messages, kind=StepKind.message)
