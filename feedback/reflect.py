@@ -313,6 +313,8 @@ class LLMReflector:
                 model=self.model,
                 messages=self.messages(trace, attribution),
                 response_format={"type": "json_object"},
+                # Providers without JSON mode get the plain prompt (which asks for JSON) instead of an error.
+                drop_params=True,
                 num_retries=self.num_retries,
                 timeout=self.timeout,
                 **self.completion_kwargs,
