@@ -1,0 +1,108 @@
+"""`faultlens lessons`: look at the lesson memory, learn from a failed run, see what an agent would be shown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from middleware.store import default_db_path, open_store
+
+from .memory import LessonMemory
+from .reflect import ALL_AGENTS
+
+console = Console()
+
+db_option = click.option(
+    "--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    help="SQLite store [default: $FAULTLENS_DB or .faultlens/faultlens.db].",
+)
+
+
+def _memory(db_path: Path | None) -> LessonMemory:
+    return LessonMemory(open_store(db_path or default_db_path()))
+
+
+@click.group("lessons")
+def lessons() -> None:
+    """Lessons learnt from failed runs: list them, learn from a run, see what an agent would be shown."""
+
+
+@lessons.command("list")
+@db_option
+@click.option("--agent", default=None, help=f"Only this agent's lessons ('{ALL_AGENTS}' for lessons addressed to every agent).")
+@click.option("--all", "include_retired", is_flag=True, help="Include retired lessons.")
+def list_lessons(db_path: Path | None, agent: str | None, include_retired: bool) -> None:
+    """Stored lessons with their counters (shown in / helped / failed runs, merged duplicates)."""
+    found = _memory(db_path).lessons(agent, include_retired=include_retired)
+    table = Table(title=f"{len(found)} lesson(s)")
+    for column in ("id", "agent", "mode", "shown", "ok/fail", "merged", "retired", "method"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("advice", overflow="fold")
+    for lesson in found:
+        table.add_row(lesson.id[:8], lesson.agent, lesson.mode or "-", str(lesson.shown), f"{lesson.helped}/{lesson.failed}",
+                      str(lesson.merged), "yes" if lesson.retired else "", lesson.method or "-", lesson.advice)
+    console.print(table)
+
+
+@lessons.command("show")
+@db_option
+@click.argument("lesson_id")
+def show(db_path: Path | None, lesson_id: str) -> None:
+    """One lesson in full, as JSON (an id prefix from `lessons list` is enough)."""
+    memory = _memory(db_path)
+    matches = [lesson for lesson in memory.lessons(include_retired=True) if lesson.id.startswith(lesson_id)]
+    if len(matches) != 1:
+        raise click.ClickException(f"{len(matches)} lessons have an id starting with {lesson_id!r}; give more of the id")
+    console.print_json(matches[0].model_dump_json())
+
+
+@lessons.command("learn")
+@db_option
+@click.argument("trace_id")
+@click.option("--method", default="heuristic", show_default=True, help="Attribution method (see `faultlens attribute --list`).")
+@click.option("--model", default=None, help="litellm model for LLM attribution methods.")
+@click.option("--reflector", default=None, help="offline (default), terminal, or a litellm model for LLM reflection.")
+def learn(db_path: Path | None, trace_id: str, method: str, model: str | None, reflector: str | None) -> None:
+    """Attribute a stored failed run, save the attribution, and keep the lessons reflected from it."""
+    from .loop import reflect_on, resolve_attributor
+    from .reflect import get_reflector
+
+    memory = _memory(db_path)
+    result = reflect_on(memory.store, trace_id, resolve_attributor(method, **({"model": model} if model else {})),
+                        get_reflector(reflector), memory)
+    a = result.attribution
+    if a is not None:
+        console.print(f"attribution ({a.method}, {a.status.value}): agent {a.agent}, step {a.step}, mode {a.mode}"
+                      + (f" — {a.reason}" if a.reason else "") + (f" [error: {a.error}]" if a.error else ""))
+    status = result.reflection.status if result.reflection else "error"
+    console.print(f"reflection ({result.reflection.method if result.reflection else '-'}): {status}"
+                  + (f" — {result.error}" if result.error else ""))
+    for lesson in result.lessons:
+        merged = f" (merged into an existing lesson, now {lesson.merged} agreement(s))" if lesson.merged else ""
+        console.print(f"lesson {lesson.id[:12]} for {lesson.agent} [{lesson.mode or 'general'}]{merged}: {lesson.advice}")
+    if not result.lessons:
+        raise SystemExit(1)
+
+
+@lessons.command("for")
+@db_option
+@click.argument("agent")
+@click.argument("task")
+@click.option("-k", default=3, show_default=True, help="How many lessons at most.")
+def lessons_for(db_path: Path | None, agent: str, task: str, k: int) -> None:
+    """What AGENT would be shown working on TASK, with the relevance and track record that ranked each lesson."""
+    memory = _memory(db_path)
+    table = Table(title=f"lessons for {agent} (relevance threshold {memory.min_relevance})")
+    for column in ("id", "mode", "relevance", "track", "score", "shown"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("advice", overflow="fold")
+    shown = 0
+    for scored in memory.scored(agent, task):
+        picked = scored.relevance >= memory.min_relevance and shown < k
+        shown += picked
+        table.add_row(scored.lesson.id[:8], scored.lesson.mode or "-", f"{scored.relevance:.2f}", f"{scored.track:.2f}",
+                      f"{scored.score:.2f}", "yes" if picked else "no", scored.lesson.advice)
+    console.print(table)

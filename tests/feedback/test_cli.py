@@ -1,0 +1,39 @@
+"""`faultlens lessons`: list, show, learn, for."""
+
+from __future__ import annotations
+
+from click.testing import CliRunner
+
+from feedback.cli import lessons
+from feedback.memory import LessonMemory
+from middleware.store import open_store
+
+from .conftest import DISSIMILAR_TASK, SIMILAR_TASK, failed_trace
+
+
+def test_learn_then_list_show_and_for(tmp_path):
+    db = tmp_path / "runs.db"
+    store = open_store(db)
+    trace = failed_trace()
+    store.save_trace(trace)
+    runner = CliRunner()
+
+    learnt = runner.invoke(lessons, ["learn", trace.id, "--db", str(db)])
+    assert learnt.exit_code == 0, learnt.output
+    assert "attribution (heuristic, ok)" in learnt.output and "reflection (offline): ok" in learnt.output
+    [lesson] = LessonMemory(open_store(db)).lessons()
+    assert store.attributions(trace.id)[0].agent == lesson.agent
+
+    listed = runner.invoke(lessons, ["list", "--db", str(db)])
+    assert listed.exit_code == 0 and lesson.id[:8] in listed.output and lesson.agent in listed.output
+
+    shown = runner.invoke(lessons, ["show", lesson.id[:10], "--db", str(db)])
+    assert shown.exit_code == 0 and lesson.advice[:30] in shown.output
+
+    similar = runner.invoke(lessons, ["for", lesson.agent, SIMILAR_TASK, "--db", str(db)])
+    assert similar.exit_code == 0 and "yes" in similar.output
+    other = runner.invoke(lessons, ["for", lesson.agent, DISSIMILAR_TASK, "--db", str(db)])
+    assert other.exit_code == 0 and "yes" not in other.output
+
+    missing = runner.invoke(lessons, ["show", "zzz", "--db", str(db)])
+    assert missing.exit_code != 0 and "0 lessons" in missing.output
