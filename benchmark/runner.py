@@ -102,6 +102,8 @@ def gold_of(trace: Trace) -> dict[str, Any]:
     gold = trace.gold
     assert gold is not None
     native = gold.native_step if gold.native_step is not None else trace.steps[gold.step].native_id
+    if native is None:
+        native = str(gold.step)  # the same fallback as the predicted side, so both are always comparable
     return {"agent": gold.agent, "step": gold.step, "native_step": native, "mode": gold.mode}
 
 
