@@ -86,13 +86,15 @@ def inject(env_names, seeds, per_seed, seed, agent_model, generator, noise, mode
             fh.write(trace.model_dump_json() + "\n")
     rows = result.summary()
     table = Table(title=f"injection yield ({time.time() - started:.0f} s)")
-    for column in ("env", "mode", "attempted", "drifted", "still_succeeded", "kept"):
+    columns = ("env", "mode", "attempted", "drifted", "still_succeeded", "kept")
+    if any(r["unparsed"] for r in rows):
+        columns = ("env", "mode", "attempted", "unparsed", "drifted", "still_succeeded", "kept")
+    for column in columns:
         table.add_column(column, justify="left" if column in ("env", "mode") else "right")
     for row in rows:
-        table.add_row(*(str(row[c]) for c in ("env", "mode", "attempted", "drifted", "still_succeeded", "kept")))
-    totals = {c: sum(r[c] for r in rows) for c in ("attempted", "drifted", "still_succeeded", "kept")}
-    table.add_row("all", f"{len({r['mode'] for r in rows if r['kept']})} modes kept",
-                  *(str(totals[c]) for c in ("attempted", "drifted", "still_succeeded", "kept")))
+        table.add_row(*(str(row[c]) for c in columns))
+    totals = {c: sum(r[c] for r in rows) for c in columns[2:]}
+    table.add_row("all", f"{len({r['mode'] for r in rows if r['kept']})} modes kept", *(str(totals[c]) for c in columns[2:]))
     console.print(table)
     for s in result.seed_summary():
         noisy = s["seeds_with_recovered_mistake"]

@@ -40,7 +40,7 @@ from .generators import Generated, Generator, gen_input, get_generator
 from .sim import SimConfig
 from .taxonomy import applicable_modes
 
-STATUSES = ("kept", "succeeded", "drifted", "not_generated")
+STATUSES = ("kept", "succeeded", "drifted", "unparsed")
 
 
 @dataclass
@@ -90,8 +90,6 @@ class InjectResult:
         rows: dict[tuple[str, str], Counter] = {}
         for seed in self.seeds:
             for a in seed.attempts:
-                if a.status == "not_generated":
-                    continue
                 c = rows.setdefault((a.env, a.mode), Counter())
                 c["attempted"] += 1
                 c[a.status] += 1
@@ -99,8 +97,8 @@ class InjectResult:
 
         out = []
         for (env, mode), c in sorted(rows.items(), key=lambda kv: (kv[0][0], CODES.index(kv[0][1]))):
-            out.append({"env": env, "mode": mode, "attempted": c["attempted"], "drifted": c["drifted"],
-                        "still_succeeded": c["succeeded"], "kept": c["kept"]})
+            out.append({"env": env, "mode": mode, "attempted": c["attempted"], "unparsed": c["unparsed"],
+                        "drifted": c["drifted"], "still_succeeded": c["succeeded"], "kept": c["kept"]})
         return out
 
     def seed_summary(self) -> list[dict[str, Any]]:
@@ -223,8 +221,15 @@ def run_seed(env_name: str, index: int, task: Task, config: InjectConfig) -> See
             while steps:
                 t = steps.pop(0)
                 inp = gen_input(seed_run.trace, t, mode, random.Random(stable_seed(config.seed, task.id, t, mode)), env)
+                raw_before = len(getattr(generator, "unparsed", []))
                 generated = generator.generate(inp)
                 if generated is None:
+                    unparsed = getattr(generator, "unparsed", [])
+                    if len(unparsed) > raw_before:
+                        # A model's answer we could not use: counted and kept for audit, never replaced silently.
+                        made += 1
+                        out.attempts.append(Attempt(env_name, task.id or "", t, mode, "unparsed", reason=unparsed[-1]))
+                        break
                     continue
                 made += 1
                 out.attempts.append(inject_one(env, seed_run.trace, seed_run.recording, t, mode, generated,

@@ -157,3 +157,20 @@ def test_cli_list_envs_prints_names_first():
     lines = result.output.splitlines()
     assert "research_team" in lines and "table_qa" in lines
     assert lines == sorted(lines)
+
+
+def test_llm_generator_in_the_pipeline_counts_unusable_answers_as_unparsed(monkeypatch):
+    """An LLM generator whose answers cannot be used: attempts are 'unparsed' with the raw text, nothing is kept."""
+    import injectors.pipeline as pipeline
+    from injectors.generators import LLMGenerator
+
+    monkeypatch.setattr(pipeline, "get_generator",
+                        lambda spec: LLMGenerator(spec, mock_response="This step contains an injected error."))
+    task = envs.get("table_qa").tasks(5, 1)[0]
+    result = run_seed("table_qa", 0, task, InjectConfig(envs=["table_qa"], per_seed=3, seed=5, generator="openai/x"))
+    assert [a.status for a in result.attempts] == ["unparsed"] * 3
+    assert all(a.reason == "This step contains an injected error." for a in result.attempts)
+    from injectors.pipeline import InjectResult
+
+    rows = InjectResult([], [result]).summary()
+    assert sum(r["unparsed"] for r in rows) == 3 and sum(r["kept"] for r in rows) == 0
