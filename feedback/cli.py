@@ -40,7 +40,7 @@ def list_lessons(db_path: Path | None, agent: str | None, include_retired: bool)
     table = Table(title=f"{len(found)} lesson(s)")
     for column in ("id", "agent", "mode", "runs ok/fail", "merged"):
         table.add_column(column, no_wrap=True)
-    table.add_column("advice", min_width=30, ratio=1)
+    table.add_column("advice", min_width=20, ratio=1)
     for lesson in found:
         table.add_row(lesson.id[:8] + (" (retired)" if lesson.retired else ""), lesson.agent, lesson.mode or "-",
                       f"{lesson.helped}/{lesson.failed}", str(lesson.merged), lesson.advice)
@@ -98,7 +98,7 @@ def lessons_for(db_path: Path | None, agent: str, task: str, k: int) -> None:
     table = Table(title=f"lessons for {agent} (relevance threshold {memory.min_relevance})")
     for column in ("id", "mode", "relevance", "track", "score", "shown"):
         table.add_column(column, no_wrap=True)
-    table.add_column("advice", min_width=30, ratio=1)
+    table.add_column("advice", min_width=20, ratio=1)
     shown = 0
     for scored in memory.scored(agent, task):
         picked = scored.relevance >= memory.min_relevance and shown < k
