@@ -199,8 +199,10 @@ class _Parser:
         fields: dict[str, Any] = {
             "agent": entry.get("agent") or default_agent,
             "content": _text(thought),
-            "media": self.media_list(entry, "observation_images", record) + self.media_list(entry, "frames", record, frames=True),
-            "tool_result": entry.get("observation"),
+            # smolagents itself writes the plural names; both spellings are read.
+            "media": (self.media_list(entry, "observation_images", record) + self.media_list(entry, "observations_images", record)
+                      + self.media_list(entry, "frames", record, frames=True)),
+            "tool_result": entry.get("observation", entry.get("observations")),
             "error": _text(entry["error"]) if entry.get("error") else None,
         }
         if is_plan:

@@ -275,3 +275,15 @@ def test_traces_import_uses_the_registered_sources(tmp_path):
     assert "imported 4 trace(s)" in result.output
     stored = open_store(db).get_trace("wwp-debate-1")
     assert stored.gold.native_step == "1:1" and stored.steps[3].native_id == "1:1"
+
+
+def test_whowhenpro_reads_smolagents_plural_observation_names(tmp_path):
+    def plural(d):
+        entry = d["trajectory"][1]
+        entry["observations"] = entry.pop("observation")
+        entry["observations_images"] = entry.pop("observation_images")
+
+    path = _pro_copy(tmp_path, "smol_image.json", plural)
+    (trace,) = load_dataset(f"whowhenpro:{path.parent}")
+    assert trace.steps[1].tool_result == "cropped region is empty"
+    assert Path(trace.steps[1].media[0].path).name == "chart.png"
