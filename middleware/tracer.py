@@ -474,6 +474,9 @@ class Tracer:
                 if here is not None:
                     attributes[S.CONVERSATION_ID] = here.run.id
                 token = _current_agent.set(agent_name)
+                # The run may come from a LangGraph handler rather than `with tracer.run`:
+                # make it current so what this agent calls finds it.
+                run_token = _current_run.set(here.run if here is not None else _current_run.get())
                 try:
                     with self.otel.start_as_current_span(
                         f"{S.AGENT} {agent_name}", context=here.context if here is not None else None, attributes=attributes
@@ -485,6 +488,7 @@ class Tracer:
 
                         yield finish
                 finally:
+                    _current_run.reset(run_token)
                     _current_agent.reset(token)
 
             if inspect.iscoroutinefunction(func):

@@ -18,6 +18,7 @@ running, from LangChain's own run context.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 from typing import TYPE_CHECKING, Any
@@ -234,6 +235,13 @@ class LangGraphCallbackHandler(BaseCallbackHandler):
                 self._parents.pop(child, None)
         run, owned = entry
         if owned:
+            litellm = self.tracer._litellm
+            if litellm is not None:
+                try:
+                    asyncio.get_running_loop()
+                except RuntimeError:
+                    # Sync invoke: litellm records on a worker thread; let it finish (bounded).
+                    litellm.wait(run.id, timeout=5.0)
             run.end(error)
 
     # -- tools -------------------------------------------------------------------

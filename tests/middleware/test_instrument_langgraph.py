@@ -136,3 +136,23 @@ def test_interrupt_is_control_flow_not_failure(tracer):
     assert not any(s.failed for s in trace.steps)
     assert trace.steps[-1].agent == "writer" and "interrupted" in trace.steps[-1].content
     assert trace.outcome is None
+
+
+def test_decorated_agents_and_tools_inside_nodes_join_the_graphs_run(tracer):
+    @tracer.tool(name="lookup")
+    def lookup(key: str) -> str:
+        return key * 2
+
+    @tracer.agent(name="helper")
+    def helper(key: str) -> str:
+        return lookup(key)
+
+    def researcher_with_tools(state: State) -> State:
+        return {"facts": lookup("a") + helper("b")}
+
+    handler = tracer.langgraph_handler(task="no outer run")
+    graph(researcher_with_tools).compile().invoke({"task": "t"}, config={"callbacks": [handler]})
+    [summary] = tracer.store.list_traces()
+    steps = tracer.store.get_trace(summary.id).steps
+    tools = [(s.agent, s.tool_result) for s in steps if s.tool_name == "lookup"]
+    assert tools == [("researcher", "aa"), ("helper", "bb")]
