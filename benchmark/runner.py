@@ -332,6 +332,8 @@ async def arun_benchmark(
         writer.close()
 
     if state["stopped"] == "interrupted":
+        info.update(status="interrupted", finished_at=time.time())
+        _write_info(out, info)
         raise RunInterrupted(f"interrupted; continue with resume=True in {out}")
     final = {r["trace_id"] for r in read_predictions(pred_path)}
     scored_traces = [t for t in traces if t.id in final]

@@ -66,6 +66,7 @@ def test_kill_halfway_then_resume_gives_the_same_report_without_repeated_calls(s
     on_file = {r["trace_id"] for r in read_predictions(tmp_path / "resumed" / "predictions.jsonl")}
     assert 0 < len(on_file) <= N // 2
     assert not (tmp_path / "resumed" / "baselines").exists()  # baselines come after the method
+    assert json.loads((tmp_path / "resumed" / "run.json").read_text())["status"] == "interrupted"
 
     with pytest.raises(FaultlensError, match="--resume"):
         _run(spec, tmp_path / "resumed", CountingTestDouble())  # never overwrite a run silently
