@@ -241,3 +241,15 @@ def test_llm_client_budget_stops_the_run_cleanly(tmp_path):
                             baselines=[], concurrency=1)
     assert summary.stopped == "budget" and summary.done == 2
     assert attributor.client.cost.calls == 2
+
+
+def test_one_report_compares_models_side_by_side(synthetic_jsonl, tmp_path):
+    spec = f"jsonl:{synthetic_jsonl}"
+    for model in ("small-model", "big-model"):
+        _run(spec, tmp_path / model, CountingTestDouble(), model=model, limit=6)
+    report = make_report([tmp_path / "small-model", tmp_path / "big-model"], out=tmp_path / "cmp", plots=False, samples=50)
+    labels = [r["label"] for r in report["runs"]]
+    assert labels == ["test-double:counting · small-model", "test-double:counting · big-model", "baseline:first-step-double"]
+    assert all(r["metrics"]["overall"]["n"] == 6 for r in report["runs"])
+    md = (tmp_path / "cmp" / "report.md").read_text()
+    assert "| test-double:counting · small-model |" in md and "| test-double:counting · big-model |" in md
