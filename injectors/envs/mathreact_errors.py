@@ -197,16 +197,6 @@ def answer_r3(inp: GenInput) -> Generated | None:
     return Generated(inp.text[: m.start(1)] + new + inp.text[m.end(1):], f"rounds or shifts {m.group(1)} to {new} in the answer")
 
 
-def call_a5(inp: GenInput) -> Generated | None:
-    action = _action(inp)
-    plan = _prefix_plan(inp)
-    values = _values(inp)
-    if action is None or not plan or not values or plan[-1][0] != "answer":
-        return None
-    return Generated(f"That should be enough.\nAnswer: {float(values[-1]):.2f} {plan[-1][2]}",
-                     "answers with an intermediate value before finishing the plan")
-
-
 def call_a1(inp: GenInput) -> Generated | None:
     action = _action(inp)
     if action is None:
@@ -303,6 +293,15 @@ def note_r3(inp: GenInput) -> Generated | None:
     return Generated(f"Note: {m.group(1)} = {new}", f"notes {m.group(1)} as {new} where the tool gave {m.group(2)}")
 
 
+def note_a5(inp: GenInput) -> Generated | None:
+    m = re.match(r"^Note: (\w+) = (-?[\d.]+)$", inp.text) if inp.kind == StepKind.message else None
+    plan = _prefix_plan(inp)
+    if m is None or not plan or plan[-1][0] != "answer" or plan[-1][1] == m.group(1):
+        return None
+    return Generated(f"Note: {m.group(1)} = {m.group(2)}\nAnswer: {float(m.group(2)):.2f} {plan[-1][2]}",
+                     f"answers with {m.group(1)}, an intermediate value, before finishing the plan")
+
+
 def note_v1(inp: GenInput) -> Generated | None:
     m = re.match(r"^Note: (\w+) = (-?[\d.]+)$", inp.text) if inp.kind == StepKind.message else None
     if m is None:
@@ -325,7 +324,7 @@ MUTATORS = {
     "A.1": [call_a1],
     "A.2": [call_a2],
     "A.3": [call_a3],
-    "A.5": [call_a5, plan_a5],
+    "A.5": [note_a5, plan_a5],
     "A.6": [call_a6],
     "V.1": [call_v1, note_v1],
     "V.2": [check_v2],

@@ -31,7 +31,8 @@ The shopper (simulated policy; a real LLM gets the same prompt):
 4. reports `Answer: <order number>`.
 
 The evaluator checks what was bought (the order the site placed: exactly the
-reference product and quantity) and that the reported number is that order's.
+reference product and quantity, its total with shipping within the budget) and
+that the reported number is that order's.
 
 Recovered mistakes in seeds (rate `noise`): a mistyped search that finds
 nothing and is retyped; a click on the wrong result that the shopper notices
@@ -314,13 +315,15 @@ class ShopperPolicy:
         if params.get("q", "") != plan.search:
             thought = "No results; I mistyped the search." if "No results" in page else f"Search for {plan.search}."
             return render_action("type", f"[{box}] {plan.search}", thought), StepKind.tool_call
+        # a filter or sort it has already set is taken as done (it does not re-read the drop-down)
+        issued = set(re.findall(r"^(Filter: .+? = .+?\.|Sort by .+?\.)$", "\n".join(mine), re.M))
         for label, want in plan.filters:
             current = value_of(page, label)
             if current is None:
                 return (f"There is no '{label}' filter on this site, so I cannot follow my plan.\nAnswer: none", StepKind.final_answer)
-            if current != want:
+            if current != want and f"Filter: {label} = {want}." not in issued:
                 return render_action("select", f"[{find(page, 'combobox', label)}] {want}", f"Filter: {label} = {want}."), StepKind.tool_call
-        if plan.sort and value_of(page, "Sort by") != plan.sort:
+        if plan.sort and value_of(page, "Sort by") != plan.sort and f"Sort by {plan.sort}." not in issued:
             return render_action("select", f"[{find(page, 'combobox', 'Sort by')}] {plan.sort}", f"Sort by {plan.sort}."), StepKind.tool_call
         base = _base(url)
         seen: dict[str, dict] = {}
@@ -527,8 +530,11 @@ class WebShop(Environment):
             data = {"reported": answer, "orders": []}
         orders = data.get("orders") or []
         want = [[task.metadata["sku"], task.metadata["qty"]]]
-        ok = len(orders) == 1 and orders[0]["items"] == want and data.get("reported") == orders[0]["number"]
-        got = "; ".join(f"{o['number']}: " + ", ".join(f"{q} × {s}" for s, q in o["items"]) for o in orders) or "no order"
+        budget = float(task.metadata["needs"]["budget"])
+        ok = (len(orders) == 1 and orders[0]["items"] == want and data.get("reported") == orders[0]["number"]
+              and orders[0]["total"] <= budget + 1e-9)
+        got = "; ".join(f"{o['number']}: " + ", ".join(f"{q} × {s}" for s, q in o["items"]) + f" (total ${o['total']:.2f})"
+                        for o in orders) or "no order"
         return Outcome(success=ok, score=float(ok), evaluator="web_shop.order",
                        detail=f"expected {task.reference_answer}; placed {got}; reported {data.get('reported')!r}")
 
@@ -554,4 +560,5 @@ def _order(url: str) -> dict:
     parts = urlsplit(url)
     params = dict(parse_qsl(parts.query))
     items = [[x.split("x")[0], int(x.split("x")[1])] for x in params.get("items", "").split(",") if "x" in x]
-    return {"url": url, "number": parts.path.rsplit("/", 1)[-1], "items": items}
+    total = float(params.get("total", "$0").lstrip("$").replace(",", "") or 0)
+    return {"url": url, "number": parts.path.rsplit("/", 1)[-1], "items": items, "total": total}

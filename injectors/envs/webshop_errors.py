@@ -100,12 +100,27 @@ def plan_r1(inp: GenInput) -> Generated | None:
 # -- acting on pages ----------------------------------------------------------
 
 def click_a1(inp: GenInput) -> Generated | None:
-    action = _action(inp, "click")
-    if action is None or not action.thought.startswith("Open "):
-        return None
-    m = re.match(r"^\[(\d+)\]$", action.argument.strip())
+    action = _action(inp)
     page = _last_page(inp)
-    links = [(i, n) for i, n in _links(page) if m and i != int(m.group(1))]
+    if action is None:
+        return None
+    if action.thought == "Place the order.":
+        ship = re.search(r'^\[(\d+)\] combobox "Shipping"', page, re.M)
+        if ship is None:
+            return None
+        return Generated(render_action("select", f"[{ship.group(1)}] Express (+$9.99)", action.thought),
+                         "chooses express shipping instead of placing the order with free shipping")
+    if not page.startswith("URL: /search"):
+        return None
+    m = re.match(r"^\[(\d+)\]$", action.argument.strip()) if action.thought.startswith("Open ") else None
+    links = [(i, n) for i, n in _links(page) if m is None or i != int(m.group(1))]
+    plan_text = next((p.text for p in inp.prefix if p.text.startswith("Plan:")), "")
+    if plan_text:
+        from .webshop import Plan, ShopperPolicy, results
+
+        plan, shopper = Plan(plan_text), ShopperPolicy()
+        plausible = {r["id"] for r in results(page) if shopper._visible_ok(plan, r)}
+        links = [(i, n) for i, n in links if i in plausible] or links
     if not links:
         return None
     i, name = inp.rng.choice(links)
@@ -143,11 +158,32 @@ def place_a3(inp: GenInput) -> Generated | None:
                      "reports an order as placed without clicking 'Place order'")
 
 
-def checkout_a5(inp: GenInput) -> Generated | None:
-    action = _action(inp, "click")
-    if action is None or action.thought not in ("Check out.", "Place the order."):
+def cart_a5(inp: GenInput) -> Generated | None:
+    if _cart_ok(inp) is None:
         return None
-    return Generated("The product is in the cart, so the purchase is done.\nAnswer: done", "stops before the order is placed")
+    return Generated("The product is in the cart, so the purchase is done.\nAnswer: done", "stops before checking out and placing the order")
+
+
+def plan_a5(inp: GenInput) -> Generated | None:
+    if not _plan(inp) or ", check out, place order" not in inp.text:
+        return None
+    return Generated(inp.text.replace(", check the cart, check out, place order, report the order number", ", report what is in the cart"),
+                     "the plan ends once the product is in the cart")
+
+
+def page_v3(inp: GenInput) -> Generated | None:
+    if inp.kind != StepKind.tool_result:
+        return None
+    if "Availability: In stock" in inp.text:
+        text = inp.text.replace("Availability: In stock", "Availability: Out of stock")
+        text = re.sub(r'(\[\d+\] button "Add to cart")', r"\1 (disabled)", text)
+        return Generated(text, "the product page shows stale stock data (out of stock) and the shopper moves on")
+    prices = [p for p in re.finditer(r'^(\[\d+\] link ".+?" — (.+?) — \w+ — )\$([\d,.]+)', inp.text, re.M) if p.group(2) != "accessory"]
+    if prices:
+        m = min(prices, key=lambda p: float(p.group(3).replace(",", "")))
+        new = f"{float(m.group(3).replace(',', '')) * inp.rng.choice([1.6, 1.9, 2.4]):,.2f}"
+        return Generated(inp.text[: m.start(3)] + new + inp.text[m.end(3):], f"the results page shows a stale price (${new} for ${m.group(3)})")
+    return None
 
 
 def product_r2(inp: GenInput) -> Generated | None:
@@ -230,7 +266,8 @@ MUTATORS = {
     "A.1": [click_a1],
     "A.2": [step_a2],
     "A.3": [place_a3],
-    "A.5": [checkout_a5],
+    "A.5": [cart_a5, plan_a5],
+    "V.3": [page_v3],
     "V.1": [cart_v1],
     "V.2": [product_v2],
 }
