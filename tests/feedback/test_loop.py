@@ -163,3 +163,20 @@ def test_a_crashing_attributor_is_recorded_as_an_error(store):
     assert result.attribution.status == AttributionStatus.error and "no signal" in result.attribution.error
     assert result.lessons == []
     assert store.attributions(trace.id)[0].status == AttributionStatus.error
+
+
+def test_the_loop_keeps_lessons_in_a_langgraph_store(store):
+    from langgraph.store.memory import InMemoryStore
+
+    from feedback import LangGraphLessonMemory
+
+    backend = InMemoryStore()
+    trace = failed_trace()
+    trace.outcome = None
+    store.save_trace(trace)
+    with FeedbackLoop(store=store, attributor=BlameTheAnalyst(), memory=LangGraphLessonMemory(backend)) as loop:
+        loop.record_outcome(trace.id, False, detail="expected 38")
+        loop.wait()
+    [item] = backend.search(("faultlens", "lessons", "analyst"))
+    assert item.value["trace_id"] == trace.id and item.value["mode"] == "R.3"
+    assert LessonMemory(store).lessons() == []  # nothing went to the SQLite lessons table
