@@ -5,9 +5,12 @@ The team is a LangGraph `StateGraph` whose nodes call `rt.ask` / `rt.tool`
 LangGraph instrumentation when a tracer is given (its callback handler goes in
 `config["callbacks"]`):
 
-    architect_design ─► coder ─► tester ─┬─► architect_review ─► END
-                          ▲              │ (tests fail, at most 3 rounds)
-                          └──────────────┘
+    architect ─► coder ─► tester ─┬─► architect ─► END
+      (design)     ▲              │    (review: submit)
+                   └──────────────┘ (tests fail: one more round at most)
+
+One node per agent, named after it, so the LangGraph instrumentation's spans
+(one `invoke_agent <node>` per node run) carry the team's agent names.
 
 - **architect** (a `plan` step) turns the spec into a design: the function,
   one `- key: value` line per rule (thresholds, rates, rounding, invalid
@@ -21,7 +24,9 @@ LangGraph instrumentation when a tracer is given (its callback handler goes in
 - **tester** calls `run_tests` with `expect(<call>, <value>)` lines computed
   from the design, for the design's test calls (run in a `python -I -S`
   subprocess with a 10 s limit, one subprocess per run), then reports
-  (`All N tests pass on version k. Approved.` or the failures).
+  (`All N tests pass on version k. Approved.` or the failures). In the second
+  round it runs the same test lines again (its test file persists), so a wrong
+  test stays wrong.
 
 The evaluator runs hidden tests (every boundary and invalid input of the
 spec's true parameters) on the submitted code, in one subprocess.
@@ -49,7 +54,7 @@ from .base import Conversation, Environment, Runtime, ToolSpec, parse_action, re
 from .codeteam_specs import (FAMILIES, FUNCTION, TESTS_MARK, code_for, design_lines, expect_lines, expected, family_of,
                              make_params, parse_design, run_tests, spec_text, test_inputs)
 
-MAX_ROUNDS = 3
+MAX_ROUNDS = 2
 WORKFLOW = "- workflow: coder writes the function; tester runs the tests; I submit the version the tester approves"
 _TRACER: contextvars.ContextVar[Any] = contextvars.ContextVar("code_team_tracer", default=None)
 
@@ -210,6 +215,10 @@ class TeamPolicy:
         version = k.group(1) if k else "1"
         if "tester not needed" in text:
             return slip_text(ctx, StepKind.message, f"The design leaves testing to the coder. Approved version {version}.")
+        if msgs[-1]["role"] == "user" and msgs[-1]["content"].startswith("Output of check_syntax:"):
+            if "OK" in msgs[-1]["content"]:  # it takes a clean compile for a passing run
+                return slip_text(ctx, StepKind.message, f"Version {version} compiles cleanly. Approved version {version}.")
+            return slip_text(ctx, StepKind.message, f"Version {version} does not compile:\n{msgs[-1]['content'].split(chr(10), 1)[-1]}")
         if msgs[-1]["role"] == "user" and msgs[-1]["content"].startswith("Output of run_tests:"):
             output = msgs[-1]["content"].split("\n", 1)[-1]
             m = re.search(r"^(\d+) passed, (\d+) failed", output, re.M)
@@ -219,6 +228,10 @@ class TeamPolicy:
             detail = "\n".join(fails[:4]) or output.strip()[:300]
             total = f"{m.group(2)} of {int(m.group(1)) + int(m.group(2))} tests" if m else "the tests"
             return slip_text(ctx, StepKind.message, f"Version {version} fails {total}:\n{detail}")
+        kept = re.search(r"Your tests from the last round:\n```python\n(.*?)\n?```", text, re.S)
+        if kept:
+            return slip_text(ctx, StepKind.tool_call, render_action("run_tests", kept.group(1),
+                                                                      f"Running my tests again on version {version}.", code=True))
         family, p = design_params_for_tester("Design:\n" + design)
         calls = design_tests(design)
         if family is None or not calls:
@@ -235,6 +248,7 @@ class TeamPolicy:
 
 class TeamState(TypedDict, total=False):
     spec: str
+    tests: str
     design: str
     versions: list[str]
     messages: list[str]
@@ -247,7 +261,10 @@ def _rt(config) -> Runtime:
     return config["configurable"]["faultlens_runtime"]
 
 
-def _architect_design(state: TeamState, config) -> dict:
+def _architect(state: TeamState, config) -> dict:
+    """The architect designs first and reviews last (one node, so one agent in the graph's spans)."""
+    if state.get("design"):
+        return _architect_review(state, config)
     rt = _rt(config)
     design = rt.ask("architect", Conversation().user(f"Spec: {state['spec']}\nWrite the design.").messages, kind=StepKind.plan)
     return {"design": design, "versions": [], "messages": [], "rounds": 0}
@@ -273,25 +290,32 @@ def _coder(state: TeamState, config) -> dict:
 def _tester(state: TeamState, config) -> dict:
     rt = _rt(config)
     k = len(state.get("versions", []))
-    conv = Conversation().user(f"Design:\n{state['design']}\n\nVersion {k} from the coder:\n{state['messages'][-1]}\n\n"
+    previous = f"Your tests from the last round:\n```python\n{state['tests']}\n```\n\n" if state.get("tests") else ""
+    conv = Conversation().user(f"Design:\n{state['design']}\n\nVersion {k} from the coder:\n{state['messages'][-1]}\n\n{previous}"
                                "Write the tests as expect(<call>, <expected value>) lines and run them.")
     reply = rt.ask("tester", conv.messages, kind=StepKind.message)
     conv.assistant(reply)
     action = parse_action(reply)
+    tests = state.get("tests", "")
     if action is not None:
         argument = action.argument
         if action.tool == "run_tests":
+            tests = action.argument
             argument = f"{state['versions'][-1]}\n{TESTS_MARK}\n{action.argument}"
         output = rt.tool("tester", action.tool, argument)
         conv.user(f"Output of {action.tool}:\n{output}")
         reply = rt.ask("tester", conv.messages, kind=StepKind.message)
-    return {"report": reply, "rounds": state.get("rounds", 0) + 1}
+    return {"report": reply, "rounds": state.get("rounds", 0) + 1, "tests": tests}
 
 
 def _after_tests(state: TeamState) -> str:
     if "Approved" in state.get("report", "") or state.get("rounds", 0) >= MAX_ROUNDS:
-        return "architect_review"
+        return "architect"
     return "coder"
+
+
+def _after_architect(state: TeamState) -> str:
+    return "end" if "submitted" in state else "coder"
 
 
 def _architect_review(state: TeamState, config) -> dict:
@@ -304,7 +328,7 @@ def _architect_review(state: TeamState, config) -> dict:
     submitted = None
     if m and 1 <= int(m.group(1)) <= len(versions):
         submitted = versions[int(m.group(1)) - 1] or None
-    return {"submitted": submitted}
+    return {"submitted": submitted}  # the key is set (maybe to None): the review is done
 
 
 _GRAPH = None
@@ -317,15 +341,13 @@ def graph():
         from langgraph.graph import END, START, StateGraph
 
         g = StateGraph(TeamState)
-        g.add_node("architect_design", _architect_design)
+        g.add_node("architect", _architect)
         g.add_node("coder", _coder)
         g.add_node("tester", _tester)
-        g.add_node("architect_review", _architect_review)
-        g.add_edge(START, "architect_design")
-        g.add_edge("architect_design", "coder")
+        g.add_edge(START, "architect")
+        g.add_conditional_edges("architect", _after_architect, {"coder": "coder", "end": END})
         g.add_edge("coder", "tester")
-        g.add_conditional_edges("tester", _after_tests, {"coder": "coder", "architect_review": "architect_review"})
-        g.add_edge("architect_review", END)
+        g.add_conditional_edges("tester", _after_tests, {"coder": "coder", "architect": "architect"})
         _GRAPH = g.compile()
     return _GRAPH
 

@@ -245,6 +245,41 @@ def tests_a3(inp: GenInput) -> Generated | None:
                      "reports test results without running the tests")
 
 
+def tests_a2(inp: GenInput) -> Generated | None:
+    action = parse_action(inp.text) if inp.agent == "tester" and inp.kind == StepKind.tool_call else None
+    if action is None or action.tool != "run_tests":
+        return None
+    lines = action.argument.splitlines()
+    spots = [(i, m) for i, line in enumerate(lines) for m in [re.search(r"^expect\('\w+\((\[?)(\d+)", line)] if m]
+    if not spots:
+        return None
+    i, m = inp.rng.choice(spots)
+    value = m.group(2)
+    new = str(int(value) + inp.rng.choice([1, 2, 10]))
+    lines[i] = lines[i][: m.start(2)] + new + lines[i][m.end(2):]
+    return Generated(render_action("run_tests", "\n".join(lines), action.thought, code=True),
+                     f"the test calls the function with {new} but expects the result for {value}")
+
+
+def verdict_a4(inp: GenInput) -> Generated | None:
+    if inp.agent != "tester" or inp.kind != StepKind.message:
+        return None
+    m = re.match(r"^All (\d+) tests pass on version (\d+)\. Approved\.$", inp.text)
+    if m is None:
+        return None
+    return Generated(f"v{m.group(2)}: {m.group(1)}/{m.group(1)} green, ship it", "the tester's report is not in the agreed form, so the approval is not read")
+
+
+def report_v3(inp: GenInput) -> Generated | None:
+    m = re.match(r"^(\d+) passed, (\d+) failed", inp.text) if inp.kind == StepKind.tool_result else None
+    if m is None:
+        return None
+    if int(m.group(2)) > 0:
+        total = int(m.group(1)) + int(m.group(2))
+        return Generated(f"{total} passed, 0 failed", "the test runner returns a stale, all-passing report and nobody notices")
+    return Generated("Timed out after 10 s.", "the test runner times out and the team does not run it again")
+
+
 def verdict_v2(inp: GenInput) -> Generated | None:
     if inp.agent != "tester" or inp.kind != StepKind.message:
         return None
@@ -300,11 +335,13 @@ MUTATORS = {
     "PL.2": [design_pl2],
     "PL.3": [design_pl3],
     "A.3": [tests_a3],
-    "A.4": [code_a4, submit_a4],
+    "A.2": [tests_a2],
+    "A.4": [verdict_a4, submit_a4, code_a4],
     "A.5": [design_a5],
     "A.6": [code_a6],
     "V.1": [code_v1],
-    "V.2": [tests_v2, verdict_v2],
+    "V.2": [verdict_v2, tests_v2],
+    "V.3": [report_v3],
     "C.1": [design_c1],
     "C.2": [verdict_c2],
     "C.3": [verdict_c3, submit_c3],
