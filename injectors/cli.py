@@ -80,15 +80,17 @@ def inject(env_names, seeds, per_seed, seed, agent_model, generator, noise, mode
 
     result = run_pipeline(config, progress=progress)
     bar.close()
+    if result.seeds and all(s.error for s in result.seeds):
+        raise click.ClickException(f"every seed run raised; first: {result.seeds[0].error}")
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "w", encoding="utf-8") as fh:
         for trace in result.traces:
             fh.write(trace.model_dump_json() + "\n")
     rows = result.summary()
     table = Table(title=f"injection yield ({time.time() - started:.0f} s)")
-    columns = ("env", "mode", "attempted", "drifted", "still_succeeded", "kept")
-    if any(r["unparsed"] for r in rows):
-        columns = ("env", "mode", "attempted", "unparsed", "drifted", "still_succeeded", "kept")
+    # unparsed (LLM generator) and crashed (the team's program raised) only appear when they happened
+    optional = tuple(c for c in ("unparsed", "crashed") if any(r[c] for r in rows))
+    columns = ("env", "mode", "attempted", *optional, "drifted", "still_succeeded", "kept")
     for column in columns:
         table.add_column(column, justify="left" if column in ("env", "mode") else "right")
     for row in rows:
@@ -101,6 +103,8 @@ def inject(env_names, seeds, per_seed, seed, agent_model, generator, noise, mode
         extra = f", {noisy} with a recovered mistake before any injection" if noisy is not None else ""
         console.print(f"{s['env']}: {s['seeds_succeeded']}/{s['seeds']} seeds succeeded{extra}; {s['kept']} traces kept "
                       f"(mean {s['mean_steps']} steps)")
+        if s["seed_errors"]:
+            console.print(f"[red]{s['env']}: {s['seed_errors']} seed(s) raised; first: {s['first_seed_error']}[/]")
     if db_path is not None:
         from middleware.store import open_store
 

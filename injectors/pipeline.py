@@ -40,7 +40,7 @@ from .generators import Generated, Generator, gen_input, get_generator
 from .sim import SimConfig
 from .taxonomy import applicable_modes
 
-STATUSES = ("kept", "succeeded", "drifted", "unparsed")
+STATUSES = ("kept", "succeeded", "drifted", "unparsed", "crashed")
 
 
 @dataclass
@@ -98,7 +98,8 @@ class InjectResult:
         out = []
         for (env, mode), c in sorted(rows.items(), key=lambda kv: (kv[0][0], CODES.index(kv[0][1]))):
             out.append({"env": env, "mode": mode, "attempted": c["attempted"], "unparsed": c["unparsed"],
-                        "drifted": c["drifted"], "still_succeeded": c["succeeded"], "kept": c["kept"]})
+                        "crashed": c["crashed"], "drifted": c["drifted"], "still_succeeded": c["succeeded"],
+                        "kept": c["kept"]})
         return out
 
     def seed_summary(self) -> list[dict[str, Any]]:
@@ -106,7 +107,9 @@ class InjectResult:
         for env in sorted({s.env for s in self.seeds}):
             mine = [s for s in self.seeds if s.env == env]
             measured = [s for s in mine if s.recovered_mistake is not None]
+            errors = [s.error for s in mine if s.error]
             out.append({"env": env, "seeds": len(mine), "seeds_succeeded": sum(s.seed_success for s in mine),
+                        "seed_errors": len(errors), "first_seed_error": errors[0] if errors else None,
                         "seeds_with_recovered_mistake": sum(bool(s.recovered_mistake) for s in measured) if measured else None,
                         "mean_steps": round(sum(len(a.trace.steps) for s in mine for a in s.attempts if a.trace) /
                                             max(1, sum(1 for s in mine for a in s.attempts if a.trace)), 1),
@@ -170,6 +173,8 @@ def inject_one(env: Environment, seed_run: Trace, recording: Recording, t: int, 
         result = env.run(seed_run.task, model=model, session=session, sim=sim, trace_id=trace_id)
     except Drift as drift:
         return Attempt(env.name, seed_run.task.id or "", t, mode, "drifted", reason=str(drift))
+    except Exception as exc:  # the team's program (not the task) broke: not a label we can trust
+        return Attempt(env.name, seed_run.task.id or "", t, mode, "crashed", reason=f"{type(exc).__name__}: {exc}")
     trace = result.trace
     if trace.outcome is not None and trace.outcome.success:
         return Attempt(env.name, seed_run.task.id or "", t, mode, "succeeded", reason=generated.reason)
@@ -239,7 +244,11 @@ def run_seed(env_name: str, index: int, task: Task, config: InjectConfig) -> See
 
 
 def _run_seed_job(args: tuple[str, int, Task, InjectConfig]) -> SeedResult:
-    return run_seed(*args)
+    env_name, index, task, _ = args
+    try:
+        return run_seed(*args)
+    except Exception as exc:  # e.g. a real model's API error: reported per seed, the other seeds go on
+        return SeedResult(env_name, index, task.id or "", False, error=f"{type(exc).__name__}: {exc}")
 
 
 # ---------------------------------------------------------------- many seeds

@@ -332,6 +332,8 @@ class Runtime:
         kwargs: dict[str, Any] = {}
         if "sim" in request:
             kwargs["metadata"] = {"faultlens_sim": request["sim"]}
+        else:
+            kwargs["num_retries"] = 2  # a real provider's transient failures (rate limits, timeouts)
         response = litellm.completion(model=request["model"], messages=request["messages"],
                                       temperature=request.get("temperature", 0), **kwargs)
         return {"content": response.choices[0].message.content or ""}
