@@ -20,9 +20,10 @@ The agent (simulated policy; a real LLM gets the same prompt):
 2. one ReAct step per plan line (`Step k: ...` + `Action: <tool>`), resolving
    names with the values it has: a tool output, or a `Note: name = value` it
    wrote itself (it writes such notes now and then, and trusts them);
-3. sometimes a check: it recomputes the last calculation from the tools'
-   outputs (not its notes) and, if that disagrees, uses the checked value; this
-   is the verification that catches a misnoted value;
+3. on half of the problems (decided by the problem, not the run), a check: it
+   recomputes the last calculation from the tools' outputs (not its notes) and,
+   if that disagrees, uses the checked value; this is the verification that
+   catches a misnoted value that feeds the last calculation;
 4. `Answer: <value> <unit>` rounded to 2 decimals.
 
 Recovered mistakes in seeds (rate `noise`): a misspelt unit or a calculator
@@ -39,7 +40,7 @@ import re
 from middleware.model import AgentInfo, Outcome, StepKind, Task
 
 from . import register
-from .base import Conversation, Environment, Runtime, ToolSpec, parse_action, render_action
+from .base import Conversation, Environment, Runtime, ToolSpec, parse_action, render_action, stable_seed
 
 # ---------------------------------------------------------------- units
 
@@ -312,6 +313,7 @@ class SolverState:
         self.done: set[int] = set()
         self.failures: dict[int, int] = {}
         self.checked: str | None = None
+        self.corrected: str | None = None
         self.check_done = False
         self.noted: set[str] = set()
         self.last_step: int | None = None
@@ -329,6 +331,14 @@ class SolverState:
             if _CHECK.search(text):
                 self.check_done = True
                 self.checked = tool_value("calculate", output)
+                calcs = [k for k, line in enumerate(self.plan, 1) if line[0] == "calculate"]
+                if calcs and self.checked is not None:
+                    name = self.plan[calcs[-1] - 1][2]
+                    if self.values.get(name) != self.checked:
+                        # trust the check: take its value and redo the steps that used the old one
+                        self.values[name] = self.tool_values[name] = self.checked
+                        self.corrected = name
+                        self.done -= {k for k in range(calcs[-1] + 1, len(self.plan) + 1)}
                 continue
             step = _STEP.search(text)
             if step is None:
@@ -397,15 +407,14 @@ class SolverPolicy:
         _, target, unit = answer
         calcs = [(k, line) for k, line in enumerate(st.plan, 1) if line[0] == "calculate"]
         # the check: recompute the last calculation from the tools' outputs (decided once per problem)
-        if calcs and not st.check_done and ctx.rng("check").random() < 0.5:
+        if calcs and not st.check_done and random.Random(stable_seed(ctx.config.seed, ctx.task_text, "check")).random() < 0.5:
             k, (_, arg, name) = calcs[-1]
             argument = resolve(arg, st.tool_values)
             if not re.search(r"[A-Za-z_]{3,}", argument):
                 return slip_text(ctx, StepKind.tool_call, render_action("calculate", argument, f"Check: recompute {name} from the tool outputs."))
         value = st.values.get(target)
-        if st.check_done and st.checked is not None and calcs and calcs[-1][1][2] == target and st.checked != value:
-            value = st.checked
-            lead = f"The check gives {target} = {value}, which I use."
+        if st.corrected:
+            lead = f"The check gives {st.corrected} = {st.values[st.corrected]}, which I use; so {target} = {value}."
         else:
             lead = f"{target} = {value}."
         if value is None:
