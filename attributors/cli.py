@@ -68,12 +68,14 @@ def _list_methods(console: Console) -> None:
 @click.option("--with-reference", is_flag=True, help="Show the task's reference answer to the method (the 'with ground truth' setting).")
 @click.option("--budget-usd", type=float, help="Stop (status error) before spending more than this.")
 @click.option("--max-calls", type=int, help="Stop (status error) before making more model calls than this.")
+@click.option("--structured", type=click.Choice(["auto", "schema", "json_object", "text"]), default="auto", show_default=True,
+              help="How the answer's JSON schema is sent: schema (OpenAI json_schema), json_object (llama.cpp server), text (in the prompt); auto asks litellm.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the response cache.")
 @click.option("--context", "context", type=int, default=3, show_default=True, help="Steps shown around the blamed step.")
 @click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), help="SQLite store [default: $FAULTLENS_DB or .faultlens/faultlens.db].")
 @click.option("--json", "as_json", is_flag=True, help="Print the attribution as JSON instead of the panel.")
 @click.option("--list", "list_methods", is_flag=True, help="List the attribution methods and exit.")
-def attribute(source, method, model, api_base, with_reference, budget_usd, max_calls, no_cache, context, db_path, as_json, list_methods):
+def attribute(source, method, model, api_base, with_reference, budget_usd, max_calls, structured, no_cache, context, db_path, as_json, list_methods):
     """Say who (agent), when (step) and why (failure mode) a run failed.
 
     SOURCE is a stored trace id or a trace file (one JSON trace, or a JSONL
@@ -84,7 +86,8 @@ def attribute(source, method, model, api_base, with_reference, budget_usd, max_c
     Examples:
       faultlens attribute run.json --method heuristic
       faultlens attribute TRACE_ID --method all_at_once --model openai/gpt-4o-mini
-      faultlens attribute TRACE_ID -m binary_search --model openai/smollm2 --api-base http://127.0.0.1:8080/v1
+      faultlens attribute TRACE_ID -m binary_search --model openai/smollm2 \\
+          --api-base http://127.0.0.1:8080/v1 --structured json_object
     """
     from middleware.render import attribution_panel, print_trace
 
@@ -102,7 +105,7 @@ def attribute(source, method, model, api_base, with_reference, budget_usd, max_c
 
     factory = _factories.get(method)
     if isinstance(factory, type) and issubclass(factory, LLMAttributor):
-        options.update(model=model, api_base=api_base, budget_usd=budget_usd, max_calls=max_calls, cache=not no_cache)
+        options.update(model=model, api_base=api_base, budget_usd=budget_usd, max_calls=max_calls, cache=not no_cache, structured=structured)
     elif any(v is not None for v in (model, api_base, budget_usd, max_calls)):
         raise click.UsageError(f"--model, --api-base, --budget-usd and --max-calls apply to LLM methods, not {method}")
     elif method.startswith("baseline:"):

@@ -195,6 +195,9 @@ class ResponseCache:
 # ---------------------------------------------------------------- client
 
 
+STRUCTURED_MODES = ("auto", "schema", "json_object", "text")
+
+
 @dataclass
 class Reply:
     """One model answer: the text, the parsed answer (or why it did not parse) and what it cost."""
@@ -204,7 +207,7 @@ class Reply:
     parse_error: str | None
     cost: Cost
     cached: bool
-    structured: str  # "schema" (response_format sent) or "text" (schema in the prompt)
+    structured: str  # "schema" or "json_object" (response_format sent), or "text" (schema in the prompt)
 
 
 def _retryable() -> tuple[type[BaseException], ...]:
@@ -231,7 +234,11 @@ class LLMClient:
     max_retries: int = 4
     retry_wait: float = 1.0  # seconds before the first retry; doubles each time, capped at 30s
     concurrency: int = 4
-    structured: str = "auto"  # "auto" | "schema" | "text"
+    # How the answer schema is conveyed: "schema" = OpenAI-style json_schema
+    # response_format; "json_object" = {"type": "json_object", "schema": ...},
+    # the form llama.cpp's server enforces; "text" = schema in the prompt only;
+    # "auto" = "schema" where litellm says the model supports it, else "text".
+    structured: str = "auto"
     cache: bool = True
     cache_dir: str | Path | None = None
     budget_usd: float | None = None
@@ -245,8 +252,8 @@ class LLMClient:
     _semaphores: Any = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if self.structured not in ("auto", "schema", "text"):
-            raise FaultlensError(f"structured must be auto, schema or text, not {self.structured!r}")
+        if self.structured not in STRUCTURED_MODES:
+            raise FaultlensError(f"structured must be one of {', '.join(STRUCTURED_MODES)}, not {self.structured!r}")
         if self.cache:
             self._cache = ResponseCache(self.cache_dir or default_cache_dir())
         # One semaphore per event loop: asyncio primitives are bound to the loop they first wait on.
@@ -257,17 +264,18 @@ class LLMClient:
     def backend(self) -> str:
         return "local" if self.model.startswith("local/") else "litellm"
 
-    def supports_schema(self) -> bool:
+    def structured_mode(self) -> str:
+        """The way the schema is sent to this model: schema, json_object or text."""
         if self.structured != "auto":
-            return self.structured == "schema"
+            return self.structured
         if self.model.startswith("local/"):
-            return True
+            return "schema"
         import litellm
 
         try:
-            return bool(litellm.supports_response_schema(model=self.model))
+            return "schema" if litellm.supports_response_schema(model=self.model) else "text"
         except Exception:  # unknown models: litellm cannot say, so the prompt carries the schema
-            return False
+            return "text"
 
     def supports_vision(self) -> bool:
         import litellm
@@ -294,9 +302,11 @@ class LLMClient:
         mode = "text"
         kwargs: dict[str, Any] = {"model": self.model, "messages": messages, "temperature": self.temperature, "max_tokens": self.max_tokens}
         if answer_model is not None:
-            if self.supports_schema():
+            mode = self.structured_mode()
+            if mode == "schema":
                 kwargs["response_format"] = json_schema_format(answer_model)
-                mode = "schema"
+            elif mode == "json_object":
+                kwargs["response_format"] = {"type": "json_object", "schema": answer_model.model_json_schema()}
             else:
                 messages = messages + [{"role": "user", "content": schema_instruction(answer_model)}]
                 kwargs["messages"] = messages

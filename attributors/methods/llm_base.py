@@ -83,7 +83,9 @@ class LLMAttributor(BaseAttributor):
     budget_usd, max_calls: budget for everything this attributor calls.
     cache, cache_dir: the on-disk response cache (default .faultlens/cache).
     context_tokens: override the model's input budget (tokens).
-    concurrency, max_tokens, temperature, timeout, max_retries, structured,
+    structured: how the answer schema is sent (auto, schema, json_object for
+        llama.cpp servers, text); see `attributors.llm.LLMClient`.
+    concurrency, max_tokens, temperature, timeout, max_retries, retry_wait,
     api_key: passed to the LLM client; other keywords go to litellm as is.
     """
 
