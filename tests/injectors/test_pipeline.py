@@ -174,3 +174,32 @@ def test_llm_generator_in_the_pipeline_counts_unusable_answers_as_unparsed(monke
 
     rows = InjectResult([], [result]).summary()
     assert sum(r["unparsed"] for r in rows) == 3 and sum(r["kept"] for r in rows) == 0
+
+
+def test_table_row_count_check_catches_a_filter_that_matches_nothing(seed_runs):
+    """The analyst's check (rows matched) sees 0 and rewrites the query from its plan: the run succeeds."""
+    env = envs.get("table_qa")
+    caught = checked = 0
+    for task, seed in seed_runs["table_qa"]:
+        t = next(s.index for s in seed.trace.steps if s.kind == StepKind.tool_call)
+        code = seed.trace.steps[t].content
+        m = re.search(r"= '(\w+)'", code)
+        if m is not None:
+            broken = code.replace(f"'{m.group(1)}'", f"'{m.group(1)[:-1]}'", 1)  # a value no row has
+        else:
+            broken = re.sub(r"year = \d{4}", "year = 2032", code, count=1)  # a year the table does not cover
+        attempt = inject_one(env, seed.trace, seed.recording, t, "A.2", Generated(broken, "typo"), model=None, sim=SIM,
+                             trace_id="check")
+        assert attempt.status == "succeeded"
+        rerun = env.run(task, session=Session(seed.recording, replay_until=t, overrides={t: lambda r: {"content": broken}}),
+                        sim=SIM)
+        after = rerun.trace.steps[t + 1:]
+        # an empty result or a crash makes the analyst rewrite at once; a count of 0 passes, and the check catches it
+        from injectors.envs.table import _failed
+
+        assert _failed(after[0].content) or after[0].content == "0"
+        if after[0].content == "0":
+            assert after[2].content == "0" and after[3].content.startswith("No rows matched")
+            checked += 1
+        caught += 1
+    assert caught >= 4 and checked >= 1
