@@ -12,7 +12,8 @@ LangGraph instrumentation when a tracer is given (its callback handler goes in
 One node per agent, named after it, so the LangGraph instrumentation's spans
 (one `invoke_agent <node>` per node run) carry the team's agent names.
 
-- **architect** (a `plan` step) turns the spec into a design: the function,
+- **architect** (a `plan` step; on half of the tasks after looking at the
+  spec's worked examples with `spec_examples`) turns the spec into a design: the function,
   one `- key: value` line per rule (thresholds, rates, rounding, invalid
   input), a `- tests:` line with the calls the tester must check, and a
   `- workflow:` line; at the end (a `final_answer` step) it submits the version
@@ -66,6 +67,14 @@ def check_syntax(code: str, task: Task) -> str:
     except SyntaxError as exc:
         return f"SyntaxError: {exc.msg} (line {exc.lineno})"
     return "OK: the code compiles."
+
+
+def spec_examples(name: str, task: Task) -> str:
+    """Two worked examples from the spec's owner (typical inputs, not the boundaries)."""
+    if name.strip() != task.metadata["function"].split("(")[0]:
+        return f"No examples for {name.strip()!r}; the spec is about {task.metadata['function']}."
+    lines = [line for line in task.metadata["examples"].splitlines() if line]
+    return "\n".join(lines) if lines else "No examples."
 
 
 def run_tests_tool(argument: str, task: Task) -> str:
@@ -153,6 +162,10 @@ class TeamPolicy:
 
         text = ctx.task_text
         if text.startswith("Spec: ") and "Write the design" in text:
+            asked = [m for m in ctx.messages if m["role"] == "assistant"]
+            if not asked and ctx.rng("examples").random() < 0.5:
+                call = FUNCTION[params_from_spec(text)[0]].split("(")[0] if params_from_spec(text) else "f"
+                return slip_text(ctx, StepKind.tool_call, render_action("spec_examples", call, "Let me look at the spec's worked examples first."))
             found = params_from_spec(text)
             if found is None:
                 return slip_text(ctx, StepKind.plan, "Design:\n- function: unknown\n" + WORKFLOW)
@@ -266,7 +279,15 @@ def _architect(state: TeamState, config) -> dict:
     if state.get("design"):
         return _architect_review(state, config)
     rt = _rt(config)
-    design = rt.ask("architect", Conversation().user(f"Spec: {state['spec']}\nWrite the design.").messages, kind=StepKind.plan)
+    conv = Conversation().user(f"Spec: {state['spec']}\nWrite the design.")
+    design = ""
+    for _ in range(3):
+        design = rt.ask("architect", conv.messages, kind=StepKind.plan)
+        conv.assistant(design)
+        action = parse_action(design)
+        if action is None:
+            break
+        conv.user(f"Output of {action.tool}:\n{rt.act('architect', design)}")
     return {"design": design, "versions": [], "messages": [], "rounds": 0}
 
 
@@ -386,6 +407,8 @@ class CodeTeam(Environment):
         "run_tests": ToolSpec("run_tests", "run expect(...) lines against the latest version in a subprocess (10 s limit)",
                               "tests", run_tests_tool),
         "check_syntax": ToolSpec("check_syntax", "compile Python code without running it", "code", check_syntax),
+        "spec_examples": ToolSpec("spec_examples", "worked examples from the spec's owner for a function name", "function",
+                                  lambda argument, task: spec_examples(argument, task)),
     }
 
     def tasks(self, seed: int, n: int) -> list[Task]:
@@ -398,9 +421,11 @@ class CodeTeam(Environment):
             true_design = "Design:\n" + "\n".join(design_lines(family, p))
             _, dp = parse_design(true_design)
             hidden = expected(code_for(family, dp), test_inputs(family, p, None))
+            typical = [case for case in hidden if not isinstance(case[1], type)][-2:]
+            examples = "\n".join(f"{call} -> {value!r}" for call, value in typical)
             out.append(Task(id=f"code_team-{seed}-{i}", query=spec, reference_answer=code_for(family, dp),
                             metadata={"family": family, "params": p, "function": FUNCTION[family],
-                                      "hidden_tests": expect_lines(hidden), "hidden_count": len(hidden)}))
+                                      "hidden_tests": expect_lines(hidden), "hidden_count": len(hidden), "examples": examples}))
         return out
 
     def system_prompt(self, agent: str, task: Task) -> str:

@@ -13,7 +13,9 @@ Tools (deterministic functions of the argument):
 
 The agent (simulated policy; a real LLM gets the same prompt):
 
-1. a numbered plan whose lines name each intermediate value
+1. on half of the problems, first a `Known:` message restating the problem
+   sentence by sentence (it plans from this restatement, so a misstated number
+   is carried forward); then a numbered plan whose lines name each intermediate value
    (`2. convert 9 ft to m -> height`, `3. calculate width * height -> area`,
    `5. answer litres in L`); the agent follows the plan it wrote, so a bad plan
    is carried forward;
@@ -307,7 +309,8 @@ class SolverState:
 
     def __init__(self, messages: list[dict]) -> None:
         assistant_idx = [i for i, m in enumerate(messages) if m["role"] == "assistant"]
-        self.plan = parse_plan(messages[assistant_idx[0]]["content"]) if assistant_idx else []
+        plans = [i for i in assistant_idx if messages[i]["content"].startswith("Plan:")]
+        self.plan = parse_plan(messages[plans[0]]["content"]) if plans else []
         self.values: dict[str, str] = {}       # what it believes (notes override tool outputs)
         self.tool_values: dict[str, str] = {}  # what the tools said
         self.done: set[int] = set()
@@ -370,8 +373,15 @@ class SolverPolicy:
         from ..generators import slip_text
 
         msgs = ctx.messages
-        if not any(m["role"] == "assistant" for m in msgs):
+        mine = [m["content"] for m in msgs if m["role"] == "assistant"]
+        if not any(text.startswith("Plan:") for text in mine):
             question = ctx.task_text.split("Problem: ", 1)[-1].split("\n", 1)[0]
+            known = next((text for text in mine if text.startswith("Known:")), None)
+            if known is None and not mine and ctx.rng("known").random() < 0.5:
+                sentences = re.split(r"(?<=[.?!])\s+(?=[A-Z])", question)
+                return slip_text(ctx, StepKind.message, "Known:\n" + "\n".join(f"- {x}" for x in sentences))
+            if known is not None:
+                question = " ".join(line[2:] for line in known.splitlines()[1:] if line.startswith("- "))
             plan = plan_from_question(question)
             if plan is None:
                 return slip_text(ctx, StepKind.final_answer, "I cannot set this problem up.\nAnswer: unknown")
@@ -470,8 +480,10 @@ class MathReact(Environment):
     def program(self, task: Task, rt: Runtime) -> str | None:
         conv = Conversation().user(f"Problem: {task.query}\nReply with your plan first.")
         for turn in range(16):
-            reply = rt.ask("solver", conv.messages, kind=StepKind.plan if turn == 0 else StepKind.message)
+            reply = rt.ask("solver", conv.messages, kind=StepKind.message)
             conv.assistant(reply)
+            if reply.startswith("Plan:") and rt.steps[-1].kind == StepKind.message:
+                rt.steps[-1].kind = StepKind.plan
             if parse_action(reply) is not None:
                 conv.user(f"Observation:\n{rt.act('solver', reply)}")
                 continue

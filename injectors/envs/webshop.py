@@ -18,7 +18,8 @@ the product page shows):
 
 The shopper (simulated policy; a real LLM gets the same prompt):
 
-1. writes a plan (`- search:`, optional `- filter:` and `- sort:` lines, the
+1. sometimes first searches to look around, then writes a plan (`- search:`,
+   optional `- filter:` and `- sort:` lines, the
    `- want:`/`- need:` constraints, `- quantity:`, `- budget:`, `- then:`),
    choosing for itself whether to filter and sort (so runs differ in shape:
    without a sort it pages through every result);
@@ -256,12 +257,17 @@ class ShopperPolicy:
 
         msgs = ctx.messages
         mine = [m["content"] for m in msgs if m["role"] == "assistant"]
-        if not mine:
+        plan_text = next((text for text in mine if text.startswith("Plan:")), None)
+        if plan_text is None:
             plan = plan_from_task(ctx.task_text.split("Task: ", 1)[-1].split("\n", 1)[0], ctx.rng("plan"))
             if plan is None:
                 return slip_text(ctx, StepKind.final_answer, "I do not understand what to buy.\nAnswer: none")
+            if not mine and ctx.rng("explore").random() < 0.4:
+                # look around first: what does a plain search for the product show?
+                noun = Plan(plan).search
+                return slip_text(ctx, StepKind.tool_call, render_action("type", f"[1] {noun}", "Let me see what the shop has first."))
             return slip_text(ctx, StepKind.plan, plan)
-        plan = Plan(mine[0])
+        plan = Plan(plan_text)
         outputs = [m["content"] for m in msgs if m["role"] == "user" and m["content"].startswith("Observation:")]
         stuck = 0
         for out in reversed(outputs):
@@ -500,8 +506,10 @@ class WebShop(Environment):
         orders: list[dict] = []
         reported = None
         for turn in range(MAX_TURNS):
-            reply = rt.ask("shopper", conv.messages, kind=StepKind.plan if turn == 0 else StepKind.message)
+            reply = rt.ask("shopper", conv.messages, kind=StepKind.message)
             conv.assistant(reply)
+            if reply.startswith("Plan:") and rt.steps[-1].kind == StepKind.message:
+                rt.steps[-1].kind = StepKind.plan
             action = parse_action(reply)
             if action is not None:
                 argument = action.argument
