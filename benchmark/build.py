@@ -40,10 +40,10 @@ from middleware.model import Trace
 
 from .metrics import length_bucket
 
-DEFAULT_SEEDS = 60
+DEFAULT_SEEDS = 64
 DEFAULT_PER_SEED = 8
 MIN_PER_MODE = 30
-TOPUP_ROUNDS = 2
+TOPUP_ROUNDS = 1
 SPLIT_TEST_PERCENT = 50
 # Task seeds of top-up round r are `seed + TOPUP_STRIDE * r`, far from the first pass's seed.
 TOPUP_STRIDE = 1000
@@ -126,7 +126,8 @@ def build_bundled(
             break
         for env in sorted(short):
             modes = short[env]
-            top = InjectConfig(envs=[env], seeds=seeds, per_seed=max(2, min(per_seed, len(modes) * 2)),
+            # A third as many fresh tasks as the first pass, every injection spent on the short modes.
+            top = InjectConfig(envs=[env], seeds=max(1, seeds // 3), per_seed=max(2, min(per_seed, len(modes) * 2)),
                                seed=seed + TOPUP_STRIDE * round_no, agent_model=agent_model, generator=generator,
                                noise=noise, workers=workers, modes=modes)
             extra = inject(top, progress=report(f"top-up {round_no} {env}"))
@@ -154,7 +155,8 @@ def build_bundled(
     if calibrate:
         build.calibration = calibrate_split(out_dir / "test.jsonl.gz")
     args = {"seed": seed, "agent_model": agent_model, "generator": generator, "seeds": seeds, "per_seed": per_seed,
-            "min_per_mode": min_per_mode, "topup_rounds": topup_rounds, "noise": noise, "envs": names}
+            "min_per_mode": min_per_mode, "topup_rounds": topup_rounds, "noise": noise, "envs": names,
+            "all_envs": registry.names()}
     (out_dir / "README.md").write_text(datasheet(build, args, command or rebuild_command(out_dir, args)))
     build.seconds = time.time() - started
     return build
@@ -172,6 +174,12 @@ def rebuild_command(out_dir: Path, args: dict[str, Any]) -> str:
         parts.append(f"--seeds {args['seeds']}")
     if args["per_seed"] != DEFAULT_PER_SEED:
         parts.append(f"--per-seed {args['per_seed']}")
+    if args["min_per_mode"] != MIN_PER_MODE:
+        parts.append(f"--min-per-mode {args['min_per_mode']}")
+    if args["topup_rounds"] != TOPUP_ROUNDS:
+        parts.append(f"--topup-rounds {args['topup_rounds']}")
+    if sorted(args["envs"]) != sorted(args.get("all_envs") or args["envs"]):
+        parts += [f"--env {n}" for n in args["envs"]]
     return " ".join(parts)
 
 
@@ -240,8 +248,8 @@ def datasheet(build: BuildResult, args: dict[str, Any], command: str) -> str:
                "(those runs still succeed and are dropped), so the first step that looks wrong is often not the decisive one.")
     out.append("")
     out.append(f"First pass: {args['seeds']} tasks per environment, up to {args['per_seed']} injections per task. Modes that "
-               f"yielded traces but fewer than {args['min_per_mode']} get up to {args['topup_rounds']} top-up passes over "
-               f"fresh tasks (task seeds {args['seed']} + {TOPUP_STRIDE}·round). Splits are by task (hash of the seed and "
+               f"yielded traces but fewer than {args['min_per_mode']} get up to {args['topup_rounds']} top-up pass(es) over "
+               f"a third as many fresh tasks (task seeds {args['seed']} + {TOPUP_STRIDE}·round). Splits are by task (hash of the seed and "
                f"the task id, {SPLIT_TEST_PERCENT}% test): no task has traces in both splits. Images and frames are stored "
                "inline in the traces (base64 PNG step media), so the files are self-contained.")
     out += ["", "Rebuild it, byte for byte (same files, same bytes):", "", "```", command, "```", ""]

@@ -88,12 +88,14 @@ def report(folders, out, no_plots, bootstrap):
 @click.option("--seed", default=0, show_default=True, help="Seed of tasks, simulated agents and injections (the documented one rebuilds the shipped data).")
 @click.option("--agent-model", default=None, metavar="MODEL", help="Run the agents on this litellm model instead of the simulated agents.")
 @click.option("--generator", default="template", show_default=True, metavar="template|MODEL", help="Error generator: offline rules or a litellm model.")
-@click.option("--seeds", default=None, type=click.IntRange(min=1), help="Tasks per environment in the first pass [default: 60].")
+@click.option("--seeds", default=None, type=click.IntRange(min=1), help="Tasks per environment in the first pass [default: 64].")
 @click.option("--per-seed", default=None, type=click.IntRange(min=1), help="Injections tried per task [default: 8].")
+@click.option("--min-per-mode", default=None, type=click.IntRange(min=0), help="Top up modes with fewer kept traces than this [default: 30].")
+@click.option("--topup-rounds", default=None, type=click.IntRange(min=0), help="At most this many top-up passes [default: 1].")
 @click.option("--env", "env_names", multiple=True, metavar="NAME", help="Only these environments (repeatable) [default: all registered].")
 @click.option("--workers", default=2, show_default=True, type=click.IntRange(min=1), help="Worker processes.")
 @click.option("--no-calibration", is_flag=True, help="Skip scoring the heuristic and the baselines on test for the datasheet.")
-def build(out, seed, agent_model, generator, seeds, per_seed, env_names, workers, no_calibration):
+def build(out, seed, agent_model, generator, seeds, per_seed, min_per_mode, topup_rounds, env_names, workers, no_calibration):
     """Build the bundled benchmark: every environment through the injection pipeline, split by task into dev and test.
 
     Writes OUT/dev.jsonl.gz, OUT/test.jsonl.gz, OUT/yield.json and the datasheet
@@ -105,7 +107,7 @@ def build(out, seed, agent_model, generator, seeds, per_seed, env_names, workers
 
     from tqdm import tqdm
 
-    from .build import DEFAULT_PER_SEED, DEFAULT_SEEDS, build_bundled
+    from .build import DEFAULT_PER_SEED, DEFAULT_SEEDS, MIN_PER_MODE, TOPUP_ROUNDS, build_bundled
 
     bars: dict[str, tqdm] = {}
 
@@ -116,6 +118,8 @@ def build(out, seed, agent_model, generator, seeds, per_seed, env_names, workers
     started = time.time()
     result = build_bundled(out, seed=seed, agent_model=agent_model, generator=generator,
                            seeds=seeds or DEFAULT_SEEDS, per_seed=per_seed or DEFAULT_PER_SEED,
+                           min_per_mode=MIN_PER_MODE if min_per_mode is None else min_per_mode,
+                           topup_rounds=TOPUP_ROUNDS if topup_rounds is None else topup_rounds,
                            envs=list(env_names) or None, workers=workers, calibrate=not no_calibration, progress=progress)
     for bar in bars.values():
         bar.close()
