@@ -34,7 +34,12 @@ def _hex_id(value: str | None, length: int) -> int | None:
 
 
 def trace_otel_id(trace: Trace) -> int | None:
-    """The run's OpenTelemetry trace id when the run is keyed by it (a 32-hex-digit id)."""
+    """The run's OpenTelemetry trace id when the run is keyed by it (a 32-hex-digit id).
+
+    True of runs recorded by faultlens' tracer (its conversation id is the
+    trace id) and of spans without `gen_ai.conversation.id`; the server
+    prefers the trace id it saw on the blamed span itself.
+    """
     return _hex_id(trace.id, 32)
 
 
