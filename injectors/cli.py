@@ -30,7 +30,8 @@ from rich.table import Table
 @click.option("--summary", "summary_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the yield table here (JSON).")
 @click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Also store the kept traces in this faultlens store (see `faultlens traces list --db`).")
+              help="Also trace every seed and injected run into this faultlens store (OpenTelemetry tracer); the kept "
+                   "traces get their gold labels there (see `faultlens traces list --db`).")
 @click.option("--list-envs", is_flag=True, help="Print the environment names, one per line, and exit.")
 def inject(env_names, seeds, per_seed, seed, agent_model, generator, noise, modes, workers, out, summary_path, db_path,
            list_envs):
@@ -68,7 +69,7 @@ def inject(env_names, seeds, per_seed, seed, agent_model, generator, noise, mode
             raise click.BadParameter(f"unknown failure mode {code!r}", param_hint="--mode")
     config = InjectConfig(envs=names, seeds=seeds, per_seed=per_seed, seed=seed, agent_model=agent_model,
                           generator=generator, noise=noise, workers=workers,
-                          modes=[m.strip().upper() for m in modes] or None)
+                          modes=[m.strip().upper() for m in modes] or None, db=str(db_path) if db_path else None)
     console = Console(stderr=True)
     from tqdm import tqdm
 
@@ -108,8 +109,9 @@ def inject(env_names, seeds, per_seed, seed, agent_model, generator, noise, mode
     if db_path is not None:
         from middleware.store import open_store
 
+        # The runs were traced into the store as they ran; the kept ones now get their gold labels.
         saved = open_store(db_path).save_traces(result.traces)
-        console.print(f"stored {saved} trace(s) in {db_path}")
+        console.print(f"stored every seed and injected run in {db_path} ({saved} kept, with gold labels)")
     console.print(f"wrote {len(result.traces)} trace(s) to {out}")
     if summary_path:
         summary_path.write_text(json.dumps({"yield": rows, "seeds": result.seed_summary()}, indent=2) + "\n")

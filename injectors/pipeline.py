@@ -56,6 +56,22 @@ class InjectConfig:
     noise: float = 0.2
     workers: int = 2
     modes: list[str] | None = None
+    db: str | None = None  # when set, seed and injected runs also go through a Tracer storing into this store
+
+
+_TRACERS: dict[str, Any] = {}
+
+
+def _tracer_for(db: str | None) -> Any:
+    """One Tracer per process and store (made after the fork: SQLite connections must not cross it)."""
+    if db is None:
+        return None
+    if db not in _TRACERS:
+        from middleware.store import open_store
+        from middleware.tracer import Tracer
+
+        _TRACERS[db] = Tracer(store=open_store(db), env_exporters=False)
+    return _TRACERS[db]
 
 
 @dataclass
@@ -165,12 +181,12 @@ def choose_pairs(trace: Trace, rng: random.Random, rotate: int, modes: list[str]
 
 
 def inject_one(env: Environment, seed_run: Trace, recording: Recording, t: int, mode: str, generated: Generated,
-               *, model: str | None, sim: dict[str, Any], trace_id: str) -> Attempt:
+               *, model: str | None, sim: dict[str, Any], trace_id: str, tracer: Any = None) -> Attempt:
     """Warm-start from the recording with `generated` at call t; evaluate; label."""
     kind = recording[t].kind
     session = Session(recording, replay_until=t, overrides={t: lambda record: _response_for(kind, generated.text)})
     try:
-        result = env.run(seed_run.task, model=model, session=session, sim=sim, trace_id=trace_id)
+        result = env.run(seed_run.task, model=model, session=session, sim=sim, trace_id=trace_id, tracer=tracer)
     except Drift as drift:
         return Attempt(env.name, seed_run.task.id or "", t, mode, "drifted", reason=str(drift))
     except Exception as exc:  # the team's program (not the task) broke: not a label we can trust
@@ -198,7 +214,8 @@ def run_seed(env_name: str, index: int, task: Task, config: InjectConfig) -> See
     generator: Generator = get_generator(config.generator)
     sim = SimConfig(seed=stable_seed(config.seed, env_name, index), noise=config.noise).to_dict()
     model = config.agent_model
-    seed_run = env.run(task, model=model, sim=sim, trace_id=f"{task.id}-seed")
+    tracer = _tracer_for(config.db)
+    seed_run = env.run(task, model=model, sim=sim, trace_id=f"{task.id}-seed", tracer=tracer)
     out = SeedResult(env_name, index, task.id or "", bool(seed_run.trace.outcome and seed_run.trace.outcome.success))
     if not out.seed_success:
         return out
@@ -238,8 +255,10 @@ def run_seed(env_name: str, index: int, task: Task, config: InjectConfig) -> See
                     continue
                 made += 1
                 out.attempts.append(inject_one(env, seed_run.trace, seed_run.recording, t, mode, generated,
-                                               model=model, sim=sim, trace_id=f"{task.id}-t{t}-{mode}"))
+                                               model=model, sim=sim, trace_id=f"{task.id}-t{t}-{mode}", tracer=tracer))
                 break
+    if tracer is not None:
+        tracer.force_flush()
     return out
 
 

@@ -203,3 +203,19 @@ def test_table_row_count_check_catches_a_filter_that_matches_nothing(seed_runs):
             checked += 1
         caught += 1
     assert caught >= 4 and checked >= 1
+
+
+def test_with_a_store_every_seed_and_injected_run_goes_through_the_tracer(tmp_path):
+    from middleware.store import open_store
+
+    db = str(tmp_path / "runs.db")
+    task = envs.get("research_team").tasks(5, 1)[0]
+    result = run_seed("research_team", 0, task, InjectConfig(envs=["research_team"], per_seed=3, seed=5, db=db))
+    store = open_store(db)
+    ids = {s.id for s in store.list_traces(limit=100)}
+    assert ids == {f"{task.id}-seed"} | {f"{task.id}-t{a.t}-{a.mode}" for a in result.attempts}
+    for a in result.attempts:
+        stored = store.get_trace(f"{task.id}-t{a.t}-{a.mode}")
+        assert stored.outcome.success == (a.status == "succeeded")
+        if a.trace is not None:
+            assert [(s.agent, s.kind, s.content) for s in stored.steps] == [(s.agent, s.kind, s.content) for s in a.trace.steps]
