@@ -304,7 +304,13 @@ class StoreSpanProcessor(SpanProcessor):
         if agent is not None:
             record.attributes.setdefault(S.AGENT_NAME, agent)
         try:
-            S.ingest(self.store, [record], source="tracer")
+            if run_id is not None and not S.is_header_span(record):
+                # A span of a live run: its header is already stored (Run.start), so skip ingest's checks.
+                step = S.span_to_step(record, source="tracer", agent=agent)
+                if step is not None:
+                    self.store.add_step(conversation, step)
+            else:
+                S.ingest(self.store, [record], source="tracer")
         except Exception as exc:  # noqa: BLE001 - a storage problem must not crash the traced agent
             log.exception("faultlens could not store span %s (%s)", record.span_id, record.name)
             self.errors.append(exc)
