@@ -339,7 +339,7 @@ class ShopperPolicy:
             if st and urlsplit(st[0]).path == "/search" and _base(st[0]) == base:
                 seen_urls.add(st[0])
                 for item in results(p):
-                    seen.setdefault(item["name"], {**item, "page": _page_no(p)})
+                    seen[item["name"]] = {**item, "page": _page_no(p)}  # the latest listing wins
         candidates = [i for i in seen.values() if self._visible_ok(plan, i) and i["name"] not in rejected]
         if plan.want == "highest-rated":
             candidates.sort(key=lambda i: (-i["rating"], i["price"]))
