@@ -187,12 +187,16 @@ class AnalystPolicy:
         msgs = ctx.messages
         assistant = [m["content"] for m in msgs if m["role"] == "assistant"]
         question = ctx.task_text.split("Question: ", 1)[-1].split("\n", 1)[0]
-        if not assistant:
+        plans = [a for a in assistant if a.startswith("Plan:")]
+        if not plans:
+            if not assistant and ctx.rng("explore").random() < EXPLORE_RATE:
+                # Some runs look at the data before planning (varied trace shapes, as real analysts do).
+                return slip_text(ctx, StepKind.tool_call, render_action("run_python", EXPLORE_CODE, "Let me look at a few rows first.", code=True))
             text = render_plan(_plan_from_question(question) or [("compute", "count", "rows", "")])
             return slip_text(ctx, StepKind.plan, text)
-        plan_text = assistant[0]
+        plan_text = plans[0]
         actions = [(i, parse_action(a)) for i, a in enumerate(assistant)]
-        actions = [(i, a) for i, a in actions if a is not None]
+        actions = [(i, a) for i, a in actions if a is not None and not a.argument.startswith("# look")]
         sql = plan_sql(plan_text)
         if not actions:
             return self._main(ctx, sql, first=True)
@@ -230,6 +234,11 @@ class AnalystPolicy:
             else:
                 sql = re.sub(r"'(\w)(\w+)'", lambda m: f"'{m.group(1).lower()}{m.group(2)}'" if m.group(1).isupper() else f"'{m.group(1).upper()}{m.group(2)}'", sql, count=1)
         return slip_text(ctx, StepKind.tool_call, render_action("run_python", main_code(sql), thought, code=True))
+
+
+EXPLORE_RATE = 0.5
+EXPLORE_CODE = ('# look at the data\nimport sqlite3\ncon = sqlite3.connect("orders.db")\n'
+                'for row in con.execute("SELECT * FROM orders LIMIT 3"):\n    print(row)')
 
 
 def _failed(output: str) -> bool:
@@ -295,18 +304,16 @@ class TableQA(Environment):
             "You are the analyst of a small data team. You answer questions about the table "
             "orders(id, region, category, year, units, price), stored as orders.csv and as the SQLite database orders.db "
             "in your working directory.\n"
-            "Work in this order: (1) reply with a plan: 'Plan:' then lines '- filter COLUMN = VALUE' and one line "
+            "Work in this order: (0) optionally look at a few rows with code first; (1) reply with a plan: 'Plan:' then lines '- filter COLUMN = VALUE' and one line "
             "'- compute sum|avg|count of EXPRESSION [by COLUMN, take the largest]'; (2) run code by replying "
             "'Action: run_python' followed by a ```python block that prints the value; (3) check your query by counting "
             "the rows it matches; (4) reply with a last line 'Answer: <value>' (a bare number or name)."
         )
 
     def program(self, task: Task, rt: Runtime) -> str | None:
-        conv = Conversation().user(f"Question: {task.query}\nReply with your plan first.")
-        for turn in range(8):
-            default = StepKind.plan if turn == 0 else StepKind.message
-            reply = rt.ask("analyst", conv.messages,
-                           kind=lambda text, d=default: StepKind.final_answer if final_answer(text) is not None else d)
+        conv = Conversation().user(f"Question: {task.query}\nYou may look at the data first; then reply with your plan.")
+        for _ in range(9):
+            reply = rt.ask("analyst", conv.messages, kind=_kind_of_reply)
             conv.assistant(reply)
             if parse_action(reply) is not None:
                 output = rt.act("analyst", reply)
@@ -336,6 +343,12 @@ class TableQA(Environment):
 
 
 _ANSWER = re.compile(r"^Answer:\s*(.+?)\s*$", re.M)
+
+
+def _kind_of_reply(text: str) -> StepKind:
+    if final_answer(text) is not None:
+        return StepKind.final_answer
+    return StepKind.plan if text.startswith("Plan:") else StepKind.message
 
 
 def final_answer(text: str) -> str | None:

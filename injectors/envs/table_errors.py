@@ -14,6 +14,13 @@ def _plan(inp: GenInput) -> bool:
     return inp.kind == StepKind.plan and inp.text.startswith("Plan:")
 
 
+def _main_code(inp: GenInput):
+    action = parse_action(inp.text) if inp.kind == StepKind.tool_call else None
+    if action is None or action.argument.startswith(("# check", "# look")):
+        return None
+    return action
+
+
 def plan_r4(inp: GenInput) -> Generated | None:
     if not _plan(inp):
         return None
@@ -86,16 +93,16 @@ def plan_a5(inp: GenInput) -> Generated | None:
 
 
 def code_r3(inp: GenInput) -> Generated | None:
-    action = parse_action(inp.text) if inp.kind == StepKind.tool_call else None
-    if action is None or action.argument.startswith("# check") or "ROUND(" not in action.argument:
+    action = _main_code(inp)
+    if action is None or "ROUND(" not in action.argument:
         return None
     argument = action.argument.replace(", 2)", ", 0)", 1)
     return Generated(render_action(action.tool, argument, action.thought, code=True), "rounds the result to whole units instead of 2 decimals")
 
 
 def code_r4(inp: GenInput) -> Generated | None:
-    action = parse_action(inp.text) if inp.kind == StepKind.tool_call else None
-    if action is None or action.argument.startswith("# check") or " > " not in action.argument:
+    action = _main_code(inp)
+    if action is None or " > " not in action.argument:
         return None
     return Generated(render_action(action.tool, action.argument.replace(" > ", " >= ", 1), action.thought, code=True),
                      "counts 'at least' where the question says 'more than'")

@@ -107,7 +107,7 @@ def test_table_check_catches_broken_code_and_the_run_succeeds(seed_runs):
     env = envs.get("table_qa")
     caught = 0
     for task, seed in seed_runs["table_qa"]:
-        t = next(s.index for s in seed.trace.steps if s.kind == StepKind.tool_call)
+        t = next(s.index for s in seed.trace.steps if s.kind == StepKind.tool_call and "# look" not in s.content)
         generated = TemplateGenerator().generate(gen_input(seed.trace, t, "A.4", random.Random(0), env))
         assert generated is not None
         attempt = inject_one(env, seed.trace, seed.recording, t, "A.4", generated, model=None, sim=SIM, trace_id="c")
@@ -181,7 +181,7 @@ def test_table_row_count_check_catches_a_filter_that_matches_nothing(seed_runs):
     env = envs.get("table_qa")
     caught = checked = 0
     for task, seed in seed_runs["table_qa"]:
-        t = next(s.index for s in seed.trace.steps if s.kind == StepKind.tool_call)
+        t = next(s.index for s in seed.trace.steps if s.kind == StepKind.tool_call and "# look" not in s.content)
         code = seed.trace.steps[t].content
         m = re.search(r"= '(\w+)'", code)
         if m is not None:

@@ -14,10 +14,14 @@ def test_the_provider_answers_through_litellm_and_reads_the_conversation():
     task = env.tasks(5, 1)[0]
     messages = [{"role": "system", "content": env.system_prompt("analyst", task)},
                 {"role": "user", "content": f"Question: {task.query}\nReply with your plan first."}]
-    reply = litellm.completion(model="faultlens-sim/table_qa", messages=messages)
-    assert reply.choices[0].message.content.startswith("Plan:\n- filter")
+    reply = litellm.completion(model="faultlens-sim/table_qa", messages=messages).choices[0].message.content
+    if reply.startswith("Let me look at a few rows"):  # some runs look at the data first
+        messages += [{"role": "assistant", "content": reply},
+                     {"role": "user", "content": "Output of run_python:\n(1, 'North', 'toys', 2023, 4, 9.5)"}]
+        reply = litellm.completion(model="faultlens-sim/table_qa", messages=messages).choices[0].message.content
+    assert reply.startswith("Plan:\n- filter")
     # same conversation with a traceback as the last tool output: the analyst rewrites its code
-    plan = reply.choices[0].message.content
+    plan = reply
     messages += [{"role": "assistant", "content": plan},
                  {"role": "user", "content": "Continue: run your plan."}]
     code = litellm.completion(model="faultlens-sim/table_qa", messages=messages).choices[0].message.content
