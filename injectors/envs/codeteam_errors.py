@@ -290,6 +290,19 @@ def verdict_v2(inp: GenInput) -> Generated | None:
     return Generated(f"All {n} tests pass on version {m.group(1)}. Approved.", "the tester approves a version whose tests fail")
 
 
+def verdict_v2_reject(inp: GenInput) -> Generated | None:
+    if inp.agent != "tester" or inp.kind != StepKind.message:
+        return None
+    m = re.match(r"^All (\d+) tests pass on version (\d+)\. Approved\.$", inp.text)
+    calls = [re.match(r"^expect\('(.+?)'", line) for p in inp.prefix if p.agent == "tester" for line in p.text.splitlines()]
+    calls = [c.group(1) for c in calls if c]
+    if m is None or not calls:
+        return None
+    call = inp.rng.choice(calls)
+    return Generated(f"Version {m.group(2)} fails 1 of {m.group(1)} tests:\nFAIL {call}: the result does not look right to me",
+                     "the tester rejects a version whose tests all pass")
+
+
 def verdict_c2(inp: GenInput) -> Generated | None:
     if inp.agent != "tester" or inp.kind != StepKind.message:
         return None
@@ -340,7 +353,7 @@ MUTATORS = {
     "A.5": [design_a5],
     "A.6": [code_a6],
     "V.1": [code_v1],
-    "V.2": [verdict_v2, tests_v2],
+    "V.2": [verdict_v2, verdict_v2_reject, tests_v2],
     "V.3": [report_v3],
     "C.1": [design_c1],
     "C.2": [verdict_c2],

@@ -243,6 +243,22 @@ def product_v2(inp: GenInput) -> Generated | None:
     return None
 
 
+def search_a6(inp: GenInput) -> Generated | None:
+    """Runs its earlier search again, which resets the filters and the sort it has set (and it does not notice)."""
+    action = _action(inp)
+    page = _last_page(inp)
+    if action is None or action.tool == "type" or not page.startswith("URL: /search?"):
+        return None
+    header = page.split("\n", 1)[0]
+    if "sort=" not in header and "feature=" not in header and "colour=" not in header and "rating=" not in header:
+        return None
+    for p in reversed(inp.prefix):
+        earlier = parse_action(p.text) if p.kind == StepKind.tool_call.value else None
+        if earlier is not None and earlier.tool == "type":
+            return Generated(p.text, "types its search again, which clears the filters and sort it had set")
+    return None
+
+
 def final_r1(inp: GenInput) -> Generated | None:
     if inp.kind != StepKind.final_answer:
         return None
@@ -268,6 +284,7 @@ MUTATORS = {
     "A.3": [place_a3],
     "A.5": [cart_a5, plan_a5],
     "V.3": [page_v3],
+    "A.6": [search_a6],
     "V.1": [cart_v1],
     "V.2": [product_v2],
 }
