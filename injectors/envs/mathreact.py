@@ -28,6 +28,10 @@ The agent (simulated policy; a real LLM gets the same prompt):
    catches a misnoted value that feeds the last calculation;
 4. `Answer: <value> <unit>` rounded to 2 decimals.
 
+When a step fails twice, on some problems (60 %, decided by the problem) it
+re-reads the problem and writes a revised plan (once), which it then follows;
+on the others it gives up.
+
 Recovered mistakes in seeds (rate `noise`): a misspelt unit or a calculator
 typo that the tool rejects and the agent retypes.
 """
@@ -320,8 +324,15 @@ class SolverState:
         self.check_done = False
         self.noted: set[str] = set()
         self.last_step: int | None = None
+        self.replanned = len(plans) > 1
         for i in assistant_idx[1:]:
             text = messages[i]["content"]
+            if i in plans[1:]:
+                # a revised plan: steps whose line changed are to be done again, and retries start afresh
+                new = parse_plan(text)
+                self.done = {k for k in self.done if k <= len(new) and k <= len(self.plan) and new[k - 1] == self.plan[k - 1]}
+                self.plan, self.failures = new, {}
+                continue
             for name, value in _NOTE.findall(text):
                 self.values[name] = value
                 self.noted.add(name)
@@ -400,6 +411,12 @@ class SolverPolicy:
         if k is not None:
             op, arg, name = st.plan[k - 1]
             if st.failures.get(k, 0) >= 2:
+                question = ctx.task_text.split("Problem: ", 1)[-1].split("\n", 1)[0]
+                fresh = plan_from_question(question)
+                # on some problems it re-reads the problem and revises its plan (once); otherwise it gives up
+                if (not st.replanned and fresh is not None and fresh != st.plan
+                        and random.Random(stable_seed(ctx.config.seed, question, "replan")).random() < 0.6):
+                    return slip_text(ctx, StepKind.plan, render_plan(fresh))
                 return slip_text(ctx, StepKind.final_answer, f"The {op} step keeps failing, so I cannot finish.\nAnswer: unknown")
             argument = resolve(arg, st.values)
             if op not in _VERB:

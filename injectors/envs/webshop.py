@@ -22,7 +22,9 @@ The shopper (simulated policy; a real LLM gets the same prompt):
    optional `- filter:` and `- sort:` lines, the
    `- want:`/`- need:` constraints, `- quantity:`, `- budget:`, `- then:`),
    choosing for itself whether to filter and sort (so runs differ in shape:
-   without a sort it pages through every result);
+   without a sort it pages through every result); when a planned filter does
+   not exist, on half of the tasks it revises its plan without it, otherwise
+   it gives up;
 2. follows its plan, not the task text (a bad plan is carried forward): it
    searches, filters, sorts, picks the best visible candidate, opens it and
    checks what only the product page shows (feature, stock), goes back if it
@@ -51,7 +53,7 @@ from urllib.parse import parse_qsl, urlsplit
 from middleware.model import AgentInfo, Outcome, StepKind, Task
 
 from . import register
-from .base import Conversation, Environment, Runtime, ToolSpec, parse_action, render_action
+from .base import Conversation, Environment, Runtime, ToolSpec, parse_action, render_action, stable_seed
 from .webshop_site import (CATEGORIES, COLOURS, RATING_FILTER, SORTS, act, decode_state, encode_state, make_catalogue, money,
                            page_for, state_of)
 
@@ -162,6 +164,7 @@ class Plan:
             m = re.search(rf"^- {key}: (.+?)\s*$", text, re.M)
             return m.group(1) if m else None
 
+        self.text = text
         self.search = one("search") or ""
         self.filters = [tuple(x.strip() for x in f.split("=", 1)) for f in re.findall(r"^- filter: (.+?)\s*$", text, re.M) if "=" in f]
         self.sort = one("sort")
@@ -257,7 +260,8 @@ class ShopperPolicy:
 
         msgs = ctx.messages
         mine = [m["content"] for m in msgs if m["role"] == "assistant"]
-        plan_text = next((text for text in mine if text.startswith("Plan:")), None)
+        plans = [text for text in mine if text.startswith("Plan:")]
+        plan_text = plans[-1] if plans else None  # the latest plan (it may revise one it cannot follow)
         if plan_text is None:
             plan = plan_from_task(ctx.task_text.split("Task: ", 1)[-1].split("\n", 1)[0], ctx.rng("plan"))
             if plan is None:
@@ -326,6 +330,10 @@ class ShopperPolicy:
         for label, want in plan.filters:
             current = value_of(page, label)
             if current is None:
+                if len([m for m in mine if m.startswith("Plan:")]) == 1 and random.Random(
+                        stable_seed(ctx.config.seed, ctx.task_text, "replan")).random() < 0.5:
+                    revised = "\n".join(line for line in plan.text.splitlines() if line != f"- filter: {label} = {want}")
+                    return revised, StepKind.plan
                 return (f"There is no '{label}' filter on this site, so I cannot follow my plan.\nAnswer: none", StepKind.final_answer)
             if current != want and f"Filter: {label} = {want}." not in issued:
                 return render_action("select", f"[{find(page, 'combobox', label)}] {want}", f"Filter: {label} = {want}."), StepKind.tool_call
