@@ -110,6 +110,14 @@ def click_a1(inp: GenInput) -> Generated | None:
             return None
         return Generated(render_action("select", f"[{ship.group(1)}] Express (+$9.99)", action.thought),
                          "chooses express shipping instead of placing the order with free shipping")
+    if action.tool == "select" and not action.thought.startswith("Set the quantity"):
+        # clicks the drop-down instead of choosing the option: nothing changes, and it carries on as if it had
+        element = action.argument.split("]", 1)[0] + "]"
+        return Generated(render_action("click", element, action.thought), "clicks the drop-down instead of selecting the option")
+    if action.thought == "Check out.":
+        remove = re.search(r'^\[(\d+)\] button "Remove ', page, re.M)
+        if remove:
+            return Generated(render_action("click", f"[{remove.group(1)}]", action.thought), "clicks 'Remove' instead of 'Checkout'")
     if not page.startswith("URL: /search"):
         return None
     m = re.match(r"^\[(\d+)\]$", action.argument.strip()) if action.thought.startswith("Open ") else None
