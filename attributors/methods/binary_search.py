@@ -14,7 +14,7 @@ from middleware.model import Trace
 
 from .. import prompts, render
 from ..registry import register
-from .llm_base import LLMAttributor, Run, _confidence, candidates_ranking
+from .llm_base import LLMAttributor, Run, confidence_of, candidates_ranking
 
 
 class BinarySearch(LLMAttributor):
@@ -42,7 +42,7 @@ class BinarySearch(LLMAttributor):
             "step": lo,
             "mode": mode,
             "reason": diagnosis.reason,
-            "confidence": _confidence(diagnosis.confidence, run),
+            "confidence": confidence_of(diagnosis.confidence, run),
             "ranking": candidates_ranking(trace, [(lo, 1.0, diagnosis.reason)]),
         }
 

@@ -227,7 +227,7 @@ class LLMAttributor(BaseAttributor):
         if trace.steps[step].agent != agent:
             # Both are reported as given; the mismatch is recorded, not resolved by guessing.
             run.details["agent_step_mismatch"] = f"answer names agent {agent} but step {step} is by {trace.steps[step].agent}"
-        return {"agent": agent, "step": step, "mode": mode, "reason": verdict.reason, "confidence": _confidence(verdict.confidence, run)}
+        return {"agent": agent, "step": step, "mode": mode, "reason": verdict.reason, "confidence": confidence_of(verdict.confidence, run)}
 
     async def aattribute(self, trace: Trace) -> Attribution:
         run = Run(trace)
@@ -248,7 +248,7 @@ class LLMAttributor(BaseAttributor):
         raise NotImplementedError
 
 
-def _confidence(value: float | None, run: Run) -> float | None:
+def confidence_of(value: float | None, run: Run) -> float | None:
     if value is None:
         return None
     if 0.0 <= value <= 1.0:
