@@ -75,15 +75,26 @@ def reflect_on(
     attributor: Attributor | None,
     reflector: Reflector,
     memory: BaseLessonMemory | None = None,
+    *,
+    min_confidence: float | None = None,
 ) -> LoopResult:
-    """Attribute one stored failed run, save the attribution, reflect, and add the lessons to memory."""
+    """Attribute one stored failed run, save the attribution, reflect, and add the lessons to memory.
+
+    With `min_confidence`, an attribution that states a lower confidence is
+    saved but not reflected on (status ``skipped``): a guess is not a lesson.
+    """
     started = time.perf_counter()
     trace = store.get_trace(trace_id)
     attribution = None
     if attributor is not None:
         attribution = _attribute(attributor, trace)
         store.save_attribution(attribution)
-    reflection = reflector.reflect(trace, attribution)
+    confidence = attribution.confidence if attribution is not None else None
+    if min_confidence is not None and confidence is not None and confidence < min_confidence:
+        reflection = Reflection(status="skipped", method=getattr(reflector, "method", "?"),
+                                error=f"attribution confidence {confidence:.2f} is below min_confidence {min_confidence:.2f}")
+    else:
+        reflection = reflector.reflect(trace, attribution)
     memory = memory if memory is not None else LessonMemory(store)
     lessons = memory.add_all(reflection.lessons)
     error = reflection.error if reflection.status != "ok" else None
@@ -124,6 +135,8 @@ class FeedbackLoop:
     memory: where lessons go (default: `LessonMemory` over the store).
     reflector: a `Reflector` or a `get_reflector` spec (default: offline).
     model: passed to the attributor as `model=` when it is given by name.
+    min_confidence: learn only from attributions at least this confident
+        (those that state no confidence always count); default: learn from all.
     """
 
     def __init__(
@@ -136,6 +149,7 @@ class FeedbackLoop:
         store: SQLiteStore | None = None,
         model: str | None = None,
         attributor_options: dict[str, Any] | None = None,
+        min_confidence: float | None = None,
     ):
         self.tracer = tracer
         store = store if store is not None else getattr(tracer, "store", None)
@@ -150,6 +164,7 @@ class FeedbackLoop:
         self.attributor = resolve_attributor(attributor, **options)
         self.memory = memory if memory is not None else LessonMemory(store)
         self.reflector: Reflector = reflector if isinstance(reflector, Reflector) else get_reflector(reflector)
+        self.min_confidence = min_confidence
         self.results: list[LoopResult] = []
         self._queue: queue.Queue[str | None] = queue.Queue()
         self._results_lock = threading.Lock()
@@ -223,7 +238,8 @@ class FeedbackLoop:
                 if trace_id is None:
                     return
                 try:
-                    result = reflect_on(self.store, trace_id, self.attributor, self.reflector, self.memory)
+                    result = reflect_on(self.store, trace_id, self.attributor, self.reflector, self.memory,
+                                        min_confidence=self.min_confidence)
                 except Exception as exc:  # the worker must survive one bad trace; the failure is recorded
                     log.exception("feedback loop failed on trace %s", trace_id)
                     result = LoopResult(trace_id, None, None, error=f"{type(exc).__name__}: {exc}")

@@ -180,3 +180,22 @@ def test_the_loop_keeps_lessons_in_a_langgraph_store(store):
     [item] = backend.search(("faultlens", "lessons", "analyst"))
     assert item.value["trace_id"] == trace.id and item.value["mode"] == "R.3"
     assert LessonMemory(store).lessons() == []  # nothing went to the SQLite lessons table
+
+
+def test_min_confidence_keeps_guesses_out_of_memory(store):
+    class Unsure(BlameTheAnalyst):
+        def attribute(self, trace):
+            return super().attribute(trace).model_copy(update={"confidence": 0.1})
+
+    trace = failed_trace()
+    store.save_trace(trace)
+    with FeedbackLoop(store=store, attributor=Unsure(), min_confidence=0.5) as loop:
+        loop.submit(trace.id)
+        [result] = loop.drain(timeout=30)
+    assert result.reflection.status == "skipped" and "below min_confidence" in result.error
+    assert result.lessons == [] and loop.memory.lessons() == []
+    assert store.attributions(trace.id)[0].confidence == 0.1  # the attribution itself is kept
+    with FeedbackLoop(store=store, attributor=Unsure(), min_confidence=0.05) as loop:
+        loop.submit(trace.id)
+        [result] = loop.drain(timeout=30)
+    assert [l.agent for l in result.lessons] == ["analyst"]
