@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from middleware.jsonl import write_jsonl
 from middleware.model import Trace
 
 from .metrics import length_bucket
@@ -143,7 +142,7 @@ def build_bundled(
     for trace in traces:
         splits[split_of(seed, trace)].append(trace)
     for split, items in splits.items():
-        write_jsonl(items, out_dir / f"{split}.jsonl.gz")
+        write_sorted(items, out_dir / f"{split}.jsonl.gz")
 
     from injectors.pipeline import InjectResult
 
@@ -160,6 +159,28 @@ def build_bundled(
     (out_dir / "README.md").write_text(datasheet(build, args, command or rebuild_command(out_dir, args)))
     build.seconds = time.time() - started
     return build
+
+
+def trace_line(trace: Trace) -> str:
+    """One JSONL line with every object's keys sorted.
+
+    Some environments fill dicts (task metadata) by iterating over sets, whose
+    order changes with each process's hash seed; sorting the keys makes the
+    bytes a function of the content alone. The line is ordinary native JSONL.
+    """
+    return json.dumps(trace.model_dump(mode="json"), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def write_sorted(traces: list[Trace], path: Path) -> int:
+    """Write traces as gzipped JSONL (`trace_line`), with no time stamp in the gzip header."""
+    import gzip
+    import io
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.GzipFile(filename=path, mode="wb", mtime=0) as raw, io.TextIOWrapper(raw, encoding="utf-8", newline="\n") as fh:
+        for trace in traces:
+            fh.write(trace_line(trace) + "\n")
+    return len(traces)
 
 
 def rebuild_command(out_dir: Path, args: dict[str, Any]) -> str:
