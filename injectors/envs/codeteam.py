@@ -33,8 +33,12 @@ The evaluator runs hidden tests (every boundary and invalid input of the
 spec's true parameters) on the submitted code, in one subprocess.
 
 Simulated agents: the coder writes what the design says; the tester's expected
-values come from the design too. So design errors pass the team's tests and
-only the hidden tests catch them; a coder's slip is caught when a listed test
+values come from the design too, except on half of the tasks (decided by the
+spec), where the tester works them out from the spec itself. So a design error
+passes the team's tests on the first kind of task (only the hidden tests catch
+it); on the second kind the tests fail, and the coder, whose code matched the
+design, writes the next version from the spec: the design error is caught.
+Either way, a coder's slip is caught when a listed test
 exercises it. Recovered mistakes in seeds: the coder's first version has a
 slip (a flipped comparison, an off-by-one constant, a missing check) at rate
 2 × `noise`, always one that a listed test exercises, so the tester catches it
@@ -51,11 +55,12 @@ from typing import Any, TypedDict
 from middleware.model import AgentInfo, Outcome, StepKind, Task
 
 from . import register
-from .base import Conversation, Environment, Runtime, ToolSpec, parse_action, render_action
+from .base import Conversation, Environment, Runtime, ToolSpec, parse_action, render_action, stable_seed
 from .codeteam_specs import (FAMILIES, FUNCTION, TESTS_MARK, code_for, design_lines, expect_lines, expected, family_of,
                              make_params, parse_design, run_tests, spec_text, test_inputs)
 
 MAX_ROUNDS = 2
+SPEC_CHECKED = "checked against the spec"
 WORKFLOW = "- workflow: coder writes the function; tester runs the tests; I submit the version the tester approves"
 _TRACER: contextvars.ContextVar[Any] = contextvars.ContextVar("code_team_tracer", default=None)
 
@@ -195,6 +200,14 @@ class TeamPolicy:
         if family is None:
             return slip_text(ctx, StepKind.message, f"Version {k}:\nI cannot tell from the design which function to write.")
         code = code_for(family, p)
+        report = last.split("The tester's report:\n", 1)[-1]
+        previous = [code_in(m["content"]) for m in msgs if m["role"] == "assistant" and code_in(m["content"])]
+        if k > 1 and SPEC_CHECKED in report and previous and previous[-1] == code:
+            # it wrote what the design says and the spec-based tests still fail: it trusts the spec over the design
+            spec = ctx.task_text.split("Spec: ", 1)[-1].split("\n\nDesign from the architect:", 1)[0]
+            found = params_from_spec(spec)
+            if found is not None:
+                code = code_for(found[0], parse_design("Design:\n" + "\n".join(design_lines(*found)))[1])
         if k == 1 and ctx.config.noise > 0 and ctx.rng("first-draft").random() < min(1.0, 2 * ctx.config.noise):
             tests = design_tests(design)
             _, tp = design_params_for_tester(design)
@@ -238,6 +251,8 @@ class TeamPolicy:
             if m and int(m.group(2)) == 0 and int(m.group(1)) > 0:
                 return slip_text(ctx, StepKind.message, f"All {m.group(1)} tests pass on version {version}. Approved.")
             fails = [line for line in output.splitlines() if line.startswith("FAIL")]
+            if any(SPEC_CHECKED in m["content"] for m in msgs if m["role"] == "assistant"):
+                fails.append(f"(expected values {SPEC_CHECKED})")
             detail = "\n".join(fails[:4]) or output.strip()[:300]
             total = f"{m.group(2)} of {int(m.group(1)) + int(m.group(2))} tests" if m else "the tests"
             return slip_text(ctx, StepKind.message, f"Version {version} fails {total}:\n{detail}")
@@ -247,6 +262,15 @@ class TeamPolicy:
                                                                       f"Running my tests again on version {version}.", code=True))
         family, p = design_params_for_tester("Design:\n" + design)
         calls = design_tests(design)
+        spec = text.split("Spec: ", 1)[-1].split("\n\nDesign:\n", 1)[0] if text.startswith("Spec: ") else ""
+        found = params_from_spec(spec) if spec else None
+        checked = ""
+        if found is not None and random.Random(stable_seed(ctx.config.seed, spec, "spec-tester")).random() < 0.5:
+            # this tester works out the expected values from the spec itself, not from the design
+            name = FUNCTION[found[0]].split("(")[0]
+            calls = [re.sub(r"^\w+\(", f"{name}(", c) for c in calls]
+            family, p = found[0], parse_design("Design:\n" + "\n".join(design_lines(*found)))[1]
+            checked = f" {SPEC_CHECKED}"
         if family is None or not calls:
             return slip_text(ctx, StepKind.message, f"The design gives me nothing to test. Approved version {version}.")
         try:
@@ -254,7 +278,7 @@ class TeamPolicy:
         except Exception as exc:  # the design itself does not make sense as code
             return slip_text(ctx, StepKind.message, f"I cannot work out what the design expects ({type(exc).__name__}); version {version} is not approved.")
         return slip_text(ctx, StepKind.tool_call, render_action("run_tests", expect_lines(cases),
-                                                                  f"Testing version {version} on the {len(cases)} cases of the design.", code=True))
+                                                                  f"Testing version {version} on the {len(cases)} cases of the design{checked}.", code=True))
 
 
 # ---------------------------------------------------------------- the LangGraph team
@@ -293,7 +317,7 @@ def _architect(state: TeamState, config) -> dict:
 
 def _coder(state: TeamState, config) -> dict:
     rt = _rt(config)
-    conv = Conversation().user(f"Design from the architect:\n{state['design']}")
+    conv = Conversation().user(f"Spec: {state['spec']}\n\nDesign from the architect:\n{state['design']}")
     if state.get("messages"):
         conv.assistant(state["messages"][-1]).user(f"The tester's report:\n{state['report']}\nWrite the next version.")
     reply = ""
@@ -312,7 +336,7 @@ def _tester(state: TeamState, config) -> dict:
     rt = _rt(config)
     k = len(state.get("versions", []))
     previous = f"Your tests from the last round:\n```python\n{state['tests']}\n```\n\n" if state.get("tests") else ""
-    conv = Conversation().user(f"Design:\n{state['design']}\n\nVersion {k} from the coder:\n{state['messages'][-1]}\n\n{previous}"
+    conv = Conversation().user(f"Spec: {state['spec']}\n\nDesign:\n{state['design']}\n\nVersion {k} from the coder:\n{state['messages'][-1]}\n\n{previous}"
                                "Write the tests as expect(<call>, <expected value>) lines and run them.")
     reply = rt.ask("tester", conv.messages, kind=StepKind.message)
     conv.assistant(reply)
