@@ -31,7 +31,7 @@ from typing import Any
 
 import multiprocessing as mp
 
-from middleware.model import GoldLabel, StepKind, Task, Trace
+from middleware.model import GoldLabel, Task, Trace
 from middleware.replay import Drift, Recording, Session
 
 from . import envs
@@ -308,5 +308,5 @@ def kept_traces(results: Iterable[SeedResult]) -> list[Trace]:
     return [a.trace for s in results for a in s.attempts if a.status == "kept" and a.trace is not None]
 
 
-__all__ = ["Attempt", "InjectConfig", "InjectResult", "SeedResult", "choose_pairs", "inject", "inject_one", "run_seed",
-           "StepKind"]
+__all__ = ["Attempt", "InjectConfig", "InjectResult", "SeedResult", "candidates", "choose_pairs", "inject", "inject_one",
+           "run_seed"]

@@ -40,7 +40,7 @@ from middleware.taxonomy import get_mode
 
 from .envs.base import SIM_PREFIX, stable_seed
 
-__all__ = ["SimConfig", "SimContext", "SimPolicy", "SimLLM", "ensure_registered", "parse_lessons"]
+__all__ = ["SimConfig", "SimContext", "SimPolicy", "ensure_registered", "parse_lessons", "policy_for"]
 
 
 @dataclass
@@ -151,6 +151,7 @@ def policy_for(env_name: str) -> SimPolicy:
 
 
 def _make_handler():
+    # Built on first use: importing litellm is slow, and `import injectors.sim` should not pay for it.
     import litellm
     from litellm import CustomLLM
 
@@ -173,9 +174,6 @@ def _make_handler():
             return self.completion(model, messages, *args, **kwargs)
 
     return SimLLM()
-
-
-SimLLM = None  # the handler class is built lazily (importing litellm is slow)
 
 
 def ensure_registered() -> None:

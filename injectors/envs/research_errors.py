@@ -232,7 +232,7 @@ def verifier_v2(inp: GenInput) -> Generated | None:
 # -- calculator -------------------------------------------------------------
 
 def calc_r3(inp: GenInput) -> Generated | None:
-    from ..generators import change_a_number, with_argument
+    from ..generators import change_a_number
 
     action = parse_action(inp.text) if inp.agent == "calculator" and inp.kind == StepKind.tool_call else None
     if action is None:
