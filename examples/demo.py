@@ -36,7 +36,7 @@ def demo(db_path: Path | None) -> None:
     """Run a small multi-agent team offline, store its traces, and show the failed one.
 
     The team (planner → researcher with a lookup tool → analyst) calls its
-    models through litellm; offline they are the deterministic `faultlens-sim`
+    models through litellm; offline they are the deterministic `faultlens-demo`
     provider, so no key or network is needed. One task succeeds, one fails.
     """
     console = Console()

@@ -1,7 +1,7 @@
 """The demo's multi-agent team: plain Python agents and a tool, traced with faultlens decorators.
 
 planner → researcher (lookup_population tool) → analyst. Every model call
-goes through litellm (offline: the `faultlens-sim` provider of
+goes through litellm (offline: the `faultlens-demo` provider of
 `examples/sim_llm.py`; any litellm model works, see `CityTeam(models=...)`).
 
 The team has one realistic weakness: when a lookup fails, the researcher does
@@ -45,7 +45,7 @@ class CityTeam:
     """The team, bound to a tracer. `models` maps an agent to a litellm model name."""
 
     tracer: Tracer
-    models: dict[str, str] = field(default_factory=lambda: {a: f"faultlens-sim/{a}" for a in SYSTEM})
+    models: dict[str, str] = field(default_factory=lambda: {a: f"faultlens-demo/{a}" for a in SYSTEM})
 
     def __post_init__(self) -> None:
         t = self.tracer

@@ -1,6 +1,6 @@
-"""An offline stand-in model for the demo: a litellm `CustomLLM` provider named `faultlens-sim`.
+"""An offline stand-in model for the demo: a litellm `CustomLLM` provider named `faultlens-demo`.
 
-`faultlens-sim/<persona>` answers deterministically from the messages it is
+`faultlens-demo/<persona>` answers deterministically from the messages it is
 given, so the demo runs with no key and no network while every model call
 still goes through litellm (and is traced like a real one). The personas are
 those of the demo team in `examples/demo_team.py`. It is a simulator, not a
@@ -19,7 +19,7 @@ import litellm
 from litellm import CustomLLM
 from litellm.types.utils import Choices, GenericStreamingChunk, Message, ModelResponse, Usage
 
-PROVIDER = "faultlens-sim"
+PROVIDER = "faultlens-demo"
 
 
 def _text(messages: list[dict[str, Any]], role: str | None = None) -> str:
@@ -73,7 +73,7 @@ def _announce(messages: list, kwargs: dict[str, Any]) -> None:
 
 
 class SimLLM(CustomLLM):
-    """litellm provider `faultlens-sim`: deterministic personas instead of a model."""
+    """litellm provider `faultlens-demo`: deterministic personas instead of a model."""
 
     def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
         _announce(messages, kwargs)
@@ -108,9 +108,13 @@ class SimLLM(CustomLLM):
 
 
 def register() -> None:
-    """Make `faultlens-sim/<persona>` models available to litellm (idempotent)."""
-    if not any(entry.get("provider") == PROVIDER for entry in litellm.custom_provider_map):
-        litellm.custom_provider_map.append({"provider": PROVIDER, "custom_handler": SimLLM()})
+    """Make `faultlens-demo/<persona>` models available to litellm (idempotent)."""
+    providers = litellm.custom_provider_map or []
+    if not any(entry.get("provider") == PROVIDER for entry in providers):
+        litellm.custom_provider_map = [*providers, {"provider": PROVIDER, "custom_handler": SimLLM()}]
+        from litellm.utils import custom_llm_setup
+
+        custom_llm_setup()
     # The simulator is free: register zero prices so litellm reports a cost of 0, not an unknown model.
     litellm.register_model(
         {f"{PROVIDER}/{p}": {
