@@ -15,7 +15,7 @@ from benchmark.datasets import available_environments, load_bundled_spec  # noqa
 from middleware.jsonl import read_jsonl  # noqa: E402
 
 ENVS = ["chart_qa", "video_qa"]
-ARGS = ["--env", "chart_qa", "--env", "video_qa", "--seeds", "2", "--per-seed", "3", "--seed", "2", "--min-per-mode", "2",
+ARGS = ["--env", "chart_qa", "--env", "video_qa", "--seeds", "2", "--per-seed", "3", "--seed", "5", "--min-per-mode", "2",
         "--topup-rounds", "1", "--workers", "1"]
 FILES = ["dev.jsonl.gz", "test.jsonl.gz", "yield.json", "README.md"]
 
@@ -23,7 +23,7 @@ FILES = ["dev.jsonl.gz", "test.jsonl.gz", "yield.json", "README.md"]
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     out = tmp_path_factory.mktemp("bundled") / "data"
-    result = build_bundled(out, seed=2, seeds=2, per_seed=3, envs=ENVS, min_per_mode=2, topup_rounds=1, workers=1)
+    result = build_bundled(out, seed=5, seeds=2, per_seed=3, envs=ENVS, min_per_mode=2, topup_rounds=1, workers=1)
     return out, result
 
 
@@ -71,7 +71,7 @@ def test_splits_are_by_task_never_by_trace(built):
     test = {t.task.id for t in read_jsonl(out / "test.jsonl.gz")}
     assert dev and test and not dev & test
     for trace in read_jsonl(out / "test.jsonl.gz"):
-        assert split_of(2, trace) == "test"
+        assert split_of(5, trace) == "test"
 
 
 def test_top_up_passes_add_traces_of_short_modes_only(built):
@@ -80,7 +80,7 @@ def test_top_up_passes_add_traces_of_short_modes_only(built):
     assert {r["env"] for r in rows} == set(ENVS)
     ids = [t.id for split in result.traces.values() for t in split]
     assert len(ids) == len(set(ids))
-    topped = [t for split in result.traces.values() for t in split if "-1002-" in t.task.id]
+    topped = [t for split in result.traces.values() for t in split if "-1005-" in t.task.id]
     first = {(t.source.benchmark, t.gold.mode) for split in result.traces.values() for t in split if t not in topped}
     assert all((t.source.benchmark, t.gold.mode) in first for t in topped)
 
@@ -88,7 +88,7 @@ def test_top_up_passes_add_traces_of_short_modes_only(built):
 def test_the_datasheet_has_counts_the_rebuild_command_and_calibration(built):
     out, result = built
     sheet = (out / "README.md").read_text()
-    assert ("faultlens bench build --out benchmark/data --seed 2 --seeds 2 --per-seed 3 --min-per-mode 2 --topup-rounds 1 "
+    assert ("faultlens bench build --out benchmark/data --seed 5 --seeds 2 --per-seed 3 --min-per-mode 2 "
             "--env chart_qa --env video_qa") in sheet
     for heading in ("## Environments", "## Modality", "## Topology", "## Trace length", "## Failure modes per environment",
                     "## Calibration (test split)"):
