@@ -79,3 +79,15 @@ def test_openai_messages_become_genai_parts():
     assert converted[0]["parts"] == [{"type": "tool_call", "id": "c1", "name": "f", "arguments": {"x": 1}}]
     assert converted[1]["parts"] == [{"type": "tool_call_response", "id": "c1", "response": "42"}]
     assert converted[2]["parts"][1] == {"type": "uri", "modality": "image", "uri": "http://x/a.png"}
+
+
+def test_lessons_shown_to_an_agent_are_on_its_model_calls(tracer):
+    @tracer.agent(name="student")
+    def student() -> None:
+        tracer.set_lessons(["lesson-7"])
+        litellm.completion(model="gpt-4o-mini", messages=MESSAGES, mock_response="ok")
+
+    with tracer.run(task="learn") as run:
+        student()
+    [step] = chat_steps(tracer, run.id)
+    assert step.lessons == ["lesson-7"] and step.agent == "student"
