@@ -113,3 +113,29 @@ def test_gzip_members_hold_one_trace_per_line(built):
     with gzip.open(out / "test.jsonl.gz", "rt", encoding="utf-8") as fh:
         lines = [l for l in fh if l.strip()]
     assert all(json.loads(l)["gold"] for l in lines)
+
+
+@pytest.mark.parametrize("env_name", ["chart_qa", "video_qa"])
+def test_the_shipped_data_matches_the_code(env_name):
+    """The first task of an environment, injected again with the shipped build's settings, gives the shipped lines."""
+    from benchmark.build import DEFAULT_PER_SEED, trace_line
+    from benchmark.datasets import DATA_DIR
+    from injectors import envs
+    from injectors.pipeline import InjectConfig, run_seed
+
+    if not (DATA_DIR / "test.jsonl.gz").exists():
+        pytest.skip("the bundled data is not built")
+    shipped = {}
+    for split in ("dev", "test"):
+        with gzip.open(DATA_DIR / f"{split}.jsonl.gz", "rt", encoding="utf-8") as fh:
+            for line in fh:
+                if f'"id":"{env_name}-0-0-t' in line:
+                    shipped[json.loads(line)["id"]] = line.rstrip("\n")
+    assert shipped, f"no shipped traces of {env_name}-0-0"
+    task = envs.get(env_name).tasks(0, 1)[0]
+    config = InjectConfig(envs=[env_name], seeds=1, per_seed=DEFAULT_PER_SEED, seed=0, workers=1)
+    result = run_seed(env_name, 0, task, config)
+    again = {a.trace.id: trace_line(a.trace) for a in result.attempts if a.status == "kept"}
+    assert set(shipped) <= set(again)
+    for trace_id, line in shipped.items():
+        assert again[trace_id] == line, trace_id
