@@ -20,6 +20,12 @@ PROMPT_VERSIONS = {
     "hybrid": "hybrid/v1",
 }
 
+# A schema-enforcing backend stops a reason at this length, so a small model
+# cannot ramble inside the string until max_tokens cuts the JSON short. It is
+# a schema hint only: a longer reason from a provider that ignores it is kept.
+REASON_MAX_CHARS = 300
+_SHORT = {"maxLength": REASON_MAX_CHARS}
+
 # Below this context size the taxonomy is listed by code and name only, so a
 # small local model still has room for the trace.
 FULL_TAXONOMY_MIN_TOKENS = 8192
@@ -34,7 +40,7 @@ class Verdict(BaseModel):
     agent: str = Field(description="name of the agent that made the decisive error, exactly as written in the trace")
     step: int = Field(description="number of the step with the decisive error, as in [step N]")
     mode: str = Field(description="failure mode code from the taxonomy, e.g. R.3")
-    reason: str = Field(description="one sentence: what went wrong at that step")
+    reason: str = Field(description="one sentence: what went wrong at that step", json_schema_extra=_SHORT)
     confidence: float | None = Field(default=None, description="0 to 1")
 
 
@@ -43,21 +49,21 @@ class StepJudgement(BaseModel):
 
     decisive: bool = Field(description="true if this step is the decisive error")
     mode: str | None = Field(default=None, description="failure mode code if decisive, else null")
-    reason: str = Field(description="one sentence")
+    reason: str = Field(description="one sentence", json_schema_extra=_SHORT)
 
 
 class HalfChoice(BaseModel):
     """Which half of the candidate range holds the decisive error."""
 
     half: Literal["first", "second"]
-    reason: str
+    reason: str = Field(description="one sentence", json_schema_extra=_SHORT)
 
 
 class StepDiagnosis(BaseModel):
     """Why the step already located is wrong."""
 
     mode: str = Field(description="failure mode code from the taxonomy, e.g. A.2")
-    reason: str = Field(description="one sentence: what went wrong at that step")
+    reason: str = Field(description="one sentence: what went wrong at that step", json_schema_extra=_SHORT)
     confidence: float | None = Field(default=None, description="0 to 1")
 
 
@@ -149,7 +155,8 @@ _CODES = [m.code for m in MODES]
 
 
 def _steps_constraint(steps: range | list[int]) -> dict:
-    if isinstance(steps, range):
+    # An enum where it is short: llama.cpp's grammar enforces enums but not minimum/maximum.
+    if isinstance(steps, range) and len(steps) > 256:
         return {"minimum": steps.start, "maximum": steps.stop - 1}
     return {"enum": list(steps)}
 

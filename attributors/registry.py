@@ -28,7 +28,7 @@ def register(name: str, factory: Factory | None = None):
 
 def _load_builtins() -> None:
     # Importing the methods module registers the built-in attributors.
-    from . import methods  # noqa: F401
+    from . import learned, methods  # noqa: F401
 
 
 def names() -> list[str]:

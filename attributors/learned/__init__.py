@@ -1,0 +1,16 @@
+"""`learned`: offline attribution by a small scikit-learn model trained on the bundled benchmark's `dev` split.
+
+Importing this package registers the `learned` attributor. The model file
+(`model.joblib`) ships next to this module; `faultlens train --dataset
+bundled:dev --out PATH` rebuilds it (see `benchmark.train`).
+"""
+
+from ..registry import register
+from .attributor import LearnedAttributor
+from .features import dense_feature_names, feature_names, trace_features
+from .model import DEFAULT_MODEL_PATH, LearnedModel, ModelMissingError, fit, load, save
+
+register("learned", LearnedAttributor)
+
+__all__ = ["DEFAULT_MODEL_PATH", "LearnedAttributor", "LearnedModel", "ModelMissingError", "dense_feature_names",
+           "feature_names", "fit", "load", "save", "trace_features"]

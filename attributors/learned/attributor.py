@@ -1,0 +1,68 @@
+"""`learned`: a small trained model ranks the steps and names the mode. No model calls.
+
+The step scorer's probabilities over the steps of a trace give the ranking;
+the blamed step is the top one, its agent the blamed agent, and the mode the
+mode classifier's answer on that step. Confidence is the top step's share of
+the summed step scores. `details["top_features"]` lists the features that
+pushed the blamed step's score most (signed contributions of the linear
+scorer), so "why this step" can be read off.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from middleware.model import Attribution, AttributionStatus, Candidate, Cost, Trace
+
+from ..base import BaseAttributor
+from .features import trace_features
+from .model import LearnedModel, load
+
+PROMPT_VERSION = "learned/v1"
+TOP_FEATURES = 8
+RANKING_SIZE = 10
+
+
+class LearnedAttributor(BaseAttributor):
+    """Offline attribution by the shipped (or a given) learned model; see the module docstring."""
+
+    name = "learned"
+
+    def __init__(self, model_path: str | Path | None = None, model: LearnedModel | None = None, **ignored: Any):
+        # The model is read once, at construction: a missing file is a clear error now, not on the first trace.
+        self.model = model if model is not None else load(model_path)
+        self.model_path = str(model_path) if model_path is not None else None
+        self.ignored = sorted(ignored)
+
+    def attribute(self, trace: Trace) -> Attribution:
+        started = time.monotonic()
+        details: dict[str, Any] = {"model": {k: self.model.meta.get(k) for k in ("traces", "seed", "trace_ids_sha256_16")}}
+        if self.ignored:
+            details["ignored_options"] = self.ignored
+        if not trace.steps:
+            return Attribution(trace_id=trace.id, method=self.name, backend="learned", status=AttributionStatus.error,
+                               error="the trace has no steps to attribute", details=details)
+        X = trace_features(trace)
+        scores = self.model.step_scores(X)
+        # Highest score first, the earliest step on a tie (the decisive error is the first one).
+        order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+        best = order[0]
+        mode, mode_p = self.model.mode(X[best])
+        top = self.model.contributions(X[best])[:TOP_FEATURES]
+        details["top_features"] = [{"feature": n, "contribution": round(c, 4)} for n, c in top]
+        details["mode_probability"] = round(mode_p, 4)
+        total = float(np.sum(scores))
+        ranking = [Candidate(step=i, score=round(float(scores[i]), 4), agent=trace.steps[i].agent) for i in order[:RANKING_SIZE]]
+        why = ", ".join(n for n, c in top[:3] if c > 0) or "no feature stood out"
+        return Attribution(
+            trace_id=trace.id, method=self.name, backend="learned", status=AttributionStatus.ok,
+            agent=trace.steps[best].agent, step=best, mode=mode,
+            reason=f"highest learned step score ({scores[best]:.2f}); strongest features: {why}",
+            confidence=round(float(scores[best]) / total, 4) if total > 0 else 0.0,
+            ranking=ranking, cost=Cost(seconds=round(time.monotonic() - started, 4)), details=details,
+            prompt_version=PROMPT_VERSION,
+        )

@@ -1,0 +1,139 @@
+"""The learned model: a step scorer and a mode classifier over step features.
+
+- Step scorer: logistic regression over every step of every training trace
+  (label 1 on the gold step, 0 elsewhere). At inference the steps of one trace
+  are ranked by that score; the blamed agent is the agent of the top step. A
+  linear model is used on purpose: each score is a sum of feature
+  contributions, which is what `details["top_features"]` reports.
+- Mode classifier: logistic regression from the gold step's features to its
+  failure mode, applied to the top-ranked step.
+
+`fit` takes traces already in memory (loading datasets, and refusing `test`
+traces, is `benchmark.train`'s job, as attributors may not import benchmark).
+The fitted model is a plain dict saved with joblib; loading needs no network.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import joblib
+import numpy as np
+import sklearn
+from scipy import sparse
+from sklearn.linear_model import LogisticRegression
+from sklearn.preprocessing import MaxAbsScaler
+
+from middleware.errors import FaultlensError
+from middleware.model import Trace
+
+from .features import feature_names, trace_features
+
+FORMAT_VERSION = 1
+DEFAULT_MODEL_PATH = Path(__file__).parent / "model.joblib"
+
+
+class ModelMissingError(FaultlensError):
+    """The learned model file is not there (or is not a faultlens learned model)."""
+
+
+@dataclass
+class LearnedModel:
+    """A fitted step scorer and mode classifier, with what they were trained on."""
+
+    scaler: MaxAbsScaler
+    step_model: LogisticRegression
+    mode_model: LogisticRegression | None
+    single_mode: str | None
+    names: list[str]
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def step_scores(self, X: sparse.csr_matrix) -> np.ndarray:
+        return self.step_model.predict_proba(self.scaler.transform(X))[:, 1]
+
+    def contributions(self, row: sparse.csr_matrix) -> list[tuple[str, float]]:
+        """Each feature's share of the step's score (coefficient × scaled value), largest first."""
+        scaled = self.scaler.transform(row).toarray()[0]
+        contrib = scaled * self.step_model.coef_[0]
+        order = np.argsort(-np.abs(contrib))
+        return [(self.names[i], float(contrib[i])) for i in order if contrib[i] != 0]
+
+    def mode(self, row: sparse.csr_matrix) -> tuple[str | None, float]:
+        if self.mode_model is None:
+            return self.single_mode, 1.0 if self.single_mode else 0.0
+        proba = self.mode_model.predict_proba(self.scaler.transform(row))[0]
+        best = int(np.argmax(proba))
+        return str(self.mode_model.classes_[best]), float(proba[best])
+
+
+def labelled(traces: list[Trace]) -> list[Trace]:
+    """The traces usable for training: a gold step inside the trace."""
+    return [t for t in traces if t.gold is not None and t.steps and 0 <= t.gold.step < len(t.steps)]
+
+
+def fit(traces: list[Trace], seed: int = 0, C: float = 0.5) -> LearnedModel:
+    """Fit the step scorer and the mode classifier on labelled traces (deterministic given `seed`)."""
+    usable = labelled(traces)
+    if len(usable) < 2:
+        raise FaultlensError(f"need at least 2 traces with a gold step to train, got {len(usable)}")
+    blocks, labels, gold_rows, modes = [], [], [], []
+    for trace in usable:
+        X = trace_features(trace)
+        y = np.zeros(X.shape[0], dtype=int)
+        y[trace.gold.step] = 1
+        blocks.append(X)
+        labels.append(y)
+        if trace.gold.mode:
+            gold_rows.append(X[trace.gold.step])
+            modes.append(trace.gold.mode)
+    X_all = sparse.vstack(blocks, format="csr")
+    y_all = np.concatenate(labels)
+    scaler = MaxAbsScaler().fit(X_all)
+    # Balanced weights: one positive per trace among many negatives.
+    step_model = LogisticRegression(C=C, class_weight="balanced", max_iter=2000, random_state=seed)
+    step_model.fit(scaler.transform(X_all), y_all)
+    mode_model, single_mode = None, None
+    distinct = sorted(set(modes))
+    if len(distinct) >= 2:
+        mode_model = LogisticRegression(C=C, max_iter=2000, random_state=seed)
+        mode_model.fit(scaler.transform(sparse.vstack(gold_rows, format="csr")), np.asarray(modes))
+    elif distinct:
+        single_mode = distinct[0]
+    ids = hashlib.sha256("\n".join(sorted(t.id for t in usable)).encode()).hexdigest()[:16]
+    meta = {"format_version": FORMAT_VERSION, "seed": seed, "C": C, "traces": len(usable), "steps": int(X_all.shape[0]),
+            "modes": distinct, "sklearn": sklearn.__version__, "trace_ids_sha256_16": ids,
+            "environments": sorted({t.source.benchmark for t in usable if t.source.benchmark})}
+    return LearnedModel(scaler, step_model, mode_model, single_mode, feature_names(), meta)
+
+
+def save(model: LearnedModel, path: Path | str) -> Path:
+    """Write the model with joblib (compressed)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {"format": "faultlens-learned", "format_version": FORMAT_VERSION, "scaler": model.scaler,
+               "step_model": model.step_model, "mode_model": model.mode_model, "single_mode": model.single_mode,
+               "names": model.names, "meta": model.meta}
+    joblib.dump(payload, path, compress=3)
+    return path
+
+
+def load(path: Path | str | None = None) -> LearnedModel:
+    """Read a model written by `save` (default: the one shipped in the package)."""
+    path = Path(path) if path is not None else DEFAULT_MODEL_PATH
+    if not path.exists():
+        raise ModelMissingError(
+            f"no learned model at {path}; train one with `faultlens train --dataset bundled:dev --out {path}` "
+            f"(or pass model_path= to the `learned` attributor)")
+    payload = joblib.load(path)
+    if not isinstance(payload, dict) or payload.get("format") != "faultlens-learned":
+        raise ModelMissingError(f"{path} is not a faultlens learned model")
+    if payload.get("format_version") != FORMAT_VERSION:
+        raise ModelMissingError(f"{path} has model format {payload.get('format_version')}, this faultlens reads "
+                                f"{FORMAT_VERSION}; retrain with `faultlens train`")
+    if payload["names"] != feature_names():
+        raise ModelMissingError(f"{path} was trained on different features than this faultlens computes; retrain with `faultlens train`")
+    return LearnedModel(payload["scaler"], payload["step_model"], payload["mode_model"], payload["single_mode"],
+                        payload["names"], payload["meta"])
