@@ -56,8 +56,8 @@ from middleware.model import AgentInfo, Outcome, StepKind, Task
 
 from . import register
 from .base import Conversation, Environment, Runtime, ToolSpec, parse_action, render_action, stable_seed
-from .codeteam_specs import (FAMILIES, FUNCTION, TESTS_MARK, code_for, design_lines, expect_lines, expected, family_of,
-                             make_params, parse_design, run_tests, spec_text, test_inputs)
+from .codeteam_specs import (FAMILIES, FUNCTION, TESTS_MARK, code_for, design_lines, expect_lines, expected, make_params,
+                             parse_design, run_tests, spec_text, test_inputs)
 
 MAX_ROUNDS = 2
 SPEC_CHECKED = "checked against the spec"
@@ -102,11 +102,6 @@ def code_in(text: str) -> str | None:
 def design_tests(design: str) -> list[str]:
     m = _TESTS_LINE.search(design)
     return [c.strip() for c in m.group(1).split(";") if c.strip()] if m else []
-
-
-_SPEC = {
-    "grade": re.compile(r"A score of (\d+) or more is 'merit'|A score of more than (\d+) is 'merit'"),
-}
 
 
 def params_from_spec(spec: str) -> tuple[str, dict[str, Any]] | None:
@@ -506,4 +501,4 @@ def _hidden_report(task: Task, code: str) -> str:
     return _HIDDEN_CACHE[key]
 
 
-__all__ = ["CodeTeam", "TeamPolicy", "graph", "family_of"]
+__all__ = ["CodeTeam", "TeamPolicy", "graph"]

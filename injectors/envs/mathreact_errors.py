@@ -13,7 +13,7 @@ from middleware.model import StepKind
 
 from ..generators import GenInput, Generated, change_a_number, numbers, perturb_number
 from .base import parse_action, render_action
-from .mathreact import UNIT_GROUPS, calculate, convert, parse_plan, render_plan, resolve, tool_value
+from .mathreact import UNIT_GROUPS, calculate, convert, parse_plan, render_plan, tool_value
 
 _STEP = re.compile(r"^Step (\d+):", re.M)
 
@@ -330,4 +330,4 @@ MUTATORS = {
     "V.2": [check_v2],
 }
 
-__all__ = ["MUTATORS", "resolve"]
+__all__ = ["MUTATORS"]
