@@ -121,7 +121,7 @@ def extract_json(text: str) -> dict[str, Any]:
     for candidate in candidates:
         for attempt in (candidate, _TRAILING_COMMA.sub(r"\1", candidate)):
             try:
-                value = json.loads(attempt)
+                value = json.loads(attempt, strict=False)  # literal newlines inside strings are common in model output
             except json.JSONDecodeError as exc:
                 last_error = f"{exc.msg} at column {exc.colno}"
                 continue

@@ -214,3 +214,7 @@ def test_context_budget_from_litellm_or_stated_fallback():
     assert tokens == litellm.get_model_info("openai/gpt-4o-mini")["max_input_tokens"] and "model info" in source
     tokens, source = context_tokens("openai/no-such-model-xyz")
     assert tokens == FALLBACK_CONTEXT_TOKENS and "fallback" in source
+
+
+def test_parse_answer_accepts_raw_newlines_inside_strings():
+    assert parse_answer('{"a": 1, "b": "line one\nline two"}', Pair).b == "line one\nline two"
