@@ -215,15 +215,17 @@ def calibrate_split(path: Path, methods: list[str] | None = None) -> dict[str, d
     import tempfile
 
     from .metrics import breakdown, compute_metrics
-    from .runner import baseline_dir, baseline_names, read_predictions, run_benchmark
+    from .runner import baseline_dir, read_predictions, run_benchmark
 
     if not path.exists() or not path.stat().st_size:
         return {}
-    names = methods or ["heuristic", *baseline_names()]
     out: dict[str, dict[str, dict[str, Any]]] = {}
     with tempfile.TemporaryDirectory(prefix="faultlens-calibrate-") as tmp:
         run_dir = Path(tmp) / "run"
-        run_benchmark(f"jsonl:{path}", names[0], out=run_dir, progress=False, concurrency=1, baselines=names[1:])
+        # baselines=None: the runner's own list, i.e. every baseline:* including the dataset-level ones
+        summary = run_benchmark(f"jsonl:{path}", (methods or ["heuristic"])[0], out=run_dir, progress=False,
+                                concurrency=1, baselines=(methods[1:] if methods else None))
+        names = [summary.method, *summary.baselines]
         for name in names:
             pred = run_dir / "predictions.jsonl" if name == names[0] else baseline_dir(run_dir, name) / "predictions.jsonl"
             records = read_predictions(pred)
