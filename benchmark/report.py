@@ -124,26 +124,26 @@ def rich_table(runs: list[Run]) -> Table:
     """Headline metrics, CIs under the values; the cost columns are in `cost_table`."""
     table = Table(title="faultlens benchmark (95% bootstrap CIs)", box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("method", style="bold", no_wrap=True)
-    table.add_column("n", justify="right")
+    table.add_column("n", justify="right", no_wrap=True)
     for name in HEADLINE:
         table.add_column(name, justify="right", min_width=9, no_wrap=True)
-    table.add_column("unp/err", justify="right")
     for run in runs:
         m = run.metrics["overall"]
-        table.add_row(run.label, str(m["n"]), *headline_cells(m, sep="\n"), f"{m['status']['unparsed']}/{m['status']['error']}",
-                      style="dim" if run.baseline else None)
+        table.add_row(run.label, str(m["n"]), *headline_cells(m, sep="\n"), style="dim" if run.baseline else None)
     return table
 
 
 def cost_table(runs: list[Run]) -> Table:
-    table = Table(title="cost per trace", box=box.SIMPLE_HEAD)
+    table = Table(title="unparsed and failed answers (counted as wrong), cost per trace", box=box.SIMPLE_HEAD)
     table.add_column("method", style="bold", overflow="fold")
-    for name in ("calls", "tokens", "USD", "seconds"):
+    for name in ("unparsed", "error", "calls", "tokens", "USD", "seconds"):
         table.add_column(name, justify="right")
     for run in runs:
+        status = run.metrics["overall"]["status"]
         per = run.metrics["overall"]["cost"]["per_trace"]
-        table.add_row(run.label, f"{per['calls']:.2f}", f"{per['input_tokens'] + per['output_tokens']:.0f}",
-                      f"{per['usd']:.4f}", f"{per['seconds']:.4f}", style="dim" if run.baseline else None)
+        table.add_row(run.label, str(status["unparsed"]), str(status["error"]), f"{per['calls']:.2f}",
+                      f"{per['input_tokens'] + per['output_tokens']:.0f}", f"{per['usd']:.4f}", f"{per['seconds']:.4f}",
+                      style="dim" if run.baseline else None)
     return table
 
 
