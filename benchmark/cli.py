@@ -127,6 +127,21 @@ def build(out, seed, agent_model, generator, seeds, per_seed, min_per_mode, topu
                   f"to {out} in {time.time() - started:.0f} s; datasheet: {out / 'README.md'}")
 
 
+@click.command("train")
+@click.option("--dataset", "dataset", default="bundled:dev", show_default=True,
+              help="Training dataset spec; a test split is refused.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True,
+              help="Where to write the model (joblib), e.g. attributors/learned/model.joblib.")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed of the model fit.")
+def train(dataset, out, seed):
+    """Train the `learned` attributor's model on DATASET (never on a test trace); see benchmark/train.py."""
+    from .train import train_learned
+
+    result = train_learned(dataset, out=out, seed=seed)
+    console.print(f"trained on {result.traces} trace(s), {result.steps} step(s) of {', '.join(result.environments) or 'unnamed'}; "
+                  f"training step accuracy {result.train_step_accuracy:.3f}; wrote {result.out}")
+
+
 if __name__ == "__main__":  # pragma: no cover
     try:
         bench()

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from attributors.learned import LearnedAttributor, fit, save
+from attributors.learned import LearnedAttributor, fit, save, trace_features
 from attributors.learned.model import DEFAULT_MODEL_PATH, LearnedModel, labelled
 from attributors.registry import get
 from middleware.errors import FaultlensError
@@ -92,11 +92,11 @@ def train_learned(dataset_spec: str = "bundled:dev", out: Path | str = DEFAULT_M
     return TrainResult(path, model.meta["traces"], model.meta["steps"], model.meta["environments"], scored["step"], model.meta)
 
 
-def evaluate(attributor: Any, traces: list[Trace]) -> dict[str, float]:
+def evaluate(attributor: Any, traces: list[Trace], features: dict[str, Any] | None = None) -> dict[str, float]:
     """Step, agent and mode accuracy of an attributor on labelled traces (no intervals; see benchmark.metrics for those)."""
     n = step = agent = mode = 0
     for trace in labelled(traces):
-        a = attributor.attribute(trace)
+        a = attributor.attribute(trace, features=features[trace.id]) if features is not None else attributor.attribute(trace)
         n += 1
         step += a.step == trace.gold.step
         agent += a.agent == (trace.gold.agent or trace.steps[trace.gold.step].agent)
@@ -105,20 +105,26 @@ def evaluate(attributor: Any, traces: list[Trace]) -> dict[str, float]:
 
 
 def leave_one_environment_out(traces: list[Trace], seed: int = 0, baseline: str = "baseline:first-step",
-                              dataset_spec: str = "in-memory") -> dict[str, dict[str, dict[str, float]]]:
-    """For each environment: train on the others, test on it. Returns {env: {"learned": acc, baseline: acc}}."""
+                              dataset_spec: str = "in-memory", data_dir: Path | None = None) -> dict[str, dict[str, dict[str, float]]]:
+    """For each environment: train on the others, test on it. Returns {env: {"learned": acc, baseline: acc}}.
+
+    Only non-test traces are accepted (pass the dev split): the held-out
+    environment's traces are still never from the bundled `test` split.
+    """
     usable = labelled(traces)
-    assert_no_test_traces(dataset_spec, usable)
+    assert_no_test_traces(dataset_spec, usable, data_dir)
     envs = sorted({t.source.benchmark for t in usable if t.source.benchmark})
     if len(envs) < 2:
         raise FaultlensError(f"leave-one-environment-out needs at least 2 environments, got {envs}")
     base = get(baseline)
+    # Features depend on the trace alone, so they are computed once for all folds.
+    features = {t.id: trace_features(t) for t in usable}
     out: dict[str, dict[str, dict[str, float]]] = {}
     for env in envs:
         train = [t for t in usable if t.source.benchmark != env]
         held = [t for t in usable if t.source.benchmark == env]
-        model = fit(train, seed=seed)
-        out[env] = {"learned": evaluate(LearnedAttributor(model=model), held), baseline: evaluate(base, held)}
+        model = fit(train, seed=seed, features=features)
+        out[env] = {"learned": evaluate(LearnedAttributor(model=model), held, features), baseline: evaluate(base, held)}
     return out
 
 

@@ -38,7 +38,8 @@ class LearnedAttributor(BaseAttributor):
         self.model_path = str(model_path) if model_path is not None else None
         self.ignored = sorted(ignored)
 
-    def attribute(self, trace: Trace) -> Attribution:
+    def attribute(self, trace: Trace, features: Any = None) -> Attribution:
+        """Attribute one trace; `features` may pass its precomputed `trace_features`."""
         started = time.monotonic()
         details: dict[str, Any] = {"model": {k: self.model.meta.get(k) for k in ("traces", "seed", "trace_ids_sha256_16")}}
         if self.ignored:
@@ -46,7 +47,7 @@ class LearnedAttributor(BaseAttributor):
         if not trace.steps:
             return Attribution(trace_id=trace.id, method=self.name, backend="learned", status=AttributionStatus.error,
                                error="the trace has no steps to attribute", details=details)
-        X = trace_features(trace)
+        X = features if features is not None else trace_features(trace)
         scores = self.model.step_scores(X)
         # Highest score first, the earliest step on a tie (the decisive error is the first one).
         order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))

@@ -74,14 +74,19 @@ def labelled(traces: list[Trace]) -> list[Trace]:
     return [t for t in traces if t.gold is not None and t.steps and 0 <= t.gold.step < len(t.steps)]
 
 
-def fit(traces: list[Trace], seed: int = 0, C: float = 0.5) -> LearnedModel:
-    """Fit the step scorer and the mode classifier on labelled traces (deterministic given `seed`)."""
+def fit(traces: list[Trace], seed: int = 0, C: float = 0.5,
+        features: dict[str, sparse.csr_matrix] | None = None) -> LearnedModel:
+    """Fit the step scorer and the mode classifier on labelled traces (deterministic given `seed`).
+
+    `features` (trace id -> `trace_features`) lets a caller that fits several
+    times on overlapping sets (leave-one-environment-out) compute them once.
+    """
     usable = labelled(traces)
     if len(usable) < 2:
         raise FaultlensError(f"need at least 2 traces with a gold step to train, got {len(usable)}")
     blocks, labels, gold_rows, modes = [], [], [], []
     for trace in usable:
-        X = trace_features(trace)
+        X = features[trace.id] if features is not None and trace.id in features else trace_features(trace)
         y = np.zeros(X.shape[0], dtype=int)
         y[trace.gold.step] = 1
         blocks.append(X)

@@ -1,0 +1,154 @@
+"""The `learned` attributor: features from the trace alone, a reproducible fit, and a ranking that beats a baseline.
+
+Training data here is a small injected set made by the injection pipeline
+(seed 31, far from the bundled benchmark's task seeds), so the tests do not
+depend on `benchmark/data`.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from attributors import registry
+from attributors.learned import LearnedAttributor, ModelMissingError, dense_feature_names, feature_names, fit, load, save, trace_features
+from middleware.model import AgentInfo, GoldLabel, Outcome, Step, StepKind, Task, Trace
+
+ENVS = ("math_react", "table_qa", "research_team", "code_team")
+
+
+@functools.lru_cache(maxsize=1)
+def injected_traces() -> tuple[Trace, ...]:
+    """Kept failure traces of four text environments (simulated agents, template errors; deterministic)."""
+    from injectors.pipeline import InjectConfig, inject
+
+    result = inject(InjectConfig(envs=list(ENVS), seeds=10, per_seed=4, seed=31, workers=1))
+    assert len(result.traces) >= 60, "the injection pipeline kept too few traces to train on"
+    return tuple(result.traces)
+
+
+def split_by_task(traces) -> tuple[list[Trace], list[Trace]]:
+    """Half the tasks for training, the other half held out (never the same task on both sides)."""
+    tasks = sorted({t.task.id for t in traces})
+    held = set(tasks[1::2])
+    return [t for t in traces if t.task.id not in held], [t for t in traces if t.task.id in held]
+
+
+def message_only_trace() -> Trace:
+    """A trace as Who&When imports it: messages only, no tools, timings or media."""
+    texts = [
+        ("Orchestrator", "Plan: find the population of Lindenfeld in 2020, then add 1200 new residents."),
+        ("WebSurfer", "I searched. The population of Lindenfeld in 2020 was 48,300."),
+        ("Orchestrator", "Thanks. Now compute 48,300 + 1200."),
+        ("Assistant", "48,300 + 1200 = 49,600."),
+        ("Orchestrator", "The final answer is 49,600."),
+    ]
+    steps = [Step(index=i, agent=a, content=c) for i, (a, c) in enumerate(texts)]
+    return Trace(task=Task(query="What is Lindenfeld's 2020 population plus 1200?", reference_answer="49,500"),
+                 agents=[AgentInfo(name=a) for a in ("Orchestrator", "WebSurfer", "Assistant")], steps=steps,
+                 outcome=Outcome(success=False), gold=GoldLabel(step=3, agent="Assistant", mode="R.3"))
+
+
+def test_features_on_message_only_trace():
+    trace = message_only_trace()
+    X = trace_features(trace)
+    names = feature_names()
+    assert X.shape == (5, len(names))
+    assert np.isfinite(X.toarray()).all()
+    dense = dict(zip(dense_feature_names(), X[3].toarray()[0]))
+    # 49,600 (the final answer's value) first appears at step 3, which introduces it as a new number.
+    assert dense["content.answer_first_here"] == 1.0
+    assert dense["content.new_numbers_in_answer"] == 1.0
+    assert dense["kind.message"] == 1.0 and dense["err.this"] == 0.0
+    first = dict(zip(dense_feature_names(), X[0].toarray()[0]))
+    assert first["pos.is_first"] == 1.0 and first["content.answer_first_here"] == 0.0
+    # The reference answer is never a feature: changing it changes nothing.
+    other = trace.model_copy(deep=True)
+    other.task.reference_answer = "something else"
+    assert (trace_features(other) != X).nnz == 0
+
+
+def test_features_ignore_the_gold_label():
+    trace = message_only_trace()
+    moved = trace.model_copy(deep=True)
+    moved.gold = GoldLabel(step=0, agent="Orchestrator", mode="PL.1")
+    assert (trace_features(moved) != trace_features(trace)).nnz == 0
+
+
+def test_empty_trace_has_no_rows_and_attribution_is_an_error(tmp_path):
+    model = fit(list(injected_traces())[:20], seed=0)
+    empty = Trace(task=Task(query="q"))
+    assert trace_features(empty).shape[0] == 0
+    a = LearnedAttributor(model=model).attribute(empty)
+    assert a.status.value == "error" and a.step is None
+
+
+@pytest.mark.slow
+def test_fit_is_reproducible_and_round_trips(tmp_path):
+    train, held = split_by_task(injected_traces())
+    a, b = fit(train, seed=0), fit(train, seed=0)
+    pa = [LearnedAttributor(model=a).attribute(t) for t in held]
+    pb = [LearnedAttributor(model=b).attribute(t) for t in held]
+    assert [(x.step, x.agent, x.mode, x.confidence) for x in pa] == [(x.step, x.agent, x.mode, x.confidence) for x in pb]
+    path = save(a, tmp_path / "m.joblib")
+    loaded = LearnedAttributor(model_path=path)
+    pc = [loaded.attribute(t) for t in held]
+    assert [(x.step, x.mode) for x in pc] == [(x.step, x.mode) for x in pa]
+
+
+@pytest.mark.slow
+def test_learned_beats_first_step_on_held_out_injected_traces():
+    train, held = split_by_task(injected_traces())
+    model = fit(train, seed=0)
+    learned = LearnedAttributor(model=model)
+    first = registry.get("baseline:first-step")
+    ours = sum(learned.attribute(t).step == t.gold.step for t in held)
+    base = sum(first.attribute(t).step == t.gold.step for t in held)
+    assert len(held) >= 30
+    assert ours > base, f"learned {ours}/{len(held)} vs first-step {base}/{len(held)}"
+
+
+def test_attribution_shape(tmp_path):
+    traces = list(injected_traces())
+    model = fit(traces[:40], seed=0)
+    trace = message_only_trace()
+    a = LearnedAttributor(model=model).attribute(trace)
+    assert a.status.value == "ok" and a.backend == "learned" and a.method == "learned"
+    assert 0 <= a.step < len(trace.steps) and a.agent == trace.steps[a.step].agent
+    assert a.ranking[0].step == a.step and len({c.step for c in a.ranking}) == len(a.ranking)
+    assert [c.score for c in a.ranking] == sorted((c.score for c in a.ranking), reverse=True)
+    assert 0.0 <= a.confidence <= 1.0
+    assert a.details["top_features"] and all(f["feature"] in feature_names() for f in a.details["top_features"])
+    assert a.mode in model.meta["modes"]
+
+
+def test_registry_and_missing_model(tmp_path):
+    assert "learned" in registry.names()
+    with pytest.raises(ModelMissingError, match="faultlens train"):
+        registry.get("learned", model_path=tmp_path / "nope.joblib")
+    bad = tmp_path / "bad.joblib"
+    import joblib
+
+    joblib.dump({"something": 1}, bad)
+    with pytest.raises(ModelMissingError, match="not a faultlens learned model"):
+        load(bad)
+
+
+def test_registry_get_with_a_trained_model(tmp_path):
+    path = save(fit(list(injected_traces())[:30], seed=0), tmp_path / "m.joblib")
+    attributor = registry.get("learned", model_path=str(path))
+    assert attributor.name == "learned"
+    assert attributor.attribute(message_only_trace()).backend == "learned"
+
+
+def test_shipped_model_loads_if_present():
+    from attributors.learned.model import DEFAULT_MODEL_PATH
+
+    if not Path(DEFAULT_MODEL_PATH).exists():
+        pytest.skip("no model shipped in this tree")
+    assert DEFAULT_MODEL_PATH.stat().st_size < 5_000_000
+    a = registry.get("learned").attribute(message_only_trace())
+    assert a.status.value == "ok" and a.step is not None
