@@ -1,0 +1,103 @@
+"""Training the `learned` model from a dataset spec: reproducible, never on a test trace, and the `faultlens train` command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from attributors.learned import LearnedAttributor, load
+from benchmark import train as train_module
+from benchmark.train import TestTraceError, assert_no_test_traces, leave_one_environment_out, loeo_average, train_learned
+from middleware.jsonl import write_jsonl
+from tests.attributors.test_learned import ENVS, injected_traces, split_by_task
+
+
+@pytest.fixture
+def fake_bundle(tmp_path: Path) -> Path:
+    """A bundled-data folder whose `test` split holds two of the injected traces."""
+    data = tmp_path / "data"
+    traces = list(injected_traces())
+    write_jsonl(traces[:1], data / "dev.jsonl.gz")
+    write_jsonl(traces[-2:], data / "test.jsonl.gz")
+    return data
+
+
+@pytest.fixture
+def train_file(tmp_path: Path) -> Path:
+    train, _ = split_by_task(injected_traces())
+    path = tmp_path / "train.jsonl"
+    write_jsonl(train, path)
+    return path
+
+
+def test_refuses_a_test_split_by_name():
+    for spec in ("bundled:test", "bundled:test:table_qa"):
+        with pytest.raises(TestTraceError, match="names a test split"):
+            train_learned(spec, out="/nonexistent/never-written.joblib")
+    assert not Path("/nonexistent/never-written.joblib").exists()
+
+
+def test_refuses_traces_of_the_bundled_test_split(fake_bundle: Path, tmp_path: Path):
+    traces = list(injected_traces())
+    with pytest.raises(TestTraceError, match="in the bundled test split"):
+        assert_no_test_traces("jsonl:whatever", traces, fake_bundle)
+    # A trace of another task than the test ones passes.
+    test_tasks = {t.task.id for t in traces[-2:]}
+    clean = [t for t in traces if t.task.id not in test_tasks]
+    assert_no_test_traces("jsonl:whatever", clean, fake_bundle)
+    # Through train_learned: nothing is written.
+    path = tmp_path / "all.jsonl"
+    write_jsonl(traces, path)
+    out = tmp_path / "m.joblib"
+    with pytest.raises(TestTraceError):
+        train_learned(f"jsonl:{path}", out=out, data_dir=fake_bundle)
+    assert not out.exists()
+
+
+def test_refuses_a_trace_marked_test():
+    trace = injected_traces()[0].model_copy(deep=True)
+    trace.source.subset = "test"
+    with pytest.raises(TestTraceError, match="marked as a test trace"):
+        assert_no_test_traces("jsonl:x", [trace], Path("/nonexistent"))
+
+
+@pytest.mark.slow
+def test_train_learned_is_reproducible(train_file: Path, tmp_path: Path):
+    empty = tmp_path / "no-bundle"
+    a = train_learned(f"jsonl:{train_file}", out=tmp_path / "a.joblib", seed=0, data_dir=empty)
+    b = train_learned(f"jsonl:{train_file}", out=tmp_path / "b.joblib", seed=0, data_dir=empty)
+    assert a.traces == b.traces > 20 and a.meta["trace_ids_sha256_16"] == b.meta["trace_ids_sha256_16"]
+    _, held = split_by_task(injected_traces())
+    pa = [LearnedAttributor(model=load(a.out)).attribute(t) for t in held]
+    pb = [LearnedAttributor(model=load(b.out)).attribute(t) for t in held]
+    assert [(x.step, x.mode, x.confidence) for x in pa] == [(x.step, x.mode, x.confidence) for x in pb]
+    assert a.out.stat().st_size < 5_000_000
+
+
+@pytest.mark.slow
+def test_faultlens_train_command(train_file: Path, tmp_path: Path, monkeypatch):
+    from middleware.cli import cli
+
+    # The test's traces are not in the repository's bundled test split (other task seeds); checked against an empty folder for speed.
+    monkeypatch.setattr(train_module, "test_identities", lambda data_dir=None: (set(), set()))
+    out = tmp_path / "cli.joblib"
+    result = CliRunner().invoke(cli, ["train", "--dataset", f"jsonl:{train_file}", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "trained on" in result.output and out.exists()
+    assert load(out).meta["dataset"] == f"jsonl:{train_file}"
+    refused = CliRunner().invoke(cli, ["train", "--dataset", "bundled:test", "--out", str(tmp_path / "x.joblib")])
+    assert refused.exit_code != 0 and not (tmp_path / "x.joblib").exists()
+
+
+@pytest.mark.slow
+def test_leave_one_environment_out(tmp_path: Path):
+    results = leave_one_environment_out(list(injected_traces()), seed=0, data_dir=tmp_path / "no-bundle")
+    assert sorted(results) == sorted(ENVS)
+    for env, per in results.items():
+        assert set(per) == {"learned", "baseline:first-step"}
+        assert per["learned"]["n"] == sum(1 for t in injected_traces() if t.source.benchmark == env)
+        assert 0.0 <= per["learned"]["step"] <= 1.0
+    avg = loeo_average(results)
+    assert set(avg) == {"learned", "baseline:first-step"}
