@@ -3,7 +3,8 @@
     faultlens demo                # stores into $FAULTLENS_DB or .faultlens/faultlens.db
     faultlens demo --db demo.db
 
-Later stages of the demo (attribution, lessons) build on `run_team`.
+It ends the way faultlens is meant to be used: the failed run is attributed
+offline (who, when, why) and turned into a lesson for the agent that erred.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from rich.console import Console
 from examples import sim_llm
 from examples.demo_team import TASKS, CityTeam
 from middleware import Trace, Tracer
-from middleware.render import print_trace
+from feedback.loop import attribute_and_reflect
+from middleware.render import attribution_panel, print_trace
 from middleware.store import default_db_path
 
 
@@ -32,7 +34,8 @@ def run_team(tracer: Tracer) -> list[Trace]:
 
 @click.command("demo")
 @click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="SQLite store to use [default: $FAULTLENS_DB or .faultlens/faultlens.db]")
-def demo(db_path: Path | None) -> None:
+@click.option("--method", default="heuristic", show_default=True, help="Attribution method for the failed run (offline by default).")
+def demo(db_path: Path | None, method: str) -> None:
     """Run a small multi-agent team offline, store its traces, and show the failed one.
 
     The team (planner → researcher with a lookup tool → analyst) calls its
@@ -50,7 +53,15 @@ def demo(db_path: Path | None) -> None:
         verdict = "[green]succeeded[/]" if trace.outcome and trace.outcome.success else "[red]failed[/]"
         console.print(f"{verdict}  {trace.id}  {len(trace.steps)} steps  {trace.task.query}")
     console.print(f"stored {len(traces)} traces in {path}\n")
+    db_flag = f" --db {db_path}" if db_path else ""
     for trace in traces:
-        if trace.failed:
-            print_trace(trace, console)
-            console.print(f"\nsee it again with: faultlens traces show {trace.id}" + (f" --db {db_path}" if db_path else ""))
+        if not trace.failed:
+            continue
+        attribution, lessons = attribute_and_reflect(tracer.store, trace.id, method, "offline")
+        print_trace(trace, console, highlight=attribution.step if attribution else None)
+        if attribution is not None:
+            console.print(attribution_panel(attribution))
+        for lesson in lessons:
+            console.print(f"[bold green]lesson for {lesson.agent}[/] ({lesson.mode}, from {lesson.method}): {lesson.advice}")
+        console.print(f"\nsee it again with: faultlens traces show {trace.id}{db_flag}")
+        console.print(f"lessons the {lessons[0].agent if lessons else 'team'} would be shown: faultlens lessons list{db_flag}")

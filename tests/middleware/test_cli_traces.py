@@ -1,4 +1,4 @@
-"""`faultlens traces import | export | list | show` and `faultlens demo` through click's CliRunner."""
+"""`faultlens traces import | export | list | show` through click's CliRunner."""
 
 import json
 
@@ -50,17 +50,3 @@ def test_import_of_bad_input_is_one_clear_error_and_stores_nothing(tmp_path):
     assert result.exit_code != 0
     assert "spans[0]" in result.output and "traceId" in result.output and "Traceback" not in result.output
     assert open_store(db).count_traces() == 0
-
-
-def test_demo_runs_offline_and_stores_a_failed_and_a_succeeded_trace(tmp_path):
-    db = tmp_path / "demo.db"
-    result = invoke("demo", "--db", str(db))
-    assert result.exit_code == 0, result.output
-    summaries = open_store(db).list_traces()
-    assert sorted(s.success for s in summaries) == [False, True]
-    failed = open_store(db).get_trace(next(s.id for s in summaries if s.success is False))
-    # the failed run shows the tool error and the wrong final answer
-    assert [s.tool_name for s in failed.steps if s.failed] == ["lookup_population"]
-    assert failed.steps[-1].kind.value == "final_answer" and "2761" in failed.steps[-1].content
-    assert {s.agent for s in failed.steps} == {"planner", "researcher", "analyst"}
-    assert "no entry for 'Munich'" in result.output and "failed" in result.output
