@@ -322,6 +322,30 @@ class StoreSpanProcessor(SpanProcessor):
         return True
 
 
+
+def _wrap_in_span(func: Callable[..., Any], span_for: Callable[[tuple, dict], Any]) -> Any:
+    """Wrap a sync or async function so each call runs inside `span_for(args, kwargs)`,
+    which yields a `finish(result)` callback for what the result says."""
+    if inspect.iscoroutinefunction(func):
+
+        @functools.wraps(func)
+        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+            with span_for(args, kwargs) as finish:
+                result = await func(*args, **kwargs)
+                finish(result)
+                return result
+
+        return async_wrapper
+
+    @functools.wraps(func)
+    def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
+        with span_for(args, kwargs) as finish:
+            result = func(*args, **kwargs)
+            finish(result)
+            return result
+
+    return sync_wrapper
+
 class Tracer:
     """Records runs, agents, tools and model calls as GenAI-convention spans, stored as steps.
 
@@ -497,26 +521,7 @@ class Tracer:
                     _current_run.reset(run_token)
                     _current_agent.reset(token)
 
-            if inspect.iscoroutinefunction(func):
-
-                @functools.wraps(func)
-                async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-                    with span_for(args, kwargs) as finish:
-                        result = await func(*args, **kwargs)
-                        finish(result)
-                        return result
-
-                wrapper: Any = async_wrapper
-            else:
-
-                @functools.wraps(func)
-                def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
-                    with span_for(args, kwargs) as finish:
-                        result = func(*args, **kwargs)
-                        finish(result)
-                        return result
-
-                wrapper = sync_wrapper
+            wrapper = _wrap_in_span(func, span_for)
             wrapper.faultlens_agent = agent_name
             return wrapper  # type: ignore[return-value]
 
@@ -559,26 +564,7 @@ class Tracer:
 
                     yield finish
 
-            if inspect.iscoroutinefunction(func):
-
-                @functools.wraps(func)
-                async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-                    with span_for(args, kwargs) as finish:
-                        result = await func(*args, **kwargs)
-                        finish(result)
-                        return result
-
-                wrapper: Any = async_wrapper
-            else:
-
-                @functools.wraps(func)
-                def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
-                    with span_for(args, kwargs) as finish:
-                        result = func(*args, **kwargs)
-                        finish(result)
-                        return result
-
-                wrapper = sync_wrapper
+            wrapper = _wrap_in_span(func, span_for)
             wrapper.faultlens_tool = tool_name
             return wrapper  # type: ignore[return-value]
 
