@@ -16,6 +16,7 @@ offline. A 135M-parameter model is not an accurate attributor.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import importlib.util
 import os
 import socket
@@ -73,7 +74,17 @@ def load_llama(n_ctx: int = LOCAL_N_CTX):
 
     if _llama is None:
         _llama = Llama(model_path=str(gguf_path()), n_ctx=n_ctx, n_threads=max(1, min(2, os.cpu_count() or 1)), verbose=False, seed=0)
+        # Free the model while the interpreter is still whole: left to __del__ at
+        # shutdown, llama.cpp's bindings are already torn down and it raises.
+        atexit.register(_close_llama)
     return _llama
+
+
+def _close_llama() -> None:
+    global _llama
+    if _llama is not None:
+        _llama.close()
+        _llama = None
 
 
 def _json_constraint(response_format: Any) -> dict[str, Any] | None:
