@@ -38,14 +38,13 @@ typo that the tool rejects and the agent retypes.
 
 from __future__ import annotations
 
-import ast
-import operator
 import random
 import re
 
 from middleware.model import AgentInfo, Outcome, StepKind, Task
 
 from . import register
+from .arithmetic import arithmetic_value
 from .base import Conversation, Environment, Runtime, ToolSpec, parse_action, render_action, stable_seed
 
 # ---------------------------------------------------------------- units
@@ -107,23 +106,11 @@ def convert(argument: str, task: Task) -> str:
     return f"{raw} {src} = {fmt(convert_value(value, src, dst))} {dst}"
 
 
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
-
-
 def calculate(expression: str, task: Task) -> str:
     """Evaluate `+ - * / ( )` over numbers."""
-    def ev(node):
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
-            return node.value
-        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-            return _OPS[type(node.op)](ev(node.left), ev(node.right))
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            return -ev(node.operand)
-        raise ValueError("unsupported")
-
     text = expression.strip().splitlines()[0] if expression.strip() else ""
     try:
-        value = ev(ast.parse(text.replace(",", ""), mode="eval").body)
+        value = arithmetic_value(text.replace(",", ""))
     except (SyntaxError, ValueError, ZeroDivisionError, RecursionError):
         return f"Cannot evaluate {text!r}: use numbers, + - * / and parentheses."
     return fmt(float(value))

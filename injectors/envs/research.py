@@ -31,14 +31,13 @@ and searches again; the reader misreads a value and the verifier corrects it.
 
 from __future__ import annotations
 
-import ast
-import operator
 import random
 import re
 
 from middleware.model import AgentInfo, Outcome, StepKind, Task
 
 from . import register
+from .arithmetic import arithmetic_value
 from .base import Conversation, Environment, Runtime, ToolSpec, parse_action, render_action
 
 FIRST = ["Marta", "Ivo", "Lena", "Tomas", "Anka", "Bruno", "Cira", "Dario", "Elsa", "Fenn", "Greta", "Hollis", "Ines",
@@ -163,22 +162,10 @@ def search(query: str, task: Task) -> str:
     return "\n".join(f"[{d['id']}] {d['title']}: {d['text']}" for _, _, d in scored[:3])
 
 
-_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
-
-
 def calculate(expression: str, task: Task) -> str:
     """Evaluate + - * / over numbers (commas allowed in numbers)."""
-    def ev(node):
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
-            return node.value
-        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-            return _OPS[type(node.op)](ev(node.left), ev(node.right))
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-            return -ev(node.operand)
-        raise ValueError("unsupported")
-
     try:
-        value = ev(ast.parse(expression.replace(",", "").strip(), mode="eval").body)
+        value = arithmetic_value(expression.replace(",", "").strip())
     except (SyntaxError, ValueError, ZeroDivisionError):
         return f"Cannot evaluate {expression.strip()!r}: only numbers and + - * / are allowed."
     return str(int(value)) if float(value).is_integer() else f"{value:.4f}"
