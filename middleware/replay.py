@@ -128,6 +128,12 @@ class Session:
     - `overrides={t: fn}`: at call t, the response is `fn(record)` where
       `record` holds the request of this run and the *recorded* response (if
       any), instead of a live call.
+    - `reuse_unchanged_from=u`: from call u on, a call whose caller and
+      request equal the recording's call at the same index gets the recorded
+      response instead of a live one. This is how a counterfactual rerun holds
+      fixed everything an intervention did not change: a step is regenerated
+      only when what it was asked differs, so chance alone cannot turn a
+      failure into a success.
     """
 
     def __init__(
@@ -135,8 +141,11 @@ class Session:
         recording: Recording | None = None,
         replay_until: int | None = 0,
         overrides: Mapping[int, Override] | None = None,
+        reuse_unchanged_from: int | None = None,
     ) -> None:
         self.recording = recording
+        self.reuse_unchanged_from = reuse_unchanged_from
+        self.reused = 0
         if recording is None:
             replay_until = 0
         elif replay_until is None:
@@ -179,9 +188,22 @@ class Session:
                 recorded = self.recording[index].response
             response = self.overrides[index](CallRecord(index, kind, agent, request, recorded))
             meta["overridden"] = True
+        elif self._unchanged(index, kind, agent, request):
+            assert self.recording is not None
+            response = self.recording[index].response
+            meta["reused"] = True
+            self.reused += 1
         else:
             response = live(request)
             self.live += 1
         response = json.loads(canonical(response))
         self.calls.append(CallRecord(index, kind, agent, request, response, meta))
         return response
+
+    def _unchanged(self, index: int, kind: str, agent: str, request: JSON) -> bool:
+        if self.reuse_unchanged_from is None or index < self.reuse_unchanged_from or self.recording is None:
+            return False
+        if index >= len(self.recording):
+            return False
+        old = self.recording[index]
+        return old.kind == kind and old.agent == agent and canonical(old.request) == canonical(request)

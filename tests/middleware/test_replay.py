@@ -77,3 +77,26 @@ def test_caller_change_is_drift():
     rec = Recording([CallRecord(0, "model", "planner", {"q": 1}, {"content": "x"})])
     with pytest.raises(Drift):
         Session(rec, replay_until=1).call("model", "reader", {"q": 1}, lambda r: {"content": "x"})
+
+
+def test_reuse_unchanged_serves_recorded_answers_until_a_request_changes():
+    live = Session()
+    program(live, 3)
+    recording = Recording.loads(live.recorded.dumps())
+    # The tool's recorded answer is odd (as if a fault had been injected there); the last call saw it.
+    recording.calls[1].response["output"] = 999
+    recording.calls[2].request["q"] = 999
+    recording.calls[2].response["content"] = "plan for 999"
+
+    # Regenerating call 1 live gives a different answer, so call 2's request changes and it runs live.
+    session = Session(recording, replay_until=1, reuse_unchanged_from=2)
+    a, b, c, calls = program(session, 3)
+    assert b["output"] != 999 and c["content"] == f"plan for {b['output']}"
+    assert calls == {"model": 1, "tool": 1} and session.reused == 0
+
+    # An override equal to the recorded answer changes nothing downstream: call 2 is reused, not re-asked.
+    session = Session(recording, replay_until=1, overrides={1: lambda rec: rec.response}, reuse_unchanged_from=2)
+    a, b, c, calls = program(session, 3)
+    assert c["content"] == "plan for 999"
+    assert calls == {"model": 0, "tool": 0} and session.reused == 1
+    assert session.calls[2].meta == {"reused": True}
