@@ -1,0 +1,148 @@
+"""`counterfactual`: attribution verified by re-running the agents with one step corrected.
+
+1. A base attributor (default `learned`) ranks the steps; its top `k` are the candidates.
+2. From the earliest candidate on, each *trial* replays the run up to the
+   candidate step, regenerates that step (re-samples the agent, or, with
+   `corrector=MODEL`, puts a model's corrected action there), continues with
+   every call the change did not touch held fixed, and evaluates the task
+   (`middleware.rerun`).
+3. The decisive step is the earliest candidate whose correction turns the
+   failure into a success: `details["verified"]` is true. When no trial
+   succeeds, the rerun budget runs out, or the trace cannot be re-run, the
+   verdict is the base's top step, `verified` is false and
+   `details["fallback"]` says why. Nothing is guessed.
+
+The budget is counted in reruns (`max_reruns` per trace, default `k`), not just
+tokens: `details["reruns"]` is what was spent, `details["trials"]` what each
+trial did. `cost.calls` counts the corrector's model calls (none by default).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from middleware.errors import FaultlensError
+from middleware.model import Attribution, AttributionStatus, Candidate, Cost, Trace
+from middleware.rerun import NotRerunnable, Rerunner, Trial, rerunner_for
+
+from .. import render
+from ..base import Attributor, BaseAttributor
+from ..registry import get, register
+
+PROMPT_VERSION = "counterfactual/v1"
+CORRECTOR_SYSTEM = (
+    "You fix one step of a failed agent run. Reply with the corrected content of that step only, written "
+    "the way that agent writes it (an action stays an action in the same format), with no commentary."
+)
+
+
+class Counterfactual(BaseAttributor):
+    """See the module docstring. `base` and `base_options` choose the ranking; `rerunner` overrides the registry."""
+
+    name = "counterfactual"
+
+    def __init__(self, base: str | Attributor = "learned", k: int = 3, max_reruns: int | None = None,
+                 corrector: str | None = None, rerunner: Rerunner | None = None, **base_options: Any):
+        k, max_reruns = int(k), int(max_reruns) if max_reruns is not None else None
+        if k < 1:
+            raise FaultlensError(f"counterfactual: k must be at least 1, not {k}")
+        if max_reruns is not None and max_reruns < 0:
+            raise FaultlensError(f"counterfactual: max_reruns must be 0 or more, not {max_reruns}")
+        if isinstance(base, str) and base == self.name:
+            raise FaultlensError("counterfactual cannot rank with itself; choose another base, e.g. base=learned")
+        self.base = get(base, **base_options) if isinstance(base, str) else base
+        self.k, self.max_reruns = k, (k if max_reruns is None else max_reruns)
+        self.corrector = corrector
+        self.rerunner = rerunner
+        self._client = None
+
+    # -- the parts ---------------------------------------------------------
+    def _candidates(self, ranked: Attribution) -> list[int]:
+        steps = [c.step for c in ranked.ranking] or ([ranked.step] if ranked.step is not None else [])
+        unique = list(dict.fromkeys(steps))[: self.k]
+        return sorted(unique)  # earliest first: the decisive error is the first one that matters
+
+    def _correction(self, trace: Trace, step: int) -> tuple[str | None, Cost]:
+        """A model's corrected content for `step`, or (None, no cost) when the agent is simply re-sampled."""
+        if self.corrector is None:
+            return None, Cost()
+        from ..llm import LLMClient
+
+        if self._client is None:
+            self._client = LLMClient(model=self.corrector, max_tokens=800)
+        target = trace.steps[step]
+        history = render.render_steps(trace.steps[:step], limit=600) or "(no earlier steps)"
+        user = (f"Task: {trace.task.query}\n\nSteps so far:\n{history}\n\n"
+                f"Step {step} by {target.agent} ({target.kind.value}) was:\n{target.content}\n\n"
+                f"It may be the decisive error of this failed run. Write what {target.agent} should have written at "
+                f"step {step} instead.")
+        reply = self._client.call([{"role": "system", "content": CORRECTOR_SYSTEM}, {"role": "user", "content": user}])
+        return (reply.text.strip() or None), reply.cost
+
+    def _mode_at(self, trace: Trace, ranked: Attribution, step: int) -> str | None:
+        if step == ranked.step:
+            return ranked.mode
+        mode_at = getattr(self.base, "mode_at", None)  # a base that can name the mode of any step (learned can)
+        return mode_at(trace, step) if callable(mode_at) else None
+
+    # -- the method --------------------------------------------------------
+    def attribute(self, trace: Trace) -> Attribution:
+        started = time.monotonic()
+        ranked = self.base.attribute(trace)
+        base_name = getattr(self.base, "name", type(self.base).__name__)
+        details: dict[str, Any] = {"base": base_name, "base_step": ranked.step, "k": self.k,
+                                   "max_reruns": self.max_reruns, "trials": [], "reruns": 0, "verified": False}
+        if ranked.status != AttributionStatus.ok or ranked.step is None:
+            return ranked.model_copy(update={"method": self.name,
+                                             "details": {**details, "fallback": f"the base {base_name} gave no step"}})
+        cost = ranked.cost
+        verdict, fallback = None, None
+        rerunner = self.rerunner or rerunner_for(trace)
+        if rerunner is None:
+            fallback = f"no rerunner can re-run this trace (source.benchmark={trace.source.benchmark!r})"
+        else:
+            details["rerunner"] = rerunner.name
+            for step in self._candidates(ranked):
+                if details["reruns"] >= self.max_reruns:
+                    fallback = f"rerun budget spent ({self.max_reruns}) before a correction fixed the run"
+                    break
+                replacement, spent = self._correction(trace, step)
+                cost = cost + spent
+                if self.corrector is not None and replacement is None:
+                    details["trials"].append(Trial(step=step, success=False, detail="the corrector's answer was empty; not re-run").to_json())
+                    continue
+                try:
+                    trial = rerunner.rerun(trace, step, replacement)
+                except NotRerunnable as exc:
+                    fallback = f"not re-runnable: {exc}"
+                    break
+                details["reruns"] += 1
+                details["trials"].append(trial.to_json())
+                if trial.success:
+                    verdict = step
+                    break
+            else:
+                fallback = fallback or f"no correction of the top {self.k} candidate steps made the run succeed"
+        if verdict is None:
+            verdict = ranked.step
+            details["fallback"] = fallback
+        details["verified"] = fallback is None
+        cost = cost.model_copy(update={"seconds": round(time.monotonic() - started, 4)})
+        ranking = [Candidate(step=verdict, score=1.0 if details["verified"] else (ranked.confidence or 0.0),
+                             agent=trace.steps[verdict].agent, reason="verified by rerun" if details["verified"] else None)]
+        ranking += [c for c in ranked.ranking if c.step != verdict]
+        how = (f"correcting step {verdict} made the run succeed on rerun" if details["verified"]
+               else f"not verified ({fallback}); {base_name}'s top step")
+        return Attribution(
+            trace_id=trace.id, method=self.name, backend="rerun", status=AttributionStatus.ok,
+            agent=trace.steps[verdict].agent, step=verdict, mode=self._mode_at(trace, ranked, verdict),
+            reason=f"{how}. {ranked.reason or ''}".strip(),
+            confidence=1.0 if details["verified"] else ranked.confidence, ranking=ranking, cost=cost,
+            model=self.corrector, prompt_version=PROMPT_VERSION, raw=ranked.raw, details=details,
+        )
+
+
+@register("counterfactual")
+def _factory(**options: Any) -> Counterfactual:
+    return Counterfactual(**options)

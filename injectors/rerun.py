@@ -1,0 +1,105 @@
+"""Re-run a failed environment trace with one step regenerated (the counterfactual attributor's trials).
+
+`EnvironmentRerunner` is registered in the `faultlens.rerunners` entry-point
+group. It can re-run any trace of a bundled environment that records the
+settings of its agents (kept traces of the injection pipeline and of the
+bundled benchmark do, in `metadata["injection"]`).
+
+A trial for step t:
+
+1. *Reconstruct* the recording: run the environment's program on the trace's
+   task with every call answered by the trace's own step (call i is step i),
+   which recovers what each call asked. The run must reproduce the trace step
+   for step and still fail; otherwise the trace is `NotRerunnable`.
+2. Replay calls 0..t-1 exactly, make call t live (the agent is re-sampled) or
+   answer it with a given replacement, and from call t+1 on reuse the recorded
+   answer of every call whose request did not change (`Session(...,
+   reuse_unchanged_from=t+1)`). Only what the change at t touches runs anew,
+   so a success is owed to the change, not to chance elsewhere.
+3. Evaluate the task: success or not.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from middleware.rerun import NotRerunnable, Trial
+from middleware.model import Trace
+from middleware.replay import Drift, Recording, Session
+
+from . import envs
+from .envs.base import SIM_PREFIX
+
+__all__ = ["EnvironmentRerunner"]
+
+
+def _answer(record: Any, content: str) -> dict[str, Any]:
+    return {"output": content} if record.kind == "tool" else {"content": content}
+
+
+class EnvironmentRerunner:
+    """Rerunner for the bundled environments (see the module docstring)."""
+
+    name = "environments"
+
+    def __init__(self) -> None:
+        self._last: tuple[str, str, Recording] | None = None  # (trace id, content fingerprint, recording)
+
+    @staticmethod
+    def settings(trace: Trace) -> tuple[str | None, dict[str, Any] | None] | None:
+        """(agent model or None for the simulated agents, simulated agents' settings), or None when unknown."""
+        injection = trace.metadata.get("injection") or {}
+        model = injection.get("agent_model")
+        sim = injection.get("sim")
+        used = str(trace.metadata.get("model") or "")
+        if model is None and (sim is None or (used and not used.startswith(SIM_PREFIX + "/"))):
+            return None  # simulated agents whose seed we do not know would not be the same agents
+        return model, sim
+
+    def can_rerun(self, trace: Trace) -> bool:
+        return trace.source.benchmark in envs.names() and self.settings(trace) is not None
+
+    def _recording(self, trace: Trace) -> Recording:
+        key = "\x00".join(s.content for s in trace.steps)
+        if self._last is not None and self._last[0] == trace.id and self._last[1] == key:
+            return self._last[2]
+        env = envs.get(trace.source.benchmark or "")
+        model, sim = self.settings(trace) or (None, None)
+        answers = {i: (lambda record, text=s.content: _answer(record, text)) for i, s in enumerate(trace.steps)}
+        session = Session(overrides=answers)
+        try:
+            again = env.run(trace.task, model=model, session=session, sim=sim, trace_id=trace.id).trace
+        except Exception as exc:
+            raise NotRerunnable(f"the trace's steps do not drive {env.name}'s program: {type(exc).__name__}: {exc}") from exc
+        if len(again.steps) != len(trace.steps):
+            raise NotRerunnable(f"replaying the trace's steps gives {len(again.steps)} steps, not {len(trace.steps)}")
+        for old, new in zip(trace.steps, again.steps):
+            if (old.agent, old.kind, old.content) != (new.agent, new.kind, new.content):
+                raise NotRerunnable(f"replaying the trace's steps differs at step {old.index} (agent {old.agent})")
+        if again.outcome is not None and again.outcome.success:
+            raise NotRerunnable("replaying the trace's steps makes the task succeed; the trace is not a failure of this task")
+        self._last = (trace.id, key, session.recorded)
+        return session.recorded
+
+    def rerun(self, trace: Trace, step: int, replacement: str | None = None) -> Trial:
+        if not 0 <= step < len(trace.steps):
+            raise NotRerunnable(f"step {step} is not a step of trace {trace.id} ({len(trace.steps)} steps)")
+        started = time.monotonic()
+        recording = self._recording(trace)
+        env = envs.get(trace.source.benchmark or "")
+        model, sim = self.settings(trace) or (None, None)
+        overrides = {step: (lambda record: _answer(record, replacement))} if replacement is not None else {}
+        session = Session(recording, replay_until=step, overrides=overrides, reuse_unchanged_from=step + 1)
+        try:
+            result = env.run(trace.task, model=model, session=session, sim=sim, trace_id=f"{trace.id}-rerun{step}").trace
+        except Drift as drift:  # cannot happen for a reconstructed recording unless the program is not deterministic
+            raise NotRerunnable(f"the program is not deterministic: {drift}") from drift
+        except Exception as exc:  # the team's program broke on the changed step: the run did not succeed
+            return Trial(step=step, success=False, seconds=round(time.monotonic() - started, 4),
+                         detail=f"the rerun crashed: {type(exc).__name__}: {exc}")
+        new = result.steps[step].content if step < len(result.steps) else ""
+        return Trial(step=step, success=bool(result.outcome and result.outcome.success),
+                     changed=new != trace.steps[step].content, regenerated=new[:300],
+                     live_calls=session.live + len(overrides), seconds=round(time.monotonic() - started, 4),
+                     detail=(result.outcome.detail or "") if result.outcome else "")

@@ -1,0 +1,141 @@
+"""`counterfactual`: trials from the earliest candidate, the rerun budget, fallbacks, and the corrector."""
+
+from __future__ import annotations
+
+import pytest
+
+from attributors import get
+from attributors.base import BaseAttributor
+from middleware.errors import FaultlensError
+from middleware.model import Attribution, Candidate, Outcome, Source, Step, StepKind, Task, Trace
+from middleware.rerun import CallableRerunner, NotRerunnable, register_rerun, rerunner_for
+
+N = 6
+
+
+def counter_run(bad: int | None, fixed: dict[int, str] | None = None, recorded: Trace | None = None) -> Trace:
+    """A toy agent team: each agent adds one to the previous agent's number; the task wants N-1 at the end.
+
+    `bad` corrupts that step (+10, carried forward). A rerun (`recorded` given) replays the steps before the
+    changed one, regenerates it, and re-runs a later agent only if what it was given changed.
+    """
+    steps: list[Step] = []
+    changed = False
+    for i in range(N):
+        before = int(steps[-1].content) if steps else -1
+        if recorded is not None and i < min(fixed or {0: ""}):
+            value = recorded.steps[i].content  # replayed prefix
+        elif fixed and i in fixed:
+            value = fixed[i]
+        elif recorded is not None and not changed and i > min(fixed or {0: ""}):
+            value = recorded.steps[i].content  # nothing it depends on changed: its recorded answer holds
+        else:
+            value = str(before + 1 + (10 if i == bad else 0))
+        if recorded is not None and value != recorded.steps[i].content:
+            changed = True
+        steps.append(Step(index=i, agent=f"agent{i % 3}", kind=StepKind.message, content=value))
+    ok = steps[-1].content == str(N - 1)
+    return Trace(id=f"counter-{bad}", task=Task(query=f"count to {N - 1}"), steps=steps, outcome=Outcome(success=ok),
+                 source=Source(benchmark="counter-team"))
+
+
+def rerun_counter(trace: Trace, step: int, replacement: str | None) -> Trace:
+    before = int(trace.steps[step - 1].content) if step else -1
+    regenerated = replacement if replacement is not None else str(before + 1)
+    return counter_run(None, {step: regenerated}, recorded=trace)
+
+
+class Ranked(BaseAttributor):
+    """A stand-in ranking (a real base is tested in tests/injectors/test_rerun.py): fixed candidate steps."""
+
+    name = "ranked"
+
+    def __init__(self, steps: list[int]):
+        self.steps = steps
+
+    def attribute(self, trace: Trace) -> Attribution:
+        return Attribution(trace_id=trace.id, method=self.name, step=self.steps[0], agent=trace.steps[self.steps[0]].agent,
+                           mode="R.3", confidence=0.4,
+                           ranking=[Candidate(step=s, score=1.0 / (r + 1)) for r, s in enumerate(self.steps)])
+
+
+@pytest.fixture
+def rerunner():
+    return CallableRerunner("counter-team", rerun_counter)
+
+
+def test_the_toy_team_fails_only_when_a_step_is_corrupted():
+    assert counter_run(None).outcome.success
+    assert not counter_run(2).outcome.success
+
+
+def test_verdict_is_the_earliest_candidate_whose_correction_fixes_the_run(rerunner):
+    trace = counter_run(bad=2)
+    cf = get("counterfactual", base=Ranked([4, 2, 0]), k=3, rerunner=rerunner)
+    a = cf.attribute(trace)
+    assert (a.step, a.agent, a.details["verified"]) == (2, "agent2", True)
+    # earliest first: step 0 is tried (no change, still fails), then 2 fixes it; 4 is never tried
+    assert [(t["step"], t["success"]) for t in a.details["trials"]] == [(0, False), (2, True)]
+    assert a.details["trials"][0]["changed"] is False and a.details["trials"][1]["changed"] is True
+    assert a.details["reruns"] == 2
+    assert a.ranking[0].step == 2 and a.confidence == 1.0
+    assert a.mode is None  # the base named the mode of step 4, not of step 2, and cannot name others
+
+
+def test_budget_in_reruns_and_fallback_to_the_ranking(rerunner):
+    trace = counter_run(bad=5)
+    a = get("counterfactual", base=Ranked([1, 3, 5]), k=3, max_reruns=2, rerunner=rerunner).attribute(trace)
+    assert a.details["reruns"] == 2 and not a.details["verified"]
+    assert "budget" in a.details["fallback"]
+    assert a.step == 1 and a.mode == "R.3"  # the base's top step and its mode
+    a = get("counterfactual", base=Ranked([1, 3]), k=2, rerunner=rerunner).attribute(trace)
+    assert "no correction of the top 2" in a.details["fallback"] and a.details["reruns"] == 2
+
+
+def test_no_rerunner_falls_back_and_says_why():
+    trace = counter_run(bad=2).model_copy(update={"source": Source(benchmark="somebody-else")})
+    a = get("counterfactual", base=Ranked([3])).attribute(trace)
+    assert a.step == 3 and a.details["verified"] is False and a.details["reruns"] == 0
+    assert "no rerunner" in a.details["fallback"] and "somebody-else" in a.details["fallback"]
+
+
+def test_registered_rerun_function_is_found_by_benchmark_name():
+    register_rerun("counter-team", rerun_counter)
+    trace = counter_run(bad=3)
+    assert rerunner_for(trace).name == "counter-team"
+    a = get("counterfactual", base=Ranked([3, 4])).attribute(trace)
+    assert a.step == 3 and a.details["verified"] and a.details["rerunner"] == "counter-team"
+
+
+def test_not_rerunnable_stops_the_trials():
+    class Broken(CallableRerunner):
+        def rerun(self, trace, step, replacement=None):
+            raise NotRerunnable("the task is gone")
+
+    a = get("counterfactual", base=Ranked([0, 1]), rerunner=Broken("x", rerun_counter)).attribute(counter_run(bad=1))
+    assert a.step == 0 and a.details["fallback"] == "not re-runnable: the task is gone"
+
+
+def test_corrector_model_writes_the_replacement(rerunner, scripted):
+    llm = scripted(lambda messages, params: "2")  # the corrected number for step 2
+    trace = counter_run(bad=2)
+    a = get("counterfactual", base=Ranked([2]), corrector="scripted/fixer", rerunner=rerunner).attribute(trace)
+    assert a.details["verified"] and a.step == 2 and a.model == "scripted/fixer"
+    assert a.details["trials"][0]["regenerated"] == "2"
+    assert a.cost.calls == 1 and a.cost.input_tokens == 100
+    asked = llm.calls[0]["messages"][-1]["content"]
+    assert "count to 5" in asked and "Step 2 by agent2" in asked and "12" in asked  # the task and the bad step shown
+
+
+def test_corrector_empty_answer_is_recorded_not_rerun(rerunner, scripted):
+    scripted(lambda messages, params: "   ")
+    a = get("counterfactual", base=Ranked([2]), corrector="scripted/fixer", rerunner=rerunner).attribute(counter_run(bad=2))
+    assert a.details["reruns"] == 0 and not a.details["verified"]
+    assert "empty" in a.details["trials"][0]["detail"]
+
+
+def test_bad_options_are_errors():
+    with pytest.raises(FaultlensError, match="k must be"):
+        get("counterfactual", base=Ranked([0]), k=0)
+    with pytest.raises(FaultlensError, match="itself"):
+        get("counterfactual", base="counterfactual")

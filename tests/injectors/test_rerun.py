@@ -1,0 +1,63 @@
+"""Re-running environment traces: only correcting the injected step turns the failure into a success."""
+
+from __future__ import annotations
+
+import pytest
+
+from attributors import get
+from attributors.base import BaseAttributor
+from injectors.pipeline import InjectConfig, inject
+from injectors.rerun import EnvironmentRerunner
+from middleware.model import Attribution, Candidate, Trace
+from middleware.rerun import NotRerunnable, rerunner_for
+
+
+@pytest.fixture(scope="module")
+def kept() -> list[Trace]:
+    traces = inject(InjectConfig(envs=["math_react", "research_team"], seeds=3, per_seed=3, seed=7, workers=1)).traces
+    assert len(traces) >= 6
+    return traces
+
+
+class EveryStep(BaseAttributor):
+    """A ranking that lists every step, latest first, so that trials cover the whole trace."""
+
+    name = "every-step"
+
+    def attribute(self, trace: Trace) -> Attribution:
+        last = len(trace.steps) - 1
+        return Attribution(trace_id=trace.id, method=self.name, step=last, agent=trace.steps[last].agent,
+                           ranking=[Candidate(step=i, score=float(i)) for i in reversed(range(len(trace.steps)))])
+
+
+def test_environment_traces_find_their_rerunner_through_the_entry_point(kept):
+    assert all(rerunner_for(t).name == "environments" for t in kept)
+    bare = kept[0].model_copy(update={"metadata": {}})
+    assert not EnvironmentRerunner().can_rerun(bare)  # the agents' settings are unknown: not the same agents
+
+
+def test_only_the_injected_step_fixes_the_run(kept):
+    rerunner = EnvironmentRerunner()
+    for trace in kept:
+        fixed = [s for s in range(len(trace.steps)) if rerunner.rerun(trace, s).success]
+        assert fixed == [trace.gold.step], trace.id
+
+
+def test_counterfactual_over_a_full_ranking_is_verified_at_the_gold_step(kept):
+    cf = get("counterfactual", base=EveryStep(), k=100, max_reruns=100)
+    for trace in kept:
+        a = cf.attribute(trace)
+        assert a.details["verified"] and a.step == trace.gold.step and a.agent == trace.gold.agent
+        # earliest first, and no trial after the fixing one
+        tried = [t["step"] for t in a.details["trials"]]
+        assert tried == list(range(trace.gold.step + 1)) and a.details["reruns"] == len(tried)
+        assert a.details["trials"][-1]["changed"] is True
+
+
+def test_a_trace_that_no_longer_replays_is_not_rerunnable(kept):
+    trace = kept[0]
+    cut = trace.model_copy(update={"steps": trace.steps[:-1]})
+    with pytest.raises(NotRerunnable, match="steps"):
+        EnvironmentRerunner().rerun(cut, 0)
+    a = get("counterfactual", base=EveryStep(), k=2).attribute(cut)
+    assert not a.details["verified"] and a.details["fallback"].startswith("not re-runnable")
