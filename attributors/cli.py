@@ -73,9 +73,12 @@ def _list_methods(console: Console) -> None:
 @click.option("--no-cache", is_flag=True, help="Do not read or write the response cache.")
 @click.option("--context", "context", type=int, default=3, show_default=True, help="Steps shown around the blamed step.")
 @click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), help="SQLite store [default: $FAULTLENS_DB or .faultlens/faultlens.db].")
+@click.option("--option", "-O", "method_options", multiple=True, metavar="KEY=VALUE",
+              help="A method option, repeatable, e.g. -O base=heuristic -O k=5 for counterfactual.")
 @click.option("--json", "as_json", is_flag=True, help="Print the attribution as JSON instead of the panel.")
 @click.option("--list", "list_methods", is_flag=True, help="List the attribution methods and exit.")
-def attribute(source, method, model, api_base, with_reference, budget_usd, max_calls, structured, no_cache, context, db_path, as_json, list_methods):
+def attribute(source, method, model, api_base, with_reference, budget_usd, max_calls, structured, no_cache, context, db_path,
+              method_options, as_json, list_methods):
     """Say who (agent), when (step) and why (failure mode) a run failed.
 
     SOURCE is a stored trace id or a trace file (one JSON trace, or a JSONL
@@ -88,6 +91,7 @@ def attribute(source, method, model, api_base, with_reference, budget_usd, max_c
       faultlens attribute TRACE_ID --method all_at_once --model openai/gpt-4o-mini
       faultlens attribute TRACE_ID -m binary_search --model openai/smollm2 \\
           --api-base http://127.0.0.1:8080/v1 --structured json_object
+      faultlens attribute TRACE_ID -m counterfactual -O base=learned -O k=5
     """
     from middleware.render import attribution_panel, print_trace
 
@@ -110,6 +114,9 @@ def attribute(source, method, model, api_base, with_reference, budget_usd, max_c
         raise click.UsageError(f"--model, --api-base, --budget-usd and --max-calls apply to LLM methods, not {method}")
     elif method.startswith("baseline:"):
         options = {}
+    from .registry import parse_options
+
+    options.update(parse_options(method_options))
     attributor = get(method, **options)
     trace, from_file = _load(source, db_path)
     result = attributor.attribute(trace)

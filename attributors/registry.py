@@ -36,6 +36,25 @@ def names() -> list[str]:
     return sorted(set(_factories) | {ep.name for ep in entry_points(group="faultlens.attributors")})
 
 
+def parse_options(pairs: list[str] | tuple[str, ...]) -> dict[str, Any]:
+    """`["k=5", "base=heuristic"]` -> `{"k": 5, "base": "heuristic"}` (what `--option KEY=VALUE` gives).
+
+    Values that read as JSON (numbers, true/false, null, lists) are parsed; anything else stays a string.
+    """
+    import json
+
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise FaultlensError(f"option {pair!r} is not KEY=VALUE (e.g. --option k=5)")
+        try:
+            out[key.strip()] = json.loads(value)
+        except ValueError:
+            out[key.strip()] = value
+    return out
+
+
 def get(name: str, **options: Any) -> Attributor:
     """An attributor by name, e.g. get("heuristic") or get("all_at_once", model="openai/gpt-4o-mini")."""
     _load_builtins()

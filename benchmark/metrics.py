@@ -42,7 +42,7 @@ BOOTSTRAP_SAMPLES = 1000
 BOOTSTRAP_SEED = 0
 LENGTH_BUCKETS = ((1, 10), (11, 20), (21, 50), (51, 100), (101, None))
 BREAKDOWNS = ("subset", "modality", "framework", "benchmark", "length")
-COST_FIELDS = ("calls", "input_tokens", "output_tokens", "usd", "seconds")
+COST_FIELDS = ("calls", "input_tokens", "output_tokens", "usd", "seconds", "reruns")
 NO_MODE = "(none)"
 
 _PAREN = re.compile(r"\s*\([^)]*\)\s*$")
@@ -204,7 +204,7 @@ def cost_summary(records: Sequence[Record]) -> dict:
         for f in COST_FIELDS:
             total[f] += float((r.get("cost") or {}).get(f) or 0)
     n = max(len(records), 1)
-    for f in ("calls", "input_tokens", "output_tokens"):
+    for f in ("calls", "input_tokens", "output_tokens", "reruns"):
         total[f] = int(total[f])
     return {"total": total, "per_trace": {f: total[f] / n for f in COST_FIELDS}}
 

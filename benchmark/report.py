@@ -114,10 +114,10 @@ def other_cells(m: dict) -> list[str]:
     s = m["status"]
     per = m["cost"]["per_trace"]
     return [str(m["n"]), f"{s['unparsed']}/{s['error']}", f"{per['calls']:.2f}", f"{per['input_tokens'] + per['output_tokens']:.0f}",
-            f"{per['usd']:.4f}", f"{per['seconds']:.3f}"]
+            f"{per['usd']:.4f}", f"{per['seconds']:.3f}", f"{per.get('reruns', 0):.2f}"]
 
 
-OTHER = ("n", "unparsed/error", "calls/trace", "tokens/trace", "$/trace", "s/trace")
+OTHER = ("n", "unparsed/error", "calls/trace", "tokens/trace", "$/trace", "s/trace", "reruns/trace")
 
 
 def rich_table(runs: list[Run]) -> Table:
@@ -136,14 +136,14 @@ def rich_table(runs: list[Run]) -> Table:
 def cost_table(runs: list[Run]) -> Table:
     table = Table(title="unparsed and failed answers (counted as wrong), cost per trace", box=box.SIMPLE_HEAD)
     table.add_column("method", style="bold", overflow="fold")
-    for name in ("unparsed", "error", "calls", "tokens", "USD", "seconds"):
+    for name in ("unparsed", "error", "calls", "tokens", "USD", "seconds", "reruns"):
         table.add_column(name, justify="right")
     for run in runs:
         status = run.metrics["overall"]["status"]
         per = run.metrics["overall"]["cost"]["per_trace"]
         table.add_row(run.label, str(status["unparsed"]), str(status["error"]), f"{per['calls']:.2f}",
                       f"{per['input_tokens'] + per['output_tokens']:.0f}", f"{per['usd']:.4f}", f"{per['seconds']:.4f}",
-                      style="dim" if run.baseline else None)
+                      f"{per.get('reruns', 0):.2f}", style="dim" if run.baseline else None)
     return table
 
 

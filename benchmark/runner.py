@@ -227,8 +227,8 @@ def _check_run_info(out: Path, info: dict[str, Any], resume: bool) -> None:
         raise FaultlensError(f"{out} already holds predictions; pass --resume to continue that run, or choose another --out")
     if resume and path.exists():
         before = json.loads(path.read_text(encoding="utf-8"))
-        for key in ("dataset", "method", "model", "with_reference"):
-            if before.get(key) != info[key]:
+        for key in ("dataset", "method", "model", "with_reference", "options"):
+            if before.get(key, {} if key == "options" else None) != info[key]:
                 raise FaultlensError(f"cannot resume {out}: it was run with {key}={before.get(key)!r}, not {info[key]!r}")
 
 
@@ -258,13 +258,14 @@ async def arun_benchmark(
     attributor: Any = None,
     progress: bool = True,
     console: Console | None = None,
+    method_options: Mapping[str, Any] | None = None,
 ) -> RunSummary:
     """See `run_benchmark`."""
     if concurrency < 1:
         raise FaultlensError("concurrency must be at least 1")
     out = Path(out) if out is not None else default_out(dataset_spec, method, model)
     info = {"dataset": dataset_spec, "method": method, "model": model, "with_reference": with_reference,
-            "limit": limit, "budget_usd": budget_usd, "started_at": time.time(), "status": "running"}
+            "options": dict(method_options or {}), "limit": limit, "budget_usd": budget_usd, "started_at": time.time(), "status": "running"}
     _check_run_info(out, info, resume)
     traces = select_traces(dataset_spec, limit)
     if attributor is None:
@@ -275,7 +276,7 @@ async def arun_benchmark(
             options["with_reference"] = True
         if budget_usd is not None:
             options["budget_usd"] = budget_usd  # LLM methods enforce it before each call
-        attributor = get(method, **options)
+        attributor = get(method, **options, **dict(method_options or {}))
     baseline_map = _resolve_baselines(baselines, method)
     _write_info(out, info)
 
@@ -426,6 +427,7 @@ def run_benchmark(
     attributor: Any = None,
     progress: bool = True,
     console: Console | None = None,
+    method_options: Mapping[str, Any] | None = None,
 ) -> RunSummary:
     """Attribute every trace of `dataset_spec` with `method` and score the baselines on the same traces.
 
@@ -441,11 +443,12 @@ def run_benchmark(
     - `baselines`: names of baseline attributors (default: every `baseline:*`),
       or a mapping name -> attributor.
     - `attributor`: an attributor object to use instead of `attributors.get(method)`.
+    - `method_options`: more keyword options for the method (e.g. `{"k": 5}` for counterfactual).
     """
     try:
         return asyncio.run(arun_benchmark(dataset_spec, method, model=model, with_reference=with_reference,
                                           concurrency=concurrency, limit=limit, out=out, resume=resume,
                                           budget_usd=budget_usd, baselines=baselines, attributor=attributor,
-                                          progress=progress, console=console))
+                                          progress=progress, console=console, method_options=method_options))
     except RunInterrupted:
         raise KeyboardInterrupt from None

@@ -204,6 +204,7 @@ class Cost(_Model):
     output_tokens: int = 0
     usd: float = 0.0
     seconds: float = 0.0
+    reruns: int = Field(default=0, description="times the agents were re-run (counterfactual trials)")
 
     def __add__(self, other: Cost) -> Cost:
         return Cost(
@@ -212,6 +213,7 @@ class Cost(_Model):
             output_tokens=self.output_tokens + other.output_tokens,
             usd=self.usd + other.usd,
             seconds=self.seconds + other.seconds,
+            reruns=self.reruns + other.reruns,
         )
 
 

@@ -14,7 +14,8 @@
 
 The budget is counted in reruns (`max_reruns` per trace, default `k`), not just
 tokens: `details["reruns"]` is what was spent, `details["trials"]` what each
-trial did. `cost.calls` counts the corrector's model calls (none by default).
+trial did, and `cost.reruns` carries the count into benchmark reports.
+`cost.calls` counts the corrector's model calls (none by default).
 """
 
 from __future__ import annotations
@@ -128,7 +129,7 @@ class Counterfactual(BaseAttributor):
             verdict = ranked.step
             details["fallback"] = fallback
         details["verified"] = fallback is None
-        cost = cost.model_copy(update={"seconds": round(time.monotonic() - started, 4)})
+        cost = cost.model_copy(update={"seconds": round(time.monotonic() - started, 4), "reruns": cost.reruns + details["reruns"]})
         ranking = [Candidate(step=verdict, score=1.0 if details["verified"] else (ranked.confidence or 0.0),
                              agent=trace.steps[verdict].agent, reason="verified by rerun" if details["verified"] else None)]
         ranking += [c for c in ranked.ranking if c.step != verdict]

@@ -81,3 +81,27 @@ def test_bad_inputs_are_clear(tmp_path):
     assert result.exit_code == 2 and "apply to LLM methods" in result.output
     result = CliRunner().invoke(cli, ["attribute", "x", "-m", "crystal_ball", "--db", str(tmp_path / "x.db")])
     assert result.exit_code != 0
+
+
+def test_method_options_reach_the_method(tmp_path):
+    path = tmp_path / "run.json"
+    path.write_text(team_trace().model_dump_json(), encoding="utf-8")
+    result = run(str(path), "-m", "counterfactual", "-O", "base=heuristic", "-O", "k=2", "--db", str(tmp_path / "c.db"), "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    # a hand-made trace has no agents to re-run: the heuristic's step, and the attribution says so
+    assert data["method"] == "counterfactual" and data["step"] == 2
+    assert data["details"]["base"] == "heuristic" and data["details"]["k"] == 2 and data["details"]["verified"] is False
+    assert "no rerunner" in data["details"]["fallback"]
+
+
+def test_parse_options():
+    from attributors.registry import parse_options
+    from middleware.errors import FaultlensError
+
+    assert parse_options(["k=5", "base=learned", "x=true", "ratio=0.5", "name=a=b"]) == \
+        {"k": 5, "base": "learned", "x": True, "ratio": 0.5, "name": "a=b"}
+    import pytest
+
+    with pytest.raises(FaultlensError, match="KEY=VALUE"):
+        parse_options(["k"])

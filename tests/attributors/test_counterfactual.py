@@ -77,7 +77,7 @@ def test_verdict_is_the_earliest_candidate_whose_correction_fixes_the_run(rerunn
     # earliest first: step 0 is tried (no change, still fails), then 2 fixes it; 4 is never tried
     assert [(t["step"], t["success"]) for t in a.details["trials"]] == [(0, False), (2, True)]
     assert a.details["trials"][0]["changed"] is False and a.details["trials"][1]["changed"] is True
-    assert a.details["reruns"] == 2
+    assert a.details["reruns"] == 2 and a.cost.reruns == 2
     assert a.ranking[0].step == 2 and a.confidence == 1.0
     assert a.mode is None  # the base named the mode of step 4, not of step 2, and cannot name others
 

@@ -253,3 +253,19 @@ def test_one_report_compares_models_side_by_side(synthetic_jsonl, tmp_path):
     assert all(r["metrics"]["overall"]["n"] == 6 for r in report["runs"])
     md = (tmp_path / "cmp" / "report.md").read_text()
     assert "| test-double:counting · small-model |" in md and "| test-double:counting · big-model |" in md
+
+
+def test_method_options_are_passed_recorded_and_checked_on_resume(synthetic_jsonl, tmp_path):
+    out = tmp_path / "cf"
+    spec = f"jsonl:{synthetic_jsonl}"
+    summary = run_benchmark(spec, "counterfactual", out=out, progress=False, limit=4, baselines=[],
+                            method_options={"base": "baseline:last-step", "k": 2})
+    assert summary.done == 4
+    records = read_predictions(out / "predictions.jsonl")
+    # synthetic traces cannot be re-run: the base's step, with the reason, in every prediction
+    assert all("not verified (no rerunner" in r["predicted"]["reason"] for r in records)
+    assert all(r["cost"]["reruns"] == 0 for r in records)
+    assert json.loads((out / "run.json").read_text())["options"] == {"base": "baseline:last-step", "k": 2}
+    with pytest.raises(FaultlensError, match="options"):
+        run_benchmark(spec, "counterfactual", out=out, progress=False, resume=True, baselines=[],
+                      method_options={"base": "baseline:last-step", "k": 3})
