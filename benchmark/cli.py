@@ -41,8 +41,10 @@ def bench() -> None:
               help="Run folder for predictions.jsonl [default: .faultlens/bench/DATASET__METHOD[__MODEL]].")
 @click.option("--resume", is_flag=True, help="Continue the run in --out, skipping traces already predicted (never pays twice).")
 @click.option("--budget-usd", type=float, default=None, help="Stop starting new traces once this many USD are spent.")
+@click.option("--option", "-O", "method_options", multiple=True, metavar="KEY=VALUE",
+              help="A method option, repeatable, e.g. -O base=learned -O k=5 for counterfactual.")
 @click.option("--no-progress", is_flag=True, help="Do not draw the progress bar.")
-def run(dataset, method, model, with_reference, concurrency, limit, out, resume, budget_usd, no_progress):
+def run(dataset, method, model, with_reference, concurrency, limit, out, resume, budget_usd, method_options, no_progress):
     """Attribute every trace of a dataset with one method, and score the baselines on the same traces.
 
     Each finished trace is appended to OUT/predictions.jsonl at once, so an
@@ -50,11 +52,13 @@ def run(dataset, method, model, with_reference, concurrency, limit, out, resume,
     (baseline:*) are scored into OUT/baselines/. Then run
     `faultlens bench report OUT` for the table and plots.
     """
+    from attributors.registry import parse_options
+
     from .runner import run_benchmark
 
     summary = run_benchmark(dataset, method, model=model, with_reference=with_reference, concurrency=concurrency,
                             limit=limit, out=out, resume=resume, budget_usd=budget_usd, progress=not no_progress,
-                            console=console)
+                            console=console, method_options=parse_options(method_options))
     console.print(f"{summary.method}: {summary.done}/{summary.total} trace(s) predicted "
                   f"({summary.new} now, {summary.skipped} already on file), ${summary.spent_usd:.4f} spent")
     if summary.baselines:
