@@ -205,9 +205,6 @@ def inject_one(env: Environment, seed_run: Trace, recording: Recording, t: int, 
         "step_kind": step.kind.value,
         "replayed_calls": session.replayed,
         "live_calls": session.live,
-        # What a rerun needs to put the same agents back on this task (the counterfactual attributor uses it).
-        "sim": sim,
-        "agent_model": model,
     }
     return Attempt(env.name, seed_run.task.id or "", t, mode, "kept", trace=trace, reason=generated.reason)
 

@@ -1,9 +1,10 @@
 """Re-run a failed environment trace with one step regenerated (the counterfactual attributor's trials).
 
 `EnvironmentRerunner` is registered in the `faultlens.rerunners` entry-point
-group. It can re-run any trace of a bundled environment that records the
-settings of its agents (kept traces of the injection pipeline and of the
-bundled benchmark do, in `metadata["injection"]`).
+group. It can re-run any trace of a bundled environment that records its agents:
+`Environment.run` puts the agent model and the simulated agents' settings in
+the trace's metadata, so injected traces, the bundled benchmark and the runs
+of the feedback loop can all be re-run.
 
 A trial for step t:
 
@@ -47,15 +48,19 @@ class EnvironmentRerunner:
         self._last: tuple[str, str, Recording] | None = None  # (trace id, content fingerprint, recording)
 
     @staticmethod
-    def settings(trace: Trace) -> tuple[str | None, dict[str, Any] | None] | None:
-        """(agent model or None for the simulated agents, simulated agents' settings), or None when unknown."""
-        injection = trace.metadata.get("injection") or {}
-        model = injection.get("agent_model")
-        sim = injection.get("sim")
-        used = str(trace.metadata.get("model") or "")
-        if model is None and (sim is None or (used and not used.startswith(SIM_PREFIX + "/"))):
-            return None  # simulated agents whose seed we do not know would not be the same agents
-        return model, sim
+    def settings(trace: Trace) -> tuple[str | None, dict[str, Any]] | None:
+        """(agent model, or None for the simulated agents; their settings), or None when unknown.
+
+        `Environment.run` records both in the trace's metadata ("model", and "sim" for simulated agents).
+        """
+        model = str(trace.metadata.get("model") or "")
+        if not model:
+            return None
+        if model.startswith(SIM_PREFIX + "/"):
+            sim = trace.metadata.get("sim")
+            # simulated agents whose seed we do not know would not be the same agents
+            return (None, dict(sim)) if isinstance(sim, dict) else None
+        return model, {}
 
     def can_rerun(self, trace: Trace) -> bool:
         return trace.source.benchmark in envs.names() and self.settings(trace) is not None

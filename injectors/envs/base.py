@@ -179,6 +179,9 @@ class Environment:
         source = Source(framework="faultlens", benchmark=self.name, modality=self.modality, format="faultlens")
         trace_id = trace_id or f"{self.name}-{task.id}"
         metadata = {"environment": self.name, "topology": self.topology, "model": rt.model}
+        if rt.model.startswith(SIM_PREFIX + "/"):
+            # The simulated agents' settings make them the same agents again: what a rerun needs.
+            metadata["sim"] = rt.sim
         if tracer is not None:
             # Each step is also a span of this run in the tracer (and so in its store and exporters).
             rt.tracer = tracer
