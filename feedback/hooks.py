@@ -109,11 +109,9 @@ def current_step_span(tracer: Any = None) -> Any:
     it is the current span.
     """
     if tracer is None:
-        from middleware import tracer as tracing
+        from middleware.tracer import current_tracer
 
-        run = getattr(tracing, "_current_run", None)
-        run = run.get() if run is not None else None
-        tracer = run.tracer if run is not None else None
+        tracer = current_tracer()
     if tracer is not None:
         here = tracer.call_context()
         if here is not None:

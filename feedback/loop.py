@@ -24,8 +24,6 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -170,6 +168,13 @@ class FeedbackLoop:
         self._results_lock = threading.Lock()
         self._worker: threading.Thread | None = None
         self._closed = False
+        if tracer is not None:
+            # Every run of the tracer that ends with an outcome is handled, whether or not it went through `run`.
+            tracer.on_run_end(self._run_ended)
+
+    def _run_ended(self, run: Any) -> None:
+        if run.outcome is not None and not self._closed:
+            self.on_outcome(run.id, run.outcome)
 
     # -- outcomes -------------------------------------------------------------
     def record_outcome(self, trace_id: str, outcome: Outcome | bool, *, detail: str | None = None) -> list[Lesson]:
@@ -182,8 +187,9 @@ class FeedbackLoop:
     def on_outcome(self, trace_id: str, outcome: Outcome) -> list[Lesson]:
         """Handle an outcome already saved: credit the lessons shown; queue a failure for attribution.
 
-        Returns the lessons whose counters changed. Call this from a tracer's
-        outcome hook, or use `record_outcome`.
+        Returns the lessons whose counters changed. A loop built with a tracer
+        calls it for every run of that tracer (`Tracer.on_run_end`); otherwise
+        call it yourself, or use `record_outcome`.
         """
         trace = self.store.get_trace(trace_id)
         if trace.outcome is None:
@@ -193,9 +199,8 @@ class FeedbackLoop:
             self.submit(trace_id)
         return updated
 
-    @contextmanager
-    def run(self, task: Any, **options: Any) -> Iterator[Any]:
-        """`tracer.run(task, ...)` whose outcome, once the run has ended, is handled by this loop.
+    def run(self, task: Any, **options: Any) -> Any:
+        """`tracer.run(task, ...)`: the loop handles the outcome of every run of its tracer once it has ended.
 
             with loop.run("How much larger ...?") as run:
                 ...                                   # agents, with lessons (feedback.hooks)
@@ -206,20 +211,7 @@ class FeedbackLoop:
         """
         if self.tracer is None:
             raise ValueError("FeedbackLoop.run needs the loop to be built with a tracer")
-        scope = self.tracer.run(task, **options)
-        run = scope.__enter__()
-        try:
-            yield run
-        except BaseException as exc:
-            try:
-                scope.__exit__(type(exc), exc, exc.__traceback__)
-            finally:
-                if run.outcome is not None:
-                    self.on_outcome(run.id, run.outcome)
-            raise
-        scope.__exit__(None, None, None)
-        if run.outcome is not None:
-            self.on_outcome(run.id, run.outcome)
+        return self.tracer.run(task, **options)
 
     # -- the worker -----------------------------------------------------------
     def submit(self, trace_id: str) -> None:
@@ -272,6 +264,8 @@ class FeedbackLoop:
         if self._closed:
             return
         self._closed = True
+        if self.tracer is not None:
+            self.tracer.remove_run_listener(self._run_ended)
         if self._worker is not None and self._worker.is_alive():
             self._queue.put(None)
             self._worker.join()

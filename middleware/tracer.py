@@ -68,6 +68,12 @@ _pending_trace_id: ContextVar[int | None] = ContextVar("faultlens_pending_trace_
 DEFAULT_AGENT = "main"
 
 
+def current_tracer() -> Tracer | None:
+    """The tracer of the run entered right now (`with tracer.run(...)`), or None outside runs."""
+    run = _current_run.get()
+    return run.tracer if run is not None else None
+
+
 def to_text(value: Any) -> str:
     """A value as the text a step shows: strings as they are, the rest as JSON."""
     if isinstance(value, str):
@@ -236,6 +242,11 @@ class RunScope:
             _current_agent.reset(agent_token)
             otel_context.detach(span_token)
             _current_run.reset(run_token)
+        for listener in list(self._tracer._run_listeners):
+            try:
+                listener(self.run)
+            except Exception:
+                log.exception("run listener %r failed for run %s", listener, self.run.id)
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
         litellm = self._tracer._litellm
@@ -378,6 +389,22 @@ class Tracer:
             otel_trace.set_tracer_provider(self.provider)
         self._litellm: Any = None
         self._langgraph_handlers: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._run_listeners: list[Callable[[Run], None]] = []
+
+    # -- run listeners -----------------------------------------------------
+    def on_run_end(self, listener: Callable[[Run], None]) -> Callable[[Run], None]:
+        """Call `listener(run)` after each run of this tracer has ended: its spans are stored and its
+        outcome (if any) recorded. Usable as a decorator; `remove_run_listener` undoes it.
+
+        This is how a feedback loop hears about failures without wrapping your code. A listener that
+        raises is logged and does not break the run that ended.
+        """
+        self._run_listeners.append(listener)
+        return listener
+
+    def remove_run_listener(self, listener: Callable[[Run], None]) -> None:
+        if listener in self._run_listeners:
+            self._run_listeners.remove(listener)
 
     # -- exporters ---------------------------------------------------------
     def add_span_processor(self, processor: SpanProcessor) -> None:

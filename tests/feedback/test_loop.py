@@ -12,6 +12,7 @@ from feedback import FeedbackLoop, LessonMemory, attribute_and_reflect, completi
 from feedback.hooks import LESSONS_HEADER
 from feedback.reflect import LLMReflector
 from middleware.model import Attribution, AttributionStatus, Outcome
+from middleware.store import open_store
 from middleware.tracer import Tracer
 
 from .conftest import DISSIMILAR_TASK, ORIGINAL_TASK, SIMILAR_TASK, failed_trace
@@ -199,3 +200,35 @@ def test_min_confidence_keeps_guesses_out_of_memory(store):
         loop.submit(trace.id)
         [result] = loop.drain(timeout=30)
     assert [l.agent for l in result.lessons] == ["analyst"]
+
+
+def test_any_run_of_the_tracer_is_handled_once_and_not_after_close(tmp_path):
+    from middleware.tracer import current_tracer
+
+    store = open_store(tmp_path / "listen.db")
+    tracer = Tracer(store=store, env_exporters=False)
+    loop = FeedbackLoop(tracer, BlameTheAnalyst())
+    handled: list[str] = []
+    loop.submit = lambda trace_id: handled.append(trace_id)  # the queue itself is tested above
+    with tracer.run("a plain run, not through loop.run") as run:
+        assert current_tracer() is tracer
+        run.record_outcome(False, detail="wrong")
+    with loop.run("through the loop") as second:
+        second.record_outcome(False)
+    with tracer.run("no outcome recorded"):
+        pass
+    assert handled == [run.id, second.id] and current_tracer() is None
+    loop.close()
+    with tracer.run("after close") as third:
+        third.record_outcome(False)
+    assert handled == [run.id, second.id]
+
+
+def test_a_failing_listener_does_not_break_the_run(tmp_path, caplog):
+
+    tracer = Tracer(store=open_store(tmp_path / "l.db"), env_exporters=False)
+    tracer.on_run_end(lambda run: 1 / 0)
+    with tracer.run("task") as run:
+        run.record_outcome(True)
+    assert tracer.store.get_trace(run.id).outcome.success
+    assert "run listener" in caplog.text
