@@ -64,15 +64,20 @@ def show(db_path: Path | None, lesson_id: str) -> None:
 @click.argument("trace_id")
 @click.option("--method", default="heuristic", show_default=True, help="Attribution method (see `faultlens attribute --list`).")
 @click.option("--model", default=None, help="litellm model for LLM attribution methods.")
+@click.option("--option", "-O", "method_options", multiple=True, metavar="KEY=VALUE",
+              help="An attribution method option, repeatable, e.g. -O k=5 for counterfactual.")
 @click.option("--reflector", default=None, help="offline (default), terminal, or a litellm model for LLM reflection.")
-def learn(db_path: Path | None, trace_id: str, method: str, model: str | None, reflector: str | None) -> None:
+def learn(db_path: Path | None, trace_id: str, method: str, model: str | None, method_options: tuple[str, ...],
+          reflector: str | None) -> None:
     """Attribute a stored failed run, save the attribution, and keep the lessons reflected from it."""
+    from attributors.registry import parse_options
+
     from .loop import reflect_on, resolve_attributor
     from .reflect import get_reflector
 
     memory = _memory(db_path)
-    result = reflect_on(memory.store, trace_id, resolve_attributor(method, **({"model": model} if model else {})),
-                        get_reflector(reflector), memory)
+    options = {**({"model": model} if model else {}), **parse_options(method_options)}
+    result = reflect_on(memory.store, trace_id, resolve_attributor(method, **options), get_reflector(reflector), memory)
     a = result.attribution
     if a is not None:
         console.print(f"attribution ({a.method}, {a.status.value}): agent {a.agent}, step {a.step}, mode {a.mode}"

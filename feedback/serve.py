@@ -36,10 +36,12 @@ def build_app(
     token: str | None = None,
     export_endpoint: str | None = None,
     export_token: str | None = None,
+    method_options: dict[str, Any] | None = None,
     **server_options: Any,
 ):
-    """The faultlens app over `store`, attributing failed runs with `method` (and `model`) and reflecting with `reflector`."""
-    attributor = resolve_attributor(method, **({"model": model} if model else {}))
+    """The faultlens app over `store`, attributing failed runs with `method` (and `model`, and
+    `method_options`) and reflecting with `reflector`."""
+    attributor = resolve_attributor(method, **({"model": model} if model else {}), **(method_options or {}))
     reflect = get_reflector(reflector)
     memory = LessonMemory(store)
 
@@ -68,6 +70,8 @@ def build_app(
 @click.option("--token", default=None, help="Require 'Authorization: Bearer TOKEN' on every request [default: $FAULTLENS_TOKEN].")
 @click.option("--method", default="heuristic", show_default=True, help="Attribution method for failed runs (see `faultlens attribute --help`).")
 @click.option("--model", default=None, help="litellm model for LLM attribution methods, e.g. openai/gpt-4o-mini.")
+@click.option("--option", "-O", "method_options", multiple=True, metavar="KEY=VALUE",
+              help="An attribution method option, repeatable, e.g. -O k=5 for counterfactual.")
 @click.option("--reflector", default=None, help="How lessons are written: offline (default), or a litellm model name.")
 @click.option("--reports", "reports_dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="A `faultlens bench report` output directory to show at /reports.")
 @click.option("--media-root", type=click.Path(file_okay=False, path_type=Path), default=None, help="Serve step images given as file paths only from under this directory.")
@@ -75,7 +79,7 @@ def build_app(
 @click.option("--export-token", default=None, help="Bearer token for --export-otlp.")
 @click.option("--max-body", default=DEFAULT_MAX_BODY, show_default=True, help="Largest accepted /v1/traces body in bytes (also after decompression).")
 @click.option("--queue", "max_queue", default=1000, show_default=True, help="How many failed runs may wait for attribution.")
-def serve(db_path, host, port, token, method, model, reflector, reports_dir, media_root, export_endpoint, export_token, max_body, max_queue):
+def serve(db_path, host, port, token, method, model, method_options, reflector, reports_dir, media_root, export_endpoint, export_token, max_body, max_queue):
     """Run the faultlens service: OTLP/HTTP ingest, background attribution, REST API and web UI.
 
     Point any OpenTelemetry SDK or Collector at it
@@ -84,6 +88,7 @@ def serve(db_path, host, port, token, method, model, reflector, reports_dir, med
     The API is described at /docs.
     """
     token = resolve_token(token)
+    from attributors.registry import parse_options
     from middleware.server import check_bind
 
     check_bind(host, token)  # before opening the store: refuse early and plainly
@@ -92,6 +97,7 @@ def serve(db_path, host, port, token, method, model, reflector, reports_dir, med
         store,
         method=method,
         model=model,
+        method_options=parse_options(method_options),
         reflector=reflector,
         token=token,
         export_endpoint=export_endpoint,
