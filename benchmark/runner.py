@@ -183,8 +183,10 @@ class _Appender:
 
 
 def prepare(trace: Trace, with_reference: bool) -> Trace:
-    """What the attributor is allowed to see: no gold label, maybe no reference answer."""
+    """What the attributor is allowed to see: no gold label, no record of how it was made, maybe no reference answer."""
     update: dict[str, Any] = {"gold": None}
+    if "injection" in trace.metadata:  # the injection record holds the injected action: the answer
+        update["metadata"] = {k: v for k, v in trace.metadata.items() if k != "injection"}
     if not with_reference and trace.task.reference_answer is not None:
         update["task"] = trace.task.model_copy(update={"reference_answer": None})
     return trace.model_copy(update=update)

@@ -18,15 +18,22 @@ A trial for step t:
    reuse_unchanged_from=t+1)`). Only what the change at t touches runs anew,
    so a success is owed to the change, not to chance elsewhere.
 3. Evaluate the task: success or not.
+
+The task is evaluated as the environment knows it (`world_task`: regenerated
+from the seed and index in its id, with its reference answer), not as the
+trace shows it: a benchmark runner hides the reference answer from
+attributors, and the attributor never needs it; only the world judging the
+rerun does.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
 from middleware.rerun import NotRerunnable, Trial
-from middleware.model import Trace
+from middleware.model import Task, Trace
 from middleware.replay import Drift, Recording, Session
 
 from . import envs
@@ -37,6 +44,33 @@ __all__ = ["EnvironmentRerunner"]
 
 def _answer(record: Any, content: str) -> dict[str, Any]:
     return {"output": content} if record.kind == "tool" else {"content": content}
+
+
+_TASK_ID = re.compile(r"-(\d+)-(\d+)$")
+_TASKS: dict[tuple[str, int], list[Task]] = {}
+MAX_TASKS = 4096
+
+
+def world_task(env: envs.Environment, trace: Trace) -> Task:
+    """The trace's task as `env` generates it, reference answer included (ids end in -SEED-INDEX)."""
+    task_id = trace.task.id or ""
+    match = _TASK_ID.search(task_id)
+    if match is None:
+        raise NotRerunnable(f"task id {task_id!r} does not name a generated task of {env.name} (…-SEED-INDEX)")
+    seed, index = int(match.group(1)), int(match.group(2))
+    n = index + 1
+    while True:
+        tasks = _TASKS.get((env.name, seed), [])
+        if len(tasks) < n:
+            tasks = _TASKS[(env.name, seed)] = env.tasks(seed, n)
+        found = next((t for t in tasks if t.id == task_id), None)
+        if found is not None:
+            if found.query != trace.task.query:
+                raise NotRerunnable(f"{env.name} task {task_id} asks something else than the trace's task")
+            return found
+        if n >= MAX_TASKS:
+            raise NotRerunnable(f"{env.name} generates no task {task_id} from seed {seed}")
+        n = min(2 * n, MAX_TASKS)  # ids may skip draws that were rejected: look further
 
 
 class EnvironmentRerunner:
@@ -73,8 +107,9 @@ class EnvironmentRerunner:
         model, sim = self.settings(trace) or (None, None)
         answers = {i: (lambda record, text=s.content: _answer(record, text)) for i, s in enumerate(trace.steps)}
         session = Session(overrides=answers)
+        task = world_task(env, trace)
         try:
-            again = env.run(trace.task, model=model, session=session, sim=sim, trace_id=trace.id).trace
+            again = env.run(task, model=model, session=session, sim=sim, trace_id=trace.id).trace
         except Exception as exc:
             raise NotRerunnable(f"the trace's steps do not drive {env.name}'s program: {type(exc).__name__}: {exc}") from exc
         if len(again.steps) != len(trace.steps):
@@ -97,7 +132,8 @@ class EnvironmentRerunner:
         overrides = {step: (lambda record: _answer(record, replacement))} if replacement is not None else {}
         session = Session(recording, replay_until=step, overrides=overrides, reuse_unchanged_from=step + 1)
         try:
-            result = env.run(trace.task, model=model, session=session, sim=sim, trace_id=f"{trace.id}-rerun{step}").trace
+            result = env.run(world_task(env, trace), model=model, session=session, sim=sim,
+                             trace_id=f"{trace.id}-rerun{step}").trace
         except Drift as drift:  # cannot happen for a reconstructed recording unless the program is not deterministic
             raise NotRerunnable(f"the program is not deterministic: {drift}") from drift
         except Exception as exc:  # the team's program broke on the changed step: the run did not succeed

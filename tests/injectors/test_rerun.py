@@ -61,3 +61,16 @@ def test_a_trace_that_no_longer_replays_is_not_rerunnable(kept):
         EnvironmentRerunner().rerun(cut, 0)
     a = get("counterfactual", base=EveryStep(), k=2).attribute(cut)
     assert not a.details["verified"] and a.details["fallback"].startswith("not re-runnable")
+
+
+def test_rerun_judges_with_the_world_task_not_the_blinded_one(kept):
+    from benchmark.runner import prepare
+
+    trace = kept[0]
+    blind = prepare(trace, with_reference=False)
+    assert blind.task.reference_answer is None and "injection" not in blind.metadata and blind.gold is None
+    trial = EnvironmentRerunner().rerun(blind, trace.gold.step)
+    assert trial.success  # the environment still knows its answer
+    renamed = blind.model_copy(update={"task": blind.task.model_copy(update={"id": "someone-else"})})
+    with pytest.raises(NotRerunnable, match="does not name"):
+        EnvironmentRerunner().rerun(renamed, 0)
