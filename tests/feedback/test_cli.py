@@ -37,3 +37,18 @@ def test_learn_then_list_show_and_for(tmp_path):
 
     missing = runner.invoke(lessons, ["show", "zzz", "--db", str(db)])
     assert missing.exit_code != 0 and "0 lessons" in missing.output
+
+
+def test_learn_with_the_counterfactual_method_blames_the_verified_step(tmp_path):
+    from injectors.pipeline import InjectConfig, inject
+
+    kept = inject(InjectConfig(envs=["math_react"], seeds=3, per_seed=3, seed=7, workers=1)).traces
+    trace = next(t for t in kept if len(t.steps) <= 10)  # learned ranks up to 10 steps: every step is a candidate
+    db = tmp_path / "cf.db"
+    open_store(db).save_trace(trace)
+    learnt = CliRunner().invoke(lessons, ["learn", trace.id, "--db", str(db), "--method", "counterfactual", "-O", "k=10"])
+    assert learnt.exit_code == 0, learnt.output
+    [attribution] = open_store(db).attributions(trace.id)
+    assert attribution.method == "counterfactual" and attribution.details["verified"]
+    assert (attribution.step, attribution.agent) == (trace.gold.step, trace.gold.agent)
+    assert attribution.cost.reruns == len(attribution.details["trials"]) >= 1
