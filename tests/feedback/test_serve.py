@@ -86,6 +86,19 @@ def test_failed_run_is_attributed_and_becomes_a_lesson(tmp_path):
     store.close()
 
 
+def test_counterfactual_method_with_options_on_a_run_it_cannot_rerun(tmp_path):
+    store = open_store(tmp_path / "cf.db")
+    with ServerThread(build_app(store, method="counterfactual", method_options={"base": "heuristic", "k": 2})) as server:
+        trace_id = _send_failed_run(server.url + "/v1/traces")["trace_id"]
+        HTTP.post(f"{server.url}/api/runs/{trace_id}/outcome", json={"success": False})
+        body = _wait(lambda: (b := HTTP.get(f"{server.url}/api/runs/{trace_id}/attribution").json())["latest"] and b["job"]["state"] == "done" and b)
+        latest = body["latest"]
+        # an OTLP run from another program has no rerunner here: the base's verdict, saying it is not verified
+        assert (latest["method"], latest["agent"], latest["step"]) == ("counterfactual", "worker", 1)
+        assert latest["details"]["verified"] is False and "no rerunner" in latest["details"]["fallback"]
+    store.close()
+
+
 def test_export_otlp_sends_the_attribution_to_another_otlp_receiver(tmp_path):
     from middleware.server import create_app
 
