@@ -4,8 +4,8 @@ The step scorer's probabilities over the steps of a trace give the ranking;
 the blamed step is the top one, its agent the blamed agent, and the mode the
 mode classifier's answer on that step. Confidence is the top step's share of
 the summed step scores. `details["top_features"]` lists the features that
-pushed the blamed step's score most (signed contributions of the linear
-scorer), so "why this step" can be read off.
+made the blamed step stand out: how much its score (log-odds) drops when the
+feature is set to its median over the trace, so "why this step" can be read off.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from ..base import BaseAttributor
 from .features import trace_features
 from .model import LearnedModel, load
 
-PROMPT_VERSION = "learned/v1"
+PROMPT_VERSION = "learned/v2"
 TOP_FEATURES = 8
 RANKING_SIZE = 10
 
@@ -53,7 +53,7 @@ class LearnedAttributor(BaseAttributor):
         order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
         best = order[0]
         mode, mode_p = self.model.mode(X[best])
-        top = self.model.contributions(X[best])[:TOP_FEATURES]
+        top = self.model.contributions(X, best)[:TOP_FEATURES]
         details["top_features"] = [{"feature": n, "contribution": round(c, 4)} for n, c in top]
         details["mode_probability"] = round(mode_p, 4)
         total = float(np.sum(scores))
@@ -67,3 +67,9 @@ class LearnedAttributor(BaseAttributor):
             ranking=ranking, cost=Cost(seconds=round(time.monotonic() - started, 4)), details=details,
             prompt_version=PROMPT_VERSION,
         )
+
+    def mode_at(self, trace: Trace, step: int) -> str | None:
+        """The mode classifier's failure mode for any step of the trace (used by `counterfactual` for its candidates)."""
+        if not 0 <= step < len(trace.steps):
+            return None
+        return self.model.mode(trace_features(trace)[step])[0]

@@ -52,30 +52,66 @@ def message_only_trace() -> Trace:
                  outcome=Outcome(success=False), gold=GoldLabel(step=3, agent="Assistant", mode="R.3"))
 
 
+def features_of(trace: Trace, step: int) -> dict[str, float]:
+    return dict(zip(feature_names(), trace_features(trace)[step]))
+
+
 def test_features_on_message_only_trace():
     trace = message_only_trace()
     X = trace_features(trace)
-    names = feature_names()
-    assert X.shape == (5, len(names))
-    assert np.isfinite(X.toarray()).all()
-    dense = dict(zip(dense_feature_names(), X[3].toarray()[0]))
-    # 49,600 (the final answer's value) first appears at step 3, which introduces it as a new number.
-    assert dense["content.answer_first_here"] == 1.0
-    assert dense["content.new_numbers_in_answer"] == 1.0
-    assert dense["kind.message"] == 1.0 and dense["err.this"] == 0.0
-    first = dict(zip(dense_feature_names(), X[0].toarray()[0]))
-    assert first["pos.is_first"] == 1.0 and first["content.answer_first_here"] == 0.0
+    assert X.shape == (5, len(feature_names())) and feature_names() == dense_feature_names()
+    assert np.isfinite(X).all()
+    step3 = features_of(trace, 3)
+    # 49,600 (the final answer's value) first appears at step 3, which states it without the task or an earlier step giving it.
+    assert step3["content.answer_value_here"] == 1.0 and step3["first.content.answer_value_here"] == 1.0
+    assert step3["content.new_values_in_answer"] == 1.0 and step3["content.written_new_values"] == 1.0
+    assert step3["kind.message"] == 1.0 and step3["err.this"] == 0.0
+    assert step3["turn.agent_first_appearance"] == 1.0 and step3["turn.speaker_change"] == 1.0
+    first = features_of(trace, 0)
+    assert first["pos.is_first"] == 1.0 and first["content.answer_value_here"] == 0.0
+    assert first["before.content.answer_value_here"] == 1.0
+    assert first["content.task_values"] == 1.0  # 1200 and Lindenfeld come from the task
+    # 48,300 is new at step 1 (read off a search the trace does not show).
+    assert features_of(trace, 1)["content.written_new_values"] == 1.0
+    # The final step is not "where the answer first appears", however it is worded.
+    assert features_of(trace, 4)["content.answer_value_here"] == 0.0
     # The reference answer is never a feature: changing it changes nothing.
     other = trace.model_copy(deep=True)
     other.task.reference_answer = "something else"
-    assert (trace_features(other) != X).nnz == 0
+    assert np.array_equal(trace_features(other), X)
 
 
-def test_features_ignore_the_gold_label():
+def test_within_trace_features_compare_steps_of_one_trace():
     trace = message_only_trace()
-    moved = trace.model_copy(deep=True)
-    moved.gold = GoldLabel(step=0, agent="Orchestrator", mode="PL.1")
-    assert (trace_features(moved) != trace_features(trace)).nnz == 0
+    X = trace_features(trace)
+    names = feature_names()
+    length, rank, z = (names.index(f"{p}content.len_log") for p in ("", "rank.", "z."))
+    longest = int(np.argmax(X[:, length]))
+    assert X[longest, rank] == 0.0 and X[:, rank].max() <= 1.0
+    assert abs(X[:, z].mean()) < 1e-9 and X[longest, z] > 0
+    # Padding every step with the same words moves the absolute length, not the ranks within the trace.
+    padded = trace.model_copy(deep=True)
+    for step in padded.steps:
+        step.content += " (noted)"
+    assert np.array_equal(trace_features(padded)[:, rank], X[:, rank])
+
+
+def test_features_of_a_bare_message_list():
+    """No agents declared, no kinds but `message`, no task text: features still come out finite."""
+    steps = [Step(index=i, agent=f"a{i % 2}", content=c) for i, c in enumerate(["hello", "the value is 7", "7", ""])]
+    X = trace_features(Trace(task=Task(query=""), steps=steps))
+    assert X.shape == (4, len(feature_names())) and np.isfinite(X).all()
+
+
+def test_a_tool_error_is_seen_on_the_call_and_the_result():
+    steps = [Step(index=0, agent="a", kind=StepKind.tool_call, tool_name="lookup", content="lookup Nudsko Work"),
+             Step(index=1, agent="a", kind=StepKind.tool_result, tool_name="lookup", content="No record", error="not found"),
+             Step(index=2, agent="a", kind=StepKind.tool_call, tool_name="lookup", content="lookup Nudsko Works"),
+             Step(index=3, agent="a", kind=StepKind.final_answer, content="Answer: 4")]
+    trace = Trace(task=Task(query="What is the headcount of Nudsko Works?"), steps=steps)
+    call, result = features_of(trace, 0), features_of(trace, 1)
+    assert call["err.next"] == 1.0 and call["err.retry"] == 1.0 and call["first.err.next"] == 1.0
+    assert result["err.this"] == 1.0 and result["first.err.any"] == 1.0
 
 
 def test_empty_trace_has_no_rows_and_attribution_is_an_error(tmp_path):
@@ -123,6 +159,11 @@ def test_attribution_shape(tmp_path):
     assert 0.0 <= a.confidence <= 1.0
     assert a.details["top_features"] and all(f["feature"] in feature_names() for f in a.details["top_features"])
     assert a.mode in model.meta["modes"]
+    # Every step can be given a mode (counterfactual asks for its candidates' modes).
+    attributor = LearnedAttributor(model=model)
+    assert attributor.mode_at(trace, a.step) == a.mode
+    assert all(attributor.mode_at(trace, i) in model.meta["modes"] for i in range(len(trace.steps)))
+    assert attributor.mode_at(trace, 99) is None
 
 
 def test_registry_and_missing_model(tmp_path):
