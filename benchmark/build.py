@@ -11,11 +11,14 @@ given, and writes, in the layout `benchmark.datasets` reads:
     OUT/README.md        the datasheet: counts, how it was made, how to rebuild it, calibration
 
 Passes. The first pass injects `per_seed` errors into each of `seeds` tasks per
-environment. A mode that yielded some traces in an environment but fewer than
-`min_per_mode` gets top-up passes over fresh tasks (the next task seeds)
-restricted to the short modes, at most `topup_rounds` times. A mode that
-yielded nothing in the first pass (its errors are always caught, or it never
-fits the environment's steps) is listed in the datasheet, not forced.
+environment. Then up to `topup_rounds` top-up rounds: each (environment, mode)
+with fewer than `min_per_mode` kept traces is injected again over fresh tasks
+(task seeds `seed + TOPUP_STRIDE * round`), on as many tasks as its measured
+yield says the deficit needs (`topup_tasks`; modes of an environment with
+similar needs share one pipeline run, `topup_groups`). A mode
+stops at the target, when a round adds nothing, or when its yield is under
+`MIN_YIELD` after `MIN_YIELD_EVIDENCE` attempts (listed in the datasheet). Modes an environment declares not
+applicable (`Environment.not_applicable`) are never injected there.
 
 Splits are by task: a task's traces all go to the same split, chosen by a hash
 of the build seed and the task id, so no task is in both.
@@ -42,7 +45,15 @@ from .metrics import length_bucket
 DEFAULT_SEEDS = 64
 DEFAULT_PER_SEED = 8
 MIN_PER_MODE = 30
-TOPUP_ROUNDS = 1
+TOPUP_ROUNDS = 4
+# Injections per fresh task in a top-up run (all of one mode, at different steps).
+TOPUP_ATTEMPTS = 3
+TOPUP_MAX_TASKS = 96
+# A mode whose kept/attempted ratio in an environment is under this is not topped up (its errors are almost always
+# caught or harmless there); the datasheet lists it.
+MIN_YIELD = 0.04
+# ... once it has had this many attempts (a first pass's few attempts of a mode say little about its yield).
+MIN_YIELD_EVIDENCE = 100
 SPLIT_TEST_PERCENT = 50
 # Task seeds of top-up round r are `seed + TOPUP_STRIDE * r`, far from the first pass's seed.
 TOPUP_STRIDE = 1000
@@ -75,6 +86,61 @@ def _count(traces: list[Trace]) -> dict[tuple[str, str], int]:
         if t.gold is not None:
             out[(t.source.benchmark or "", t.gold.mode or "")] += 1
     return dict(out)
+
+
+def _tally(results: list[Any], modes: list[str] | None = None) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], int], dict[tuple[str, str], int]]:
+    """Per (environment, mode): injections attempted, runs kept (before any cap), and tasks it was offered
+    (the successful seeds of a top-up run that asked for it; in a first pass, the seeds where it was tried)."""
+    attempts: Counter = Counter()
+    kept: Counter = Counter()
+    offered: Counter = Counter()
+    for seed_result in results:
+        for attempt in seed_result.attempts:
+            attempts[(attempt.env, attempt.mode)] += 1
+            kept[(attempt.env, attempt.mode)] += attempt.status == "kept"
+    if modes is None:
+        # a first pass rotates modes over tasks: a mode was offered where it was tried
+        for seed_result in results:
+            for key in {(a.env, a.mode) for a in seed_result.attempts}:
+                offered[key] += 1
+    else:
+        for env in {r.env for r in results}:
+            tasks = sum(1 for r in results if r.env == env and r.seed_success)
+            for mode in modes:
+                offered[(env, mode)] += tasks
+    return dict(attempts), dict(kept), dict(offered)
+
+
+def _add(total: dict, more: dict) -> None:
+    for key, n in more.items():
+        total[key] = total.get(key, 0) + n
+
+
+def topup_tasks(deficit: int, per_task: float) -> int:
+    """Fresh tasks a top-up run needs for `deficit` more traces at a measured `per_task` yield (25% margin)."""
+    import math
+
+    needed = math.ceil(1.25 * deficit / max(per_task, 1e-9))
+    return max(4, min(TOPUP_MAX_TASKS, needed))
+
+
+def topup_groups(needs: dict[tuple[str, str], int]) -> list[tuple[str, list[str], int]]:
+    """(environment, modes, tasks) runs for the short modes: per environment, modes sorted by the tasks they need,
+    grouped while the largest need is at most twice the group's smallest; a group runs its largest need."""
+    from injectors.taxonomy import CODES
+
+    out: list[tuple[str, list[str], int]] = []
+    for env in sorted({env for env, _ in needs}):
+        ordered = sorted(((n, mode) for (e, mode), n in needs.items() if e == env), key=lambda nm: (nm[0], CODES.index(nm[1])))
+        group: list[tuple[int, str]] = []
+        for n, mode in ordered:
+            if group and n > 2 * group[0][0]:
+                out.append((env, sorted((m for _, m in group), key=CODES.index), group[-1][0]))
+                group = []
+            group.append((n, mode))
+        if group:
+            out.append((env, sorted((m for _, m in group), key=CODES.index), group[-1][0]))
+    return out
 
 
 def build_bundled(
@@ -115,28 +181,36 @@ def build_bundled(
     traces = list(result.traces)
     seed_results = list(result.seeds)
     counts = _count(traces)
-    yielded = {(env, mode) for (env, mode), n in counts.items() if n > 0}
+    attempts, kept, offered = _tally(seed_results)
+    # Top-up rounds over fresh tasks, all injections spent on the modes still short. Each (environment, mode) gets
+    # as many tasks as its measured yield per task says its deficit needs (a mode that fits few steps needs many
+    # tasks); modes of an environment with similar needs share one pipeline run, so a task's seed run serves several.
+    # A mode stops being topped up when it reaches the target, when a round adds nothing to it, or when its yield
+    # per attempt is under MIN_YIELD after MIN_YIELD_EVIDENCE attempts (listed in the datasheet).
+    stalled: set[tuple[str, str]] = set()
     for round_no in range(1, topup_rounds + 1):
-        short: dict[str, list[str]] = defaultdict(list)
-        for env, mode in sorted(yielded):
-            if counts.get((env, mode), 0) < min_per_mode:
-                short[env].append(mode)
+        short = [key for key in sorted(attempts) if counts.get(key, 0) < min_per_mode and key not in stalled
+                 and not (attempts[key] >= MIN_YIELD_EVIDENCE and kept.get(key, 0) / attempts[key] < MIN_YIELD)]
         if not short:
             break
-        for env in sorted(short):
-            modes = short[env]
-            # A third as many fresh tasks as the first pass, every injection spent on the short modes.
-            top = InjectConfig(envs=[env], seeds=max(1, seeds // 3), per_seed=max(2, min(per_seed, len(modes) * 2)),
+        needs = {key: topup_tasks(min_per_mode - counts.get(key, 0), kept.get(key, 0) / max(1, offered.get(key, 0)))
+                 for key in short}
+        for env, modes, tasks in topup_groups(needs):
+            top = InjectConfig(envs=[env], seeds=tasks, per_seed=TOPUP_ATTEMPTS * len(modes),
                                seed=seed + TOPUP_STRIDE * round_no, agent_model=agent_model, generator=generator,
-                               noise=noise, workers=workers, modes=modes)
-            extra = inject(top, progress=report(f"top-up {round_no} {env}"))
-            # Only the short modes are wanted; a mode reaching its target is not topped up further.
+                               noise=noise, workers=workers, modes=modes, measure_recovered=False)
+            extra = inject(top, progress=report(f"top-up {round_no} {env} {'/'.join(modes)}"))
+            added: Counter = Counter()
             for trace in extra.traces:
                 key = (env, trace.gold.mode if trace.gold else "")
                 if counts.get(key, 0) < min_per_mode:
                     traces.append(trace)
                     counts[key] = counts.get(key, 0) + 1
+                    added[key] += 1
             seed_results.extend(extra.seeds)
+            for total, more in zip((attempts, kept, offered), _tally(extra.seeds, modes)):
+                _add(total, more)
+            stalled |= {(env, mode) for mode in modes if not added[(env, mode)]}
 
     splits: dict[str, list[Trace]] = {"dev": [], "test": []}
     for trace in traces:
@@ -270,9 +344,13 @@ def datasheet(build: BuildResult, args: dict[str, Any], command: str) -> str:
                f"non-decisive mistakes at rate {args['noise']} per opportunity, and verifiers catch some injected errors "
                "(those runs still succeed and are dropped), so the first step that looks wrong is often not the decisive one.")
     out.append("")
-    out.append(f"First pass: {args['seeds']} tasks per environment, up to {args['per_seed']} injections per task. Modes that "
-               f"yielded traces but fewer than {args['min_per_mode']} get up to {args['topup_rounds']} top-up pass(es) over "
-               f"a third as many fresh tasks (task seeds {args['seed']} + {TOPUP_STRIDE}·round). Splits are by task (hash of the seed and "
+    out.append(f"First pass: {args['seeds']} tasks per environment, up to {args['per_seed']} injections per task. Then up to "
+               f"{args['topup_rounds']} top-up rounds: every (environment, mode) with fewer than {args['min_per_mode']} kept "
+               f"traces is injected again over fresh tasks (task seeds {args['seed']} + {TOPUP_STRIDE}·round), "
+               f"{TOPUP_ATTEMPTS} injections of it per task, on as many tasks as its measured yield per task says the deficit "
+               f"needs (at most {TOPUP_MAX_TASKS}; modes with similar needs share a run); it stops at the target, when a "
+               f"round adds nothing, or when its yield "
+               f"(kept / attempted) is under {MIN_YIELD:.0%} after {MIN_YIELD_EVIDENCE} attempts. Splits are by task (hash of the seed and "
                f"the task id, {SPLIT_TEST_PERCENT}% test): no task has traces in both splits. Images and frames are stored "
                "inline in the traces (base64 PNG step media), so the files are self-contained.")
     out += ["", "Rebuild it, byte for byte (same files, same bytes):", "", "```", command, "```", ""]
@@ -316,6 +394,15 @@ def datasheet(build: BuildResult, args: dict[str, Any], command: str) -> str:
     out.append(_table(["environment", *modes, "total"], rows))
     short = [f"`{n}` {c} ({per[(n, c)]})" for n in env_names for c in modes if 0 < per[(n, c)] < args["min_per_mode"]]
     out += ["", "Modes under the target after top-up: " + (", ".join(short) if short else "none") + "."]
+    low = [f"`{r['env']}` {r['mode']} ({r['kept']}/{r['attempted']})" for r in build.yield_rows
+           if r["attempted"] >= MIN_YIELD_EVIDENCE and r["kept"] / r["attempted"] < MIN_YIELD]
+    out += ["", f"Modes with a yield under {MIN_YIELD:.0%} (kept/attempted, after at least {MIN_YIELD_EVIDENCE} attempts), "
+            "not topped up further: " + (", ".join(low) if low else "none") + "."]
+    declared = [(n, code, reason) for n in env_names if n in info for code, reason in sorted(info[n].not_applicable.items())]
+    if declared:
+        out += ["", "Modes declared not applicable (never injected there; their errors essentially never made the task "
+                "fail, yield under 5% of attempts in earlier builds):", ""]
+        out.append(_table(["environment", "mode", "why"], [[f"`{n}`", code, reason] for n, code, reason in declared]))
 
     if build.calibration:
         out += ["", "## Calibration (test split)", ""]

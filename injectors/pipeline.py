@@ -57,6 +57,7 @@ class InjectConfig:
     workers: int = 2
     modes: list[str] | None = None
     db: str | None = None  # when set, seed and injected runs also go through a Tracer storing into this store
+    measure_recovered: bool = True  # also run each seed without noise to measure recovered mistakes (one more run)
 
 
 _TRACERS: dict[str, Any] = {}
@@ -226,7 +227,7 @@ def run_seed(env_name: str, index: int, task: Task, config: InjectConfig) -> See
         out.seed_success = False
         out.error = "the seed did not replay to the same run"
         return out
-    if model is None and config.noise > 0:
+    if model is None and config.noise > 0 and config.measure_recovered:
         # Measured, not assumed: a seed has a recovered mistake when the same simulated agents without noise act
         # differently on the same task (and both runs succeed).
         clean = env.run(task, sim=dict(sim, noise=0.0), trace_id=seed_run.trace.id)

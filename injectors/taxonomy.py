@@ -11,7 +11,7 @@ from middleware.model import Step, Trace
 from middleware.taxonomy import BY_CODE, CATEGORIES, CODES, MODES, FailureMode, get_mode, is_mode, taxonomy_text
 
 __all__ = ["BY_CODE", "CATEGORIES", "CODES", "MODES", "FailureMode", "applicable", "applicable_modes", "get_mode",
-           "is_mode", "taxonomy_text"]
+           "is_mode", "not_applicable", "taxonomy_text"]
 
 
 def applicable(mode: FailureMode | str, step: Step, trace: Trace) -> bool:
@@ -35,5 +35,16 @@ def applicable(mode: FailureMode | str, step: Step, trace: Trace) -> bool:
     return True
 
 
+def not_applicable(env_name: str | None) -> dict[str, str]:
+    """The modes an environment declares not applicable (code -> reason); empty for unknown environments."""
+    from . import envs  # imported here: the environments import this module
+
+    if not env_name or env_name not in envs.names():
+        return {}
+    return dict(envs.get(env_name).not_applicable)
+
+
 def applicable_modes(step: Step, trace: Trace) -> list[str]:
-    return [m.code for m in MODES if applicable(m, step, trace)]
+    """The modes that can be injected at `step`, minus those the trace's environment declares not applicable."""
+    skip = not_applicable(trace.source.benchmark if trace.source else None)
+    return [m.code for m in MODES if m.code not in skip and applicable(m, step, trace)]

@@ -123,6 +123,9 @@ class Environment:
     agents: ClassVar[list[AgentInfo]] = []
     tools: ClassVar[dict[str, ToolSpec]] = {}
     description: ClassVar[str] = ""
+    # Modes whose injected errors essentially never make this environment's task fail (yield under 5% of
+    # attempts), each with a one-line reason. Injection skips them here; the datasheet lists them.
+    not_applicable: ClassVar[dict[str, str]] = {}
 
     # -- to implement -------------------------------------------------------
     def tasks(self, seed: int, n: int) -> list[Task]:

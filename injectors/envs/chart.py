@@ -418,6 +418,9 @@ class ChartQA(Environment):
     modality = "image"
     topology = "multi"
     description = "analyst, perceiver and answerer answer questions about bar and line charts rendered with matplotlib"
+    not_applicable = {
+        "A.6": "a repeated message or tool call leaves the values the team passes on unchanged: 0 of 28 attempts failed the task",
+    }
     agents = [
         AgentInfo(name="analyst", role="orchestrator", description="plans, checks readings, computes"),
         AgentInfo(name="perceiver", role="worker", description="looks at the chart and reads values"),

@@ -427,6 +427,9 @@ class ResearchDesk(Environment):
     modality = "text"
     topology = "multi"
     description = "a LangGraph team (planner, researcher, analyst, reviewer, reporter) answering numeric questions over a registry"
+    not_applicable = {
+        "A.3": "a call to a tool that does not exist returns the tool list and the node calls the real one next (0/66 kept)",
+    }
     agents = [
         AgentInfo(name="planner", role="planner", description="plans the lookups and the operation"),
         AgentInfo(name="researcher", role="researcher", description="looks records up with the lookup tool and reports them"),

@@ -36,7 +36,7 @@ from pathlib import Path
 from middleware.model import AgentInfo, Outcome, StepKind, Task
 
 from . import register
-from .base import Conversation, Environment, Runtime, ToolSpec, parse_action, render_action
+from .base import Conversation, Environment, Runtime, ToolSpec, parse_action, render_action, stable_seed
 
 REGIONS = ["North", "South", "East", "West", "Central"]
 CATEGORIES = ["garden", "kitchen", "toys", "tools", "office"]
@@ -189,9 +189,13 @@ class AnalystPolicy:
         question = ctx.task_text.split("Question: ", 1)[-1].split("\n", 1)[0]
         plans = [a for a in assistant if a.startswith("Plan:")]
         if not plans:
-            if not assistant and ctx.rng("explore").random() < EXPLORE_RATE:
-                # Some runs look at the data before planning (varied trace shapes, as real analysts do).
-                return slip_text(ctx, StepKind.tool_call, render_action("run_python", EXPLORE_CODE, "Let me look at a few rows first.", code=True))
+            looked = sum(1 for a in assistant if (p := parse_action(a)) is not None and p.argument.startswith("# look"))
+            wanted = explorations(ctx.config.seed, ctx.task_text)
+            if looked < len(wanted):
+                # Many runs look at the data before planning, in varied ways (as real analysts do), so the plan
+                # is not always the first step.
+                thought, code = EXPLORES[wanted[looked]]
+                return slip_text(ctx, StepKind.tool_call, render_action("run_python", code, thought, code=True))
             text = render_plan(_plan_from_question(question) or [("compute", "count", "rows", "")])
             return slip_text(ctx, StepKind.plan, text)
         plan_text = plans[0]
@@ -236,9 +240,30 @@ class AnalystPolicy:
         return slip_text(ctx, StepKind.tool_call, render_action("run_python", main_code(sql), thought, code=True))
 
 
-EXPLORE_RATE = 0.5
-EXPLORE_CODE = ('# look at the data\nimport sqlite3\ncon = sqlite3.connect("orders.db")\n'
-                'for row in con.execute("SELECT * FROM orders LIMIT 3"):\n    print(row)')
+_CONNECT = 'import sqlite3\ncon = sqlite3.connect("orders.db")\n'
+# Ways of looking at the data before planning: (thought, code). Outputs are read, never acted on.
+EXPLORES = [
+    ("Let me look at a few rows first.",
+     '# look at the data\n' + _CONNECT + 'for row in con.execute("SELECT * FROM orders LIMIT 3"):\n    print(row)'),
+    ("Let me check the columns of the table.",
+     '# look at the columns\n' + _CONNECT + 'print([c[1] for c in con.execute("PRAGMA table_info(orders)")])'),
+    ("Let me see how many orders there are.",
+     '# look at the size\n' + _CONNECT + 'print(con.execute("SELECT COUNT(*) FROM orders").fetchone()[0])'),
+    ("Let me see which regions and categories occur.",
+     '# look at the values\n' + _CONNECT + 'print(sorted({r[0] for r in con.execute("SELECT region FROM orders")}))\n'
+     'print(sorted({r[0] for r in con.execute("SELECT category FROM orders")}))'),
+    ("Let me see the range of years and units.",
+     '# look at the ranges\n' + _CONNECT + 'print(con.execute("SELECT MIN(year), MAX(year), MIN(units), MAX(units) FROM orders").fetchone())'),
+]
+# How many looks a run takes before its plan (drawn per task and agent seed): none to four, evenly.
+EXPLORE_COUNTS = [0, 1, 2, 3, 4]
+
+
+def explorations(sim_seed: int, task_text: str) -> list[int]:
+    """Which `EXPLORES` a run uses before planning, in order (a function of the agents' seed and the task)."""
+    rng = random.Random(stable_seed("table_qa-explore", sim_seed, task_text))
+    count = rng.choice(EXPLORE_COUNTS)
+    return rng.sample(range(len(EXPLORES)), count)
 
 
 def _failed(output: str) -> bool:
@@ -284,6 +309,11 @@ class TableQA(Environment):
     modality = "text"
     topology = "single"
     description = "one analyst writes Python (SQL over SQLite) to answer questions about a generated sales table"
+    not_applicable = {
+        "A.3": "a made-up tool gets the list of real tools and the analyst re-runs its code with run_python (0/44 kept)",
+        "A.6": "re-running the same code prints the same value; the run goes on unchanged (0/43 kept)",
+        "V.2": "a weakened check only matters when the query is already wrong, and seeds' queries are right (0/42 kept)",
+    }
     agents = [AgentInfo(name="analyst", role="data analyst", description="plans, writes and runs Python, checks, answers")]
     tools = {"run_python": ToolSpec("run_python", "run Python code in the table's directory (orders.csv, orders.db); returns stdout",
                                     "code", run_python)}
@@ -312,7 +342,7 @@ class TableQA(Environment):
 
     def program(self, task: Task, rt: Runtime) -> str | None:
         conv = Conversation().user(f"Question: {task.query}\nYou may look at the data first; then reply with your plan.")
-        for _ in range(9):
+        for _ in range(12):
             reply = rt.ask("analyst", conv.messages, kind=_kind_of_reply)
             conv.assistant(reply)
             if parse_action(reply) is not None:

@@ -32,13 +32,22 @@ def _body(objs: list[tuple[str, int]]) -> str:
     return ", ".join(f"{n} at x={x}" for n, x in objs) if objs else "no shapes"
 
 
+def _pick(inp: GenInput, lines: list[re.Match]) -> tuple[re.Match, list[tuple[str, int]], int]:
+    """A noted shape to misperceive: one the question names when the notes show it (a misperception of a shape
+    nobody asked about cannot change the answer), else any."""
+    _, names = question_spec(inp.task_query)
+    relevant = [m for m in lines if any(n in names for n, _ in _OBJ.findall(m.group(2)))]
+    line = inp.rng.choice(relevant or lines)
+    objs = [(n, int(x)) for n, x in _OBJ.findall(line.group(2))]
+    ks = [k for k, (n, _) in enumerate(objs) if n in names] or list(range(len(objs)))
+    return line, objs, inp.rng.choice(ks)
+
+
 def notes_p1(inp: GenInput) -> Generated | None:
     lines = _notes(inp)
     if lines is None:
         return None
-    line = inp.rng.choice(lines)
-    objs = [(n, int(x)) for n, x in _OBJ.findall(line.group(2))]
-    k = inp.rng.randrange(len(objs))
+    line, objs, k = _pick(inp, lines)
     name, x = objs[k]
     colour, shape = name.split(" ")
     if inp.rng.random() < 0.5:
@@ -62,9 +71,7 @@ def notes_p2(inp: GenInput) -> Generated | None:
         if a.group(2) != b.group(2):
             text = inp.text[: a.start(2)] + b.group(2) + inp.text[a.end(2): b.start(2)] + a.group(2) + inp.text[b.end(2):]
             return Generated(text, f"puts what frame {b.group(1)} shows under frame {a.group(1)} and the reverse")
-    line = inp.rng.choice(lines)
-    objs = [(n, int(x)) for n, x in _OBJ.findall(line.group(2))]
-    k = inp.rng.randrange(len(objs))
+    line, objs, k = _pick(inp, lines)
     name, x = objs[k]
     mirrored = 96 - x
     if abs(mirrored - x) < 8:
@@ -78,9 +85,7 @@ def notes_p3(inp: GenInput) -> Generated | None:
     lines = _notes(inp)
     if lines is None:
         return None
-    line = inp.rng.choice(lines)
-    objs = [(n, int(x)) for n, x in _OBJ.findall(line.group(2))]
-    k = inp.rng.randrange(len(objs))
+    line, objs, k = _pick(inp, lines)
     name, _ = objs[k]
     if inp.rng.random() < 0.3:
         others = [m for m in _NOTE.finditer(inp.text) if name not in m.group(2)]

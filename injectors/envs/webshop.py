@@ -486,6 +486,9 @@ class WebShop(Environment):
     modality = "text"
     topology = "single"
     description = "one shopper buys a product under constraints on a simulated web shop seen as accessibility trees (GUI)"
+    not_applicable = {
+        "A.6": "repeating a click or a search lands on the same page; the shopper's next action is unchanged (0/34 kept)",
+    }
     agents = [AgentInfo(name="shopper", role="GUI agent", description="searches, filters, compares, buys and reports the order")]
     tools = {
         "click": ToolSpec("click", "click element [id] of the current page", "element", _tool("click")),

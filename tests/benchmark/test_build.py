@@ -89,7 +89,7 @@ def test_the_datasheet_has_counts_the_rebuild_command_and_calibration(built):
     out, result = built
     sheet = (out / "README.md").read_text()
     assert ("faultlens bench build --out benchmark/data --seed 5 --seeds 2 --per-seed 3 --min-per-mode 2 "
-            "--env chart_qa --env video_qa") in sheet
+            "--topup-rounds 1 --env chart_qa --env video_qa") in sheet
     for heading in ("## Environments", "## Modality", "## Topology", "## Trace length", "## Failure modes per environment",
                     "## Calibration (test split)"):
         assert heading in sheet
