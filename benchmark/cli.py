@@ -137,16 +137,53 @@ def build(out, seed, agent_model, generator, seeds, per_seed, min_per_mode, topu
 @click.command("train")
 @click.option("--dataset", "dataset", default="bundled:dev", show_default=True,
               help="Training dataset spec; a test split is refused.")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="Where to write the model (joblib), e.g. attributors/learned/model.joblib.")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Where to write the model (joblib), e.g. attributors/learned/model.joblib. Required unless --loeo.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the model fit.")
-def train(dataset, out, seed):
-    """Train the `learned` attributor's model on DATASET (never on a test trace); see benchmark/train.py."""
+@click.option("--loeo", is_flag=True,
+              help="Evaluate instead of writing a model: for each environment, train on DATASET's other environments "
+                   "and score the held-out environment's traces of --test-dataset, beside heuristic and every baseline.")
+@click.option("--test-dataset", default="bundled:test", show_default=True,
+              help="With --loeo: the traces scored for each held-out environment (only ever scored, never trained on).")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="With --loeo: also write the numbers (per environment, averages with 95% CIs) as JSON.")
+def train(dataset, out, seed, loeo, test_dataset, json_out):
+    """Train the `learned` attributor's model on DATASET (never on a test trace); see benchmark/train.py.
+
+    \b
+    Rebuild the shipped model:
+      faultlens train --dataset bundled:dev --out attributors/learned/model.joblib
+    Leave-one-environment-out table (train on dev of the other environments, test on test of the held-out one):
+      faultlens train --loeo --dataset bundled:dev --test-dataset bundled:test
+    """
+    if loeo:
+        import json
+
+        from .datasets import load_dataset
+        from .train import leave_one_environment_out, loeo_tables
+
+        report = leave_one_environment_out(load_dataset(dataset).traces(), load_dataset(test_dataset).traces(), seed=seed,
+                                           dataset_spec=dataset, in_distribution=True,
+                                           progress=lambda env: console.print(f"held out {env}: done"))
+        wide = Console(width=max(console.width, 170))  # ten columns: do not squeeze them into 80
+        for table in loeo_tables(report):
+            wide.print(table)
+        if json_out is not None:
+            json_out.parent.mkdir(parents=True, exist_ok=True)
+            json_out.write_text(json.dumps(report.summary(), indent=2))
+            console.print(f"wrote {json_out}")
+        return
+    if out is None:
+        raise click.UsageError("--out is required (or pass --loeo to evaluate without writing a model)")
+    import time
+
     from .train import train_learned
 
+    started = time.perf_counter()
     result = train_learned(dataset, out=out, seed=seed)
     console.print(f"trained on {result.traces} trace(s), {result.steps} step(s) of {', '.join(result.environments) or 'unnamed'}; "
-                  f"training step accuracy {result.train_step_accuracy:.3f}; wrote {result.out}")
+                  f"training step accuracy {result.train_step_accuracy:.3f}; wrote {result.out} "
+                  f"({result.out.stat().st_size / 1e6:.2f} MB) in {time.perf_counter() - started:.0f} s")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -6,17 +6,21 @@ against `benchmark/data/test.jsonl.gz` when it exists), fits the model and
 writes it. The same dataset and seed give the same model and the same
 predictions.
 
-`leave_one_environment_out(traces)` trains on every environment but one and
-tests on the held-out one, for each environment in turn, next to
-`baseline:first-step` on the same traces.
+`leave_one_environment_out(dev, test)` trains on the `dev` traces of every
+environment but one and scores the held-out environment's `test` traces, for
+each environment in turn, next to `heuristic` and every trivial baseline on
+the same traces (`faultlens train --loeo` prints the table).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from attributors.learned import LearnedAttributor, fit, save, trace_features
 from attributors.learned.model import DEFAULT_MODEL_PATH, LearnedModel, labelled
@@ -26,6 +30,7 @@ from middleware.jsonl import read_jsonl
 from middleware.model import Trace
 
 from .datasets import bundled_path, load_dataset
+from .metrics import normalize_agent
 
 
 class TestTraceError(FaultlensError):
@@ -104,31 +109,169 @@ def evaluate(attributor: Any, traces: list[Trace], features: dict[str, Any] | No
     return {"n": n, "step": step / n if n else 0.0, "agent": agent / n if n else 0.0, "mode": mode / n if n else 0.0}
 
 
-def leave_one_environment_out(traces: list[Trace], seed: int = 0, baseline: str = "baseline:first-step",
-                              dataset_spec: str = "in-memory", data_dir: Path | None = None) -> dict[str, dict[str, dict[str, float]]]:
-    """For each environment: train on the others, test on it. Returns {env: {"learned": acc, baseline: acc}}.
+def _agent_hit(predicted: str | None, trace: Trace) -> bool:
+    gold = trace.gold.agent or trace.steps[trace.gold.step].agent
+    return predicted is not None and normalize_agent(predicted) == normalize_agent(gold)
 
-    Only non-test traces are accepted (pass the dev split): the held-out
-    environment's traces are still never from the bundled `test` split.
+
+def _hits(attributor: Any, traces: list[Trace], features: dict[str, Any] | None = None) -> dict[str, np.ndarray]:
+    """Per trace: step right, agent right, and whether agent accuracy applies (multi-agent traces, as in `benchmark.metrics`)."""
+    step, agent, applies = [], [], []
+    for trace in traces:
+        if features is not None:
+            a = attributor.attribute(trace, features=features[trace.id])
+        else:
+            a = attributor.attribute(trace)
+        ok = a.status.value == "ok"
+        step.append(ok and a.step == trace.gold.step)
+        agent.append(ok and _agent_hit(a.agent, trace))
+        applies.append(len({s.agent for s in trace.steps}) > 1)
+    return {"step": np.array(step, dtype=bool), "agent": np.array(agent, dtype=bool), "applies": np.array(applies, dtype=bool)}
+
+
+@dataclass
+class LoeoReport:
+    """Leave-one-environment-out results: per held-out environment and method, hits per trace; see `summary`."""
+
+    environments: list[str]
+    methods: list[str]
+    hits: dict[str, dict[str, dict[str, np.ndarray]]]  # env -> method -> {"step", "agent", "applies"}
+    in_distribution: dict[str, dict[str, np.ndarray]] | None = None  # method -> hits, trained on every environment
+    seconds_per_trace: dict[str, float] = field(default_factory=dict)
+
+    def accuracy(self, env: str, method: str, what: str) -> float | None:
+        h = self.hits[env][method]
+        mask = h["applies"] if what == "agent" else np.ones_like(h["step"])
+        return float(h[what][mask].mean()) if mask.any() else None
+
+    def average(self, method: str, what: str, samples: int = 1000, seed: int = 0) -> dict[str, Any]:
+        """Macro average over held-out environments, with a 95% bootstrap CI (traces resampled within each environment)."""
+        rng = np.random.default_rng(seed)
+        per_env, boots = [], []
+        for env in self.environments:
+            h = self.hits[env][method]
+            values = h[what][h["applies"]] if what == "agent" else h[what]
+            if values.size == 0:
+                continue
+            per_env.append(values.mean())
+            if samples:
+                boots.append(values[rng.integers(0, values.size, size=(samples, values.size))].mean(axis=1))
+        if not per_env:
+            return {"value": None, "ci": None, "environments": 0}
+        ci = None
+        if samples:
+            avg = np.mean(boots, axis=0)
+            ci = [float(np.percentile(avg, 2.5)), float(np.percentile(avg, 97.5))]
+        return {"value": float(np.mean(per_env)), "ci": ci, "environments": len(per_env)}
+
+    def summary(self) -> dict[str, Any]:
+        """Plain numbers (JSON-ready): per environment, the macro average with CIs, and the in-distribution row."""
+        out: dict[str, Any] = {"environments": {}, "average": {}, "seconds_per_trace": self.seconds_per_trace}
+        for env in self.environments:
+            out["environments"][env] = {m: {"n": int(self.hits[env][m]["step"].size),
+                                            "n_agent": int(self.hits[env][m]["applies"].sum()),
+                                            "step": self.accuracy(env, m, "step"), "agent": self.accuracy(env, m, "agent")}
+                                        for m in self.methods}
+        out["average"] = {m: {w: self.average(m, w) for w in ("step", "agent")} for m in self.methods}
+        if self.in_distribution is not None:
+            out["in_distribution"] = {}
+            for m, h in self.in_distribution.items():
+                agent = h["agent"][h["applies"]]
+                out["in_distribution"][m] = {"n": int(h["step"].size), "step": float(h["step"].mean()),
+                                             "agent": float(agent.mean()) if agent.size else None}
+        return out
+
+
+def comparison_methods(train: list[Trace]) -> dict[str, Any]:
+    """`heuristic` and every trivial baseline; the most-common-step prior is taken from the training traces only."""
+    from .runner import MostCommonStep, baseline_names
+
+    methods: dict[str, Any] = {"heuristic": get("heuristic")}
+    methods.update({name: get(name) for name in baseline_names()})
+    methods[MostCommonStep.name + " (train prior)"] = MostCommonStep(train)
+    return methods
+
+
+def leave_one_environment_out(traces: list[Trace], test_traces: list[Trace] | None = None, seed: int = 0,
+                              dataset_spec: str = "in-memory", data_dir: Path | None = None,
+                              in_distribution: bool = False, progress: Any = None) -> LoeoReport:
+    """For each environment E: train on the other environments' `traces`, score on E's held-out traces.
+
+    The held-out traces are E's `test_traces` when given (train on dev of the
+    others, test on test of E: what `faultlens train --loeo` does), else E's
+    own `traces`. `traces` are checked like any training set (no test trace);
+    `test_traces` are only ever scored. `learned` is compared with `heuristic`
+    and every trivial baseline on exactly the same held-out traces.
+    `in_distribution` adds one fit on every environment scored on all `test_traces`.
     """
     usable = labelled(traces)
     assert_no_test_traces(dataset_spec, usable, data_dir)
+    held_pool = labelled(test_traces) if test_traces is not None else usable
     envs = sorted({t.source.benchmark for t in usable if t.source.benchmark})
     if len(envs) < 2:
         raise FaultlensError(f"leave-one-environment-out needs at least 2 environments, got {envs}")
-    base = get(baseline)
     # Features depend on the trace alone, so they are computed once for all folds.
-    features = {t.id: trace_features(t) for t in usable}
-    out: dict[str, dict[str, dict[str, float]]] = {}
+    features = {t.id: trace_features(t) for t in {t.id: t for t in usable + held_pool}.values()}
+    hits: dict[str, dict[str, dict[str, np.ndarray]]] = {}
+    seconds: dict[str, float] = {}
+    methods: list[str] = []
     for env in envs:
         train = [t for t in usable if t.source.benchmark != env]
-        held = [t for t in usable if t.source.benchmark == env]
+        held = [t for t in held_pool if t.source.benchmark == env]
+        if not held:
+            continue
         model = fit(train, seed=seed, features=features)
-        out[env] = {"learned": evaluate(LearnedAttributor(model=model), held, features), baseline: evaluate(base, held)}
-    return out
+        hits[env] = {"learned": _hits(LearnedAttributor(model=model), held, features)}
+        for name, attributor in comparison_methods(train).items():
+            started = time.perf_counter()
+            hits[env][name] = _hits(attributor, held)
+            seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - started
+        methods = list(hits[env])
+        if progress is not None:
+            progress(env)
+    n_held = sum(hits[e]["learned"]["step"].size for e in hits)
+    seconds = {k: v / n_held for k, v in seconds.items()}
+    report = LoeoReport([e for e in envs if e in hits], methods, hits, seconds_per_trace=seconds)
+    if in_distribution and test_traces is not None:
+        model = fit(usable, seed=seed, features=features)
+        report.in_distribution = {"learned": _hits(LearnedAttributor(model=model), held_pool, features)}
+        for name, attributor in comparison_methods(usable).items():
+            report.in_distribution[name] = _hits(attributor, held_pool)
+    return report
 
 
-def loeo_average(results: dict[str, dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
-    """Macro average over environments of each method's accuracies."""
-    methods = sorted({m for per in results.values() for m in per})
-    return {m: {k: sum(results[e][m][k] for e in results) / len(results) for k in ("step", "agent", "mode")} for m in methods}
+def loeo_average(report: LoeoReport) -> dict[str, dict[str, float | None]]:
+    """Macro average over held-out environments of each method's step and agent accuracy."""
+    return {m: {w: report.average(m, w, samples=0)["value"] for w in ("step", "agent")} for m in report.methods}
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}"
+
+
+def loeo_tables(report: LoeoReport) -> list[Any]:
+    """Rich tables of a `LoeoReport`: step accuracy, then agent accuracy (%), per held-out environment and on average."""
+    from rich.table import Table
+
+    tables = []
+    for what, title in (("step", "step accuracy (%)"), ("agent", "agent accuracy (%), multi-agent traces")):
+        table = Table(title=f"leave-one-environment-out: {title}", title_justify="left")
+        table.add_column("held-out env")
+        table.add_column("traces", justify="right")
+        for m in report.methods:
+            table.add_column(m.removeprefix("baseline:"), justify="right")
+        for env in report.environments:
+            n = int(report.hits[env]["learned"]["applies"].sum()) if what == "agent" else report.hits[env]["learned"]["step"].size
+            table.add_row(env, str(n), *(_pct(report.accuracy(env, m, what)) for m in report.methods))
+        averages = {m: report.average(m, what) for m in report.methods}
+        table.add_row("average", "", *(_pct(averages[m]["value"]) for m in report.methods), end_section=False)
+        table.add_row("95% CI", "", *(f"{_pct(a['ci'][0])}-{_pct(a['ci'][1])}" if a["ci"] else "-" for a in averages.values()))
+        if report.in_distribution is not None:
+            cells = []
+            for m in report.methods:
+                h = report.in_distribution[m]
+                values = h[what][h["applies"]] if what == "agent" else h[what]
+                cells.append(_pct(float(values.mean())) if values.size else "-")
+            table.add_row("in-distribution", str(report.in_distribution["learned"]["step"].size), *cells)
+        tables.append(table)
+    return tables

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from rich.console import Console
 
 from attributors.learned import LearnedAttributor, load
 from benchmark import train as train_module
-from benchmark.train import TestTraceError, assert_no_test_traces, leave_one_environment_out, loeo_average, train_learned
+from benchmark.train import (TestTraceError, assert_no_test_traces, leave_one_environment_out, loeo_average, loeo_tables,
+                             train_learned)
 from middleware.jsonl import write_jsonl
 from tests.attributors.test_learned import ENVS, injected_traces, split_by_task
 
@@ -93,11 +96,54 @@ def test_faultlens_train_command(train_file: Path, tmp_path: Path, monkeypatch):
 
 @pytest.mark.slow
 def test_leave_one_environment_out(tmp_path: Path):
-    results = leave_one_environment_out(list(injected_traces()), seed=0, data_dir=tmp_path / "no-bundle")
-    assert sorted(results) == sorted(ENVS)
-    for env, per in results.items():
-        assert set(per) == {"learned", "baseline:first-step"}
-        assert per["learned"]["n"] == sum(1 for t in injected_traces() if t.source.benchmark == env)
-        assert 0.0 <= per["learned"]["step"] <= 1.0
-    avg = loeo_average(results)
-    assert set(avg) == {"learned", "baseline:first-step"}
+    """Train on one half of the tasks' traces of the other environments, score the held-out environment's other half."""
+    train, held = split_by_task(injected_traces())
+    report = leave_one_environment_out(train, held, seed=0, data_dir=tmp_path / "no-bundle", in_distribution=True)
+    assert report.environments == sorted(ENVS)
+    assert report.methods[:2] == ["learned", "heuristic"]
+    assert {"baseline:first-step", "baseline:last-step", "baseline:majority-agent"} <= set(report.methods)
+    for env in ENVS:
+        n = sum(1 for t in held if t.source.benchmark == env)
+        assert all(report.hits[env][m]["step"].size == n for m in report.methods)
+        # first-step is right exactly on the held-out traces whose gold step is 0.
+        gold0 = sum(1 for t in held if t.source.benchmark == env and t.gold.step == 0)
+        assert report.accuracy(env, "baseline:first-step", "step") == pytest.approx(gold0 / n)
+    # Agent accuracy only on multi-agent environments (math_react and table_qa have one agent).
+    assert report.accuracy("math_react", "learned", "agent") is None
+    assert report.accuracy("research_team", "learned", "agent") is not None
+    average = report.average("learned", "step")
+    assert average["ci"][0] <= average["value"] <= average["ci"][1] and average["environments"] == len(ENVS)
+    assert loeo_average(report)["learned"]["step"] == pytest.approx(average["value"])
+    summary = json.loads(json.dumps(report.summary()))
+    assert summary["in_distribution"]["learned"]["n"] == len(held)
+    assert set(summary["environments"]) == set(ENVS)
+    text = Console(width=200, record=True)
+    for table in loeo_tables(report):
+        text.print(table)
+    printed = text.export_text()
+    assert "research_team" in printed and "95% CI" in printed and "in-distribution" in printed
+
+
+def test_loeo_refuses_test_traces_in_training(fake_bundle: Path):
+    with pytest.raises(TestTraceError):
+        leave_one_environment_out(list(injected_traces()), data_dir=fake_bundle)
+
+
+@pytest.mark.slow
+def test_faultlens_train_loeo_command(tmp_path: Path, monkeypatch):
+    from middleware.cli import cli
+
+    monkeypatch.setattr(train_module, "test_identities", lambda data_dir=None: (set(), set()))
+    train, held = split_by_task(injected_traces())
+    write_jsonl(train, tmp_path / "train.jsonl")
+    write_jsonl(held, tmp_path / "held.jsonl")
+    out = tmp_path / "loeo.json"
+    result = CliRunner().invoke(cli, ["train", "--loeo", "--dataset", f"jsonl:{tmp_path / 'train.jsonl'}",
+                                      "--test-dataset", f"jsonl:{tmp_path / 'held.jsonl'}", "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "leave-one-environment-out" in result.output and "in-distribution" in result.output
+    numbers = json.loads(out.read_text())
+    assert set(numbers["environments"]) == set(ENVS) and "learned" in numbers["average"]
+    # Without --loeo, --out is required.
+    missing = CliRunner().invoke(cli, ["train", "--dataset", f"jsonl:{tmp_path / 'train.jsonl'}"])
+    assert missing.exit_code != 0 and "--out" in missing.output
