@@ -164,6 +164,28 @@ class LoeoReport:
             ci = [float(np.percentile(avg, 2.5)), float(np.percentile(avg, 97.5))]
         return {"value": float(np.mean(per_env)), "ci": ci, "environments": len(per_env)}
 
+    def difference(self, method: str, other: str, what: str, samples: int = 1000, seed: int = 0) -> dict[str, Any]:
+        """Macro-average accuracy of `method` minus `other`, with a paired 95% bootstrap CI (the same traces resampled for both)."""
+        rng = np.random.default_rng(seed)
+        diffs, boots = [], []
+        for env in self.environments:
+            h, g = self.hits[env][method], self.hits[env][other]
+            mask = h["applies"] if what == "agent" else np.ones_like(h["step"])
+            if not mask.any():
+                continue
+            delta = h[what][mask].astype(float) - g[what][mask].astype(float)
+            diffs.append(delta.mean())
+            boots.append(delta[rng.integers(0, delta.size, size=(samples, delta.size))].mean(axis=1))
+        if not diffs:
+            return {"value": None, "ci": None}
+        avg = np.mean(boots, axis=0)
+        return {"value": float(np.mean(diffs)), "ci": [float(np.percentile(avg, 2.5)), float(np.percentile(avg, 97.5))]}
+
+    def strongest_other(self, what: str, method: str = "learned") -> str:
+        """The comparison method with the highest macro-average accuracy (what `method` has to beat)."""
+        others = [m for m in self.methods if m != method]
+        return max(others, key=lambda m: self.average(m, what, samples=0)["value"] or 0.0)
+
     def summary(self) -> dict[str, Any]:
         """Plain numbers (JSON-ready): per environment, the macro average with CIs, and the in-distribution row."""
         out: dict[str, Any] = {"environments": {}, "average": {}, "seconds_per_trace": self.seconds_per_trace}
@@ -173,6 +195,11 @@ class LoeoReport:
                                             "step": self.accuracy(env, m, "step"), "agent": self.accuracy(env, m, "agent")}
                                         for m in self.methods}
         out["average"] = {m: {w: self.average(m, w) for w in ("step", "agent")} for m in self.methods}
+        if "learned" in self.methods:
+            out["learned_minus_strongest"] = {}
+            for w in ("step", "agent"):
+                other = self.strongest_other(w)
+                out["learned_minus_strongest"][w] = {"other": other, **self.difference("learned", other, w)}
         if self.in_distribution is not None:
             out["in_distribution"] = {}
             for m, h in self.in_distribution.items():
@@ -180,6 +207,9 @@ class LoeoReport:
                 out["in_distribution"][m] = {"n": int(h["step"].size), "step": float(h["step"].mean()),
                                              "agent": float(agent.mean()) if agent.size else None}
         return out
+
+
+TIMING_SAMPLE = 200  # traces timed for `learned`'s seconds per trace
 
 
 def comparison_methods(train: list[Trace]) -> dict[str, Any]:
@@ -235,6 +265,11 @@ def leave_one_environment_out(traces: list[Trace], test_traces: list[Trace] | No
     if in_distribution and test_traces is not None:
         model = fit(usable, seed=seed, features=features)
         report.in_distribution = {"learned": _hits(LearnedAttributor(model=model), held_pool, features)}
+        # The learned cost per trace, features included (the folds above reuse precomputed features).
+        sample = held_pool[:TIMING_SAMPLE]
+        started = time.perf_counter()
+        _hits(LearnedAttributor(model=model), sample)
+        report.seconds_per_trace["learned"] = (time.perf_counter() - started) / max(1, len(sample))
         for name, attributor in comparison_methods(usable).items():
             report.in_distribution[name] = _hits(attributor, held_pool)
     return report
@@ -272,6 +307,12 @@ def loeo_tables(report: LoeoReport) -> list[Any]:
                 h = report.in_distribution[m]
                 values = h[what][h["applies"]] if what == "agent" else h[what]
                 cells.append(_pct(float(values.mean())) if values.size else "-")
-            table.add_row("in-distribution", str(report.in_distribution["learned"]["step"].size), *cells)
+            h = report.in_distribution["learned"]
+            table.add_row("in-distribution", str(int(h["applies"].sum()) if what == "agent" else h["step"].size), *cells)
+        if "learned" in report.methods:
+            other = report.strongest_other(what)
+            d = report.difference("learned", other, what)
+            table.caption = (f"learned - {other} (the strongest other method on average): {_pct(d['value'])} points, "
+                             f"paired 95% CI {_pct(d['ci'][0])} to {_pct(d['ci'][1])}") if d["ci"] else None
         tables.append(table)
     return tables

@@ -77,6 +77,8 @@ def test_train_learned_is_reproducible(train_file: Path, tmp_path: Path):
     pb = [LearnedAttributor(model=load(b.out)).attribute(t) for t in held]
     assert [(x.step, x.mode, x.confidence) for x in pa] == [(x.step, x.mode, x.confidence) for x in pb]
     assert a.out.stat().st_size < 5_000_000
+    # Same data and seed: the same file, byte for byte (no early-stopping split, no timestamps in the model).
+    assert a.out.read_bytes() == b.out.read_bytes()
 
 
 @pytest.mark.slow
@@ -114,14 +116,21 @@ def test_leave_one_environment_out(tmp_path: Path):
     average = report.average("learned", "step")
     assert average["ci"][0] <= average["value"] <= average["ci"][1] and average["environments"] == len(ENVS)
     assert loeo_average(report)["learned"]["step"] == pytest.approx(average["value"])
+    # The paired difference is the difference of the averages; learned minus itself is exactly zero.
+    other = report.strongest_other("step")
+    assert other != "learned" and other in report.methods
+    assert report.difference("learned", other, "step")["value"] == pytest.approx(
+        average["value"] - report.average(other, "step")["value"])
+    assert report.difference("learned", "learned", "step") == {"value": 0.0, "ci": [0.0, 0.0]}
     summary = json.loads(json.dumps(report.summary()))
     assert summary["in_distribution"]["learned"]["n"] == len(held)
     assert set(summary["environments"]) == set(ENVS)
+    assert summary["learned_minus_strongest"]["step"]["other"] == other
     text = Console(width=200, record=True)
     for table in loeo_tables(report):
         text.print(table)
     printed = text.export_text()
-    assert "research_team" in printed and "95% CI" in printed and "in-distribution" in printed
+    assert "research_team" in printed and "95% CI" in printed and "in-distribution" in printed and "paired 95% CI" in printed
 
 
 def test_loeo_refuses_test_traces_in_training(fake_bundle: Path):
