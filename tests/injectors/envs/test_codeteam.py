@@ -1,7 +1,6 @@
 """code_team: the LangGraph team, subprocess tests, hidden tests, caught and carried errors, injection per mode, tracing."""
 
 import os
-import random
 
 import pytest
 
@@ -9,11 +8,10 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from injectors import envs  # noqa: E402
 from injectors.envs.codeteam_specs import TESTS_MARK, run_tests  # noqa: E402
-from injectors.generators import announces, gen_input, get_generator  # noqa: E402
-from injectors.pipeline import inject_one  # noqa: E402
-from injectors.taxonomy import applicable_modes  # noqa: E402
 from middleware.model import StepKind  # noqa: E402
 from middleware.replay import Session  # noqa: E402
+
+from .conftest import seed_runs  # noqa: E402
 
 SIM = {"seed": 2, "noise": 0.3, "tendencies": {}}
 ENV = "code_team"
@@ -21,8 +19,7 @@ ENV = "code_team"
 
 @pytest.fixture(scope="module")
 def seeds():
-    env = envs.get(ENV)
-    return [(task, env.run(task, sim=SIM, trace_id=f"{task.id}-seed")) for task in env.tasks(0, 7)]
+    return seed_runs(ENV, SIM, task_seed=0, n=7)
 
 
 def test_run_tests_reports_passes_failures_and_load_errors():
@@ -103,31 +100,8 @@ def test_a_failing_last_round_submits_nothing():
 
 
 @pytest.mark.slow
-def test_every_applicable_mode_is_generated_and_fails_the_task_or_is_filtered(seeds):
-    env = envs.get(ENV)
-    generator = get_generator("template")
-    kept: dict[str, int] = {}
-    tried: set[str] = set()
-    for task, seed in seeds:
-        trace = seed.trace
-        done: set[str] = set()
-        for step in trace.steps:
-            for mode in applicable_modes(step, trace):
-                if mode in done:
-                    continue
-                generated = generator.generate(gen_input(trace, step.index, mode, random.Random(step.index), env))
-                if generated is None:
-                    continue
-                done.add(mode)
-                tried.add(mode)
-                assert not announces(generated.text, step.content)
-                attempt = inject_one(env, trace, seed.recording, step.index, mode, generated, model=None, sim=SIM,
-                                     trace_id=f"{task.id}-{mode}")
-                assert attempt.status in ("kept", "succeeded"), attempt.reason
-                if attempt.status == "kept":
-                    assert not attempt.trace.outcome.success and attempt.trace.gold.step == step.index
-                    assert attempt.trace.gold.agent == step.agent
-                    kept[mode] = kept.get(mode, 0) + 1
+def test_every_applicable_mode_is_generated_and_fails_the_task_or_is_filtered(seeds, every_mode):
+    tried, kept = every_mode(ENV, seeds, SIM)
     assert {"R.2", "R.3", "R.4", "PL.1", "PL.2", "PL.3", "A.3", "A.4", "A.5", "V.2", "V.3", "C.1", "C.2", "C.3"} <= tried
     assert {"R.4", "PL.1", "PL.2", "PL.3", "A.5", "C.3"} <= set(kept), kept
 

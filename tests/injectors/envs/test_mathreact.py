@@ -1,7 +1,6 @@
 """math_react: tools, evaluator, seeds under simulated agents, errors carried forward or caught, injection per mode."""
 
 import os
-import random
 
 import pytest
 
@@ -9,11 +8,10 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from injectors import envs  # noqa: E402
 from injectors.envs.mathreact import calculate, convert, same_answer  # noqa: E402
-from injectors.generators import announces, gen_input, get_generator  # noqa: E402
-from injectors.pipeline import inject_one  # noqa: E402
-from injectors.taxonomy import applicable_modes  # noqa: E402
 from middleware.model import StepKind  # noqa: E402
 from middleware.replay import Session  # noqa: E402
+
+from .conftest import seed_runs  # noqa: E402
 
 SIM = {"seed": 4, "noise": 0.3, "tendencies": {}}
 ENV = "math_react"
@@ -21,8 +19,7 @@ ENV = "math_react"
 
 @pytest.fixture(scope="module")
 def seeds():
-    env = envs.get(ENV)
-    return [(task, env.run(task, sim=SIM, trace_id=f"{task.id}-seed")) for task in env.tasks(2, 8)]
+    return seed_runs(ENV, SIM, task_seed=2, n=8)
 
 
 def test_tools_are_deterministic_functions_of_their_argument():
@@ -118,34 +115,9 @@ def test_the_check_catches_a_misnoted_value(seeds):
 
 
 @pytest.mark.slow
-def test_every_applicable_mode_is_generated_and_fails_the_task_or_is_filtered(seeds):
+def test_every_applicable_mode_is_generated_and_fails_the_task_or_is_filtered(seeds, every_mode):
     """Inject each applicable mode at the first step it fits: the run fails (kept) or succeeds (filtered), never drifts."""
-    env = envs.get(ENV)
-    generator = get_generator("template")
-    kept: dict[str, int] = {}
-    tried: set[str] = set()
-    for task, seed in seeds[:4]:
-        trace = seed.trace
-        done: set[str] = set()
-        for step in trace.steps:
-            for mode in applicable_modes(step, trace):
-                if mode in done:
-                    continue
-                inp = gen_input(trace, step.index, mode, random.Random(step.index), env)
-                generated = generator.generate(inp)
-                if generated is None:
-                    continue
-                done.add(mode)
-                tried.add(mode)
-                assert not announces(generated.text, step.content)
-                attempt = inject_one(env, trace, seed.recording, step.index, mode, generated, model=None, sim=SIM,
-                                     trace_id=f"{task.id}-{mode}")
-                assert attempt.status in ("kept", "succeeded"), attempt.reason
-                if attempt.status == "kept":
-                    assert not attempt.trace.outcome.success
-                    assert attempt.trace.gold.step == step.index and attempt.trace.gold.agent == "solver"
-                    assert attempt.trace.steps[step.index].content == generated.text
-                    kept[mode] = kept.get(mode, 0) + 1
+    tried, kept = every_mode(ENV, seeds[:4], SIM)
     single_agent_modes = {"R.1", "R.2", "R.3", "R.4", "PL.1", "PL.2", "PL.3", "A.1", "A.2", "A.3", "A.4", "A.5", "A.6", "V.1", "V.3"}
     assert single_agent_modes <= tried
     assert len(kept) >= 10, kept

@@ -2,7 +2,6 @@
 
 import json
 import os
-import random
 
 import pytest
 
@@ -10,11 +9,10 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from injectors import envs  # noqa: E402
 from injectors.envs.webshop_site import act, catalogue, page_for, state_of  # noqa: E402
-from injectors.generators import announces, gen_input, get_generator  # noqa: E402
-from injectors.pipeline import inject_one  # noqa: E402
-from injectors.taxonomy import applicable_modes  # noqa: E402
 from middleware.model import StepKind  # noqa: E402
 from middleware.replay import Session  # noqa: E402
+
+from .conftest import seed_runs  # noqa: E402
 
 SIM = {"seed": 6, "noise": 0.3, "tendencies": {}}
 ENV = "web_shop"
@@ -27,8 +25,9 @@ def tasks():
 
 @pytest.fixture(scope="module")
 def seeds(tasks):
-    env = envs.get(ENV)
-    return [(task, env.run(task, sim=SIM, trace_id=f"{task.id}-seed")) for task in tasks]
+    runs = seed_runs(ENV, SIM, task_seed=1, n=6)
+    assert [t.id for t, _ in runs] == [t.id for t in tasks]
+    return runs
 
 
 def _element(page: str, label: str) -> str:
@@ -173,30 +172,7 @@ def test_the_product_page_check_catches_a_wrong_click(seeds):
 
 
 @pytest.mark.slow
-def test_every_applicable_mode_is_generated_and_fails_the_task_or_is_filtered(seeds):
-    env = envs.get(ENV)
-    generator = get_generator("template")
-    kept: dict[str, int] = {}
-    tried: set[str] = set()
-    for task, seed in seeds[:3]:
-        trace = seed.trace
-        done: set[str] = set()
-        for step in trace.steps:
-            for mode in applicable_modes(step, trace):
-                if mode in done:
-                    continue
-                generated = generator.generate(gen_input(trace, step.index, mode, random.Random(step.index), env))
-                if generated is None:
-                    continue
-                done.add(mode)
-                tried.add(mode)
-                assert not announces(generated.text, step.content)
-                attempt = inject_one(env, trace, seed.recording, step.index, mode, generated, model=None, sim=SIM,
-                                     trace_id=f"{task.id}-{mode}")
-                assert attempt.status in ("kept", "succeeded"), attempt.reason
-                if attempt.status == "kept":
-                    assert not attempt.trace.outcome.success and attempt.trace.gold.step == step.index
-                    assert attempt.trace.gold.agent == "shopper" and attempt.trace.steps[step.index].content == generated.text
-                    kept[mode] = kept.get(mode, 0) + 1
+def test_every_applicable_mode_is_generated_and_fails_the_task_or_is_filtered(seeds, every_mode):
+    tried, kept = every_mode(ENV, seeds[:3], SIM)
     assert {"R.1", "R.2", "R.3", "R.4", "PL.1", "PL.2", "PL.3", "A.1", "A.2", "A.3", "A.4", "A.5", "V.1", "V.2", "V.3"} <= tried
     assert len(kept) >= 9, kept
