@@ -169,7 +169,7 @@ def train(dataset, out, seed, loeo, test_dataset, json_out):
         for table in loeo_tables(report):
             wide.print(table)
         timing = ", ".join(f"{m.removeprefix('baseline:')} {1000 * sec:.2f}" for m, sec in report.seconds_per_trace.items())
-        console.print(f"milliseconds per trace: {timing}")
+        wide.print(f"milliseconds per trace: {timing}")
         if json_out is not None:
             json_out.parent.mkdir(parents=True, exist_ok=True)
             json_out.write_text(json.dumps(report.summary(), indent=2))
