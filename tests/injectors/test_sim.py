@@ -15,7 +15,9 @@ def test_the_provider_answers_through_litellm_and_reads_the_conversation():
     messages = [{"role": "system", "content": env.system_prompt("analyst", task)},
                 {"role": "user", "content": f"Question: {task.query}\nReply with your plan first."}]
     reply = litellm.completion(model="faultlens-sim/table_qa", messages=messages).choices[0].message.content
-    if reply.startswith("Let me look at a few rows"):  # some runs look at the data first
+    for _ in range(5):  # runs look at the data zero to four times before planning
+        if "# look" not in reply:
+            break
         messages += [{"role": "assistant", "content": reply},
                      {"role": "user", "content": "Output of run_python:\n(1, 'North', 'toys', 2023, 4, 9.5)"}]
         reply = litellm.completion(model="faultlens-sim/table_qa", messages=messages).choices[0].message.content
