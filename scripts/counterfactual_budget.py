@@ -74,7 +74,7 @@ def main() -> None:
     parser.add_argument("--runs", type=Path, default=Path(".faultlens/bench/counterfactual-budget"))
     parser.add_argument("--plot", type=Path, default=None, help="write the PNG here")
     args = parser.parse_args()
-    console = Console()
+    console = Console(width=140)
     base = _run(args.dataset, args.base, args.runs / args.base)
     rows = []
     for k in [int(x) for x in args.ks.split(",")]:
