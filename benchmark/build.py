@@ -16,7 +16,7 @@ with fewer than `min_per_mode` kept traces is injected again over fresh tasks
 (task seeds `seed + TOPUP_STRIDE * round`), on as many tasks as its measured
 yield says the deficit needs (`topup_tasks`; modes of an environment with
 similar needs share one pipeline run, `topup_groups`). A mode
-stops at the target, when a round adds nothing, or when its yield is under
+stops at the target, when two rounds in a row add nothing, or when its yield is under
 `MIN_YIELD` after `MIN_YIELD_EVIDENCE` attempts (listed in the datasheet). Modes an environment declares not
 applicable (`Environment.not_applicable`) are never injected there.
 
@@ -45,10 +45,12 @@ from .metrics import length_bucket
 DEFAULT_SEEDS = 64
 DEFAULT_PER_SEED = 8
 MIN_PER_MODE = 30
-TOPUP_ROUNDS = 4
+TOPUP_ROUNDS = 6
 # Injections per fresh task in a top-up run (all of one mode, at different steps).
 TOPUP_ATTEMPTS = 3
 TOPUP_MAX_TASKS = 96
+# A small deficit at a high yield asks for few tasks, and a few tasks may offer no step the mode fits.
+TOPUP_MIN_TASKS = 16
 # A mode whose kept/attempted ratio in an environment is under this is not topped up (its errors are almost always
 # caught or harmless there); the datasheet lists it.
 MIN_YIELD = 0.04
@@ -121,7 +123,7 @@ def topup_tasks(deficit: int, per_task: float) -> int:
     import math
 
     needed = math.ceil(1.25 * deficit / max(per_task, 1e-9))
-    return max(4, min(TOPUP_MAX_TASKS, needed))
+    return max(TOPUP_MIN_TASKS, min(TOPUP_MAX_TASKS, needed))
 
 
 def topup_groups(needs: dict[tuple[str, str], int]) -> list[tuple[str, list[str], int]]:
@@ -185,15 +187,19 @@ def build_bundled(
     # Top-up rounds over fresh tasks, all injections spent on the modes still short. Each (environment, mode) gets
     # as many tasks as its measured yield per task says its deficit needs (a mode that fits few steps needs many
     # tasks); modes of an environment with similar needs share one pipeline run, so a task's seed run serves several.
-    # A mode stops being topped up when it reaches the target, when a round adds nothing to it, or when its yield
+    # A mode stops being topped up when it reaches the target, when two rounds in a row add nothing to it (one empty
+    # round is often just a small run whose tasks offered no step the mode fits), or when its yield
     # per attempt is under MIN_YIELD after MIN_YIELD_EVIDENCE attempts (listed in the datasheet).
     stalled: set[tuple[str, str]] = set()
+    idle: Counter = Counter()  # consecutive rounds that added nothing, per (environment, mode)
     for round_no in range(1, topup_rounds + 1):
         short = [key for key in sorted(attempts) if counts.get(key, 0) < min_per_mode and key not in stalled
                  and not (attempts[key] >= MIN_YIELD_EVIDENCE and kept.get(key, 0) / attempts[key] < MIN_YIELD)]
         if not short:
             break
-        needs = {key: topup_tasks(min_per_mode - counts.get(key, 0), kept.get(key, 0) / max(1, offered.get(key, 0)))
+        # A round that added nothing to a mode doubles its tasks next round: the measured yield was too hopeful.
+        needs = {key: min(TOPUP_MAX_TASKS, topup_tasks(min_per_mode - counts.get(key, 0),
+                                                       kept.get(key, 0) / max(1, offered.get(key, 0))) * 2 ** idle[key])
                  for key in short}
         for env, modes, tasks in topup_groups(needs):
             top = InjectConfig(envs=[env], seeds=tasks, per_seed=TOPUP_ATTEMPTS * len(modes),
@@ -210,7 +216,10 @@ def build_bundled(
             seed_results.extend(extra.seeds)
             for total, more in zip((attempts, kept, offered), _tally(extra.seeds, modes)):
                 _add(total, more)
-            stalled |= {(env, mode) for mode in modes if not added[(env, mode)]}
+            for mode in modes:
+                idle[(env, mode)] = 0 if added[(env, mode)] else idle[(env, mode)] + 1
+                if idle[(env, mode)] >= 2:
+                    stalled.add((env, mode))
 
     splits: dict[str, list[Trace]] = {"dev": [], "test": []}
     for trace in traces:
@@ -349,7 +358,7 @@ def datasheet(build: BuildResult, args: dict[str, Any], command: str) -> str:
                f"traces is injected again over fresh tasks (task seeds {args['seed']} + {TOPUP_STRIDE}·round), "
                f"{TOPUP_ATTEMPTS} injections of it per task, on as many tasks as its measured yield per task says the deficit "
                f"needs (at most {TOPUP_MAX_TASKS}; modes with similar needs share a run); it stops at the target, when a "
-               f"round adds nothing, or when its yield "
+               f"two rounds in a row add nothing, or when its yield "
                f"(kept / attempted) is under {MIN_YIELD:.0%} after {MIN_YIELD_EVIDENCE} attempts. Splits are by task (hash of the seed and "
                f"the task id, {SPLIT_TEST_PERCENT}% test): no task has traces in both splits. Images and frames are stored "
                "inline in the traces (base64 PNG step media), so the files are self-contained.")

@@ -95,7 +95,7 @@ def report(folders, out, no_plots, bootstrap):
 @click.option("--seeds", default=None, type=click.IntRange(min=1), help="Tasks per environment in the first pass [default: 64].")
 @click.option("--per-seed", default=None, type=click.IntRange(min=1), help="Injections tried per task [default: 8].")
 @click.option("--min-per-mode", default=None, type=click.IntRange(min=0), help="Top up modes with fewer kept traces than this [default: 30].")
-@click.option("--topup-rounds", default=None, type=click.IntRange(min=0), help="At most this many top-up rounds over the modes still short [default: 4].")
+@click.option("--topup-rounds", default=None, type=click.IntRange(min=0), help="At most this many top-up rounds over the modes still short [default: 6].")
 @click.option("--env", "env_names", multiple=True, metavar="NAME", help="Only these environments (repeatable) [default: all registered].")
 @click.option("--workers", default=2, show_default=True, type=click.IntRange(min=1), help="Worker processes.")
 @click.option("--no-calibration", is_flag=True, help="Skip scoring the heuristic and the baselines on test for the datasheet.")

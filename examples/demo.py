@@ -4,7 +4,8 @@
     faultlens demo --db demo.db
 
 It ends the way faultlens is meant to be used: the failed run is attributed
-offline (who, when, why) and turned into a lesson for the agent that erred.
+offline by the best offline method, `learned` (who, when, why), and turned into
+a lesson for the agent that erred.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ def run_team(tracer: Tracer) -> list[Trace]:
 
 @click.command("demo")
 @click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="SQLite store to use [default: $FAULTLENS_DB or .faultlens/faultlens.db]")
-@click.option("--method", default="heuristic", show_default=True, help="Attribution method for the failed run (offline by default).")
+@click.option("--method", default="learned", show_default=True,
+              help="Attribution method for the failed run (default: the best offline method, no key or network).")
 def demo(db_path: Path | None, method: str) -> None:
     """Run a small multi-agent team offline, store its traces, and show the failed one.
 

@@ -26,8 +26,10 @@ def test_demo_runs_offline_and_stores_a_failed_and_a_succeeded_trace(tmp_path):
     # ...and ends with the offline attribution of that run and a lesson for the blamed agent
     store = open_store(db)
     [attribution] = store.attributions(failed.id)
-    assert attribution.method == "heuristic" and attribution.status.value == "ok"
-    assert attribution.agent in {"planner", "researcher", "analyst"} and 0 <= attribution.step < len(failed.steps)
+    assert attribution.method == "learned" and attribution.status.value == "ok"
+    # the lookup of Munich failed at step 3 and the team went on without Munich: the error is there or after it
+    failed_lookup = next(s.index for s in failed.steps if s.failed)
+    assert attribution.step >= failed_lookup and attribution.agent in {"researcher", "analyst"}
     lessons = store.lessons()
     assert lessons and all(lesson.agent == attribution.agent and lesson.trace_id == failed.id for lesson in lessons)
     assert "attribution" in result.output and f"lesson for {attribution.agent}" in result.output
