@@ -278,7 +278,7 @@ async def arun_benchmark(
             options["with_reference"] = True
         if budget_usd is not None:
             options["budget_usd"] = budget_usd  # LLM methods enforce it before each call
-        attributor = get(method, **options, **dict(method_options or {}))
+        attributor = get(method, **{**options, **dict(method_options or {})})
     baseline_map = _resolve_baselines(baselines, method)
     _write_info(out, info)
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from middleware.rerun import NotRerunnable, Trial
@@ -73,13 +74,24 @@ def world_task(env: envs.Environment, trace: Trace) -> Task:
         n = min(2 * n, MAX_TASKS)  # ids may skip draws that were rejected: look further
 
 
+@dataclass
+class _Prepared:
+    """What every trial of one trace needs, worked out once: the environment, its agents, the task, the recording."""
+
+    env: envs.Environment
+    model: str | None
+    sim: dict[str, Any] | None
+    task: Task
+    recording: Recording
+
+
 class EnvironmentRerunner:
     """Rerunner for the bundled environments (see the module docstring)."""
 
     name = "environments"
 
     def __init__(self) -> None:
-        self._last: tuple[str, str, Recording] | None = None  # (trace id, content fingerprint, recording)
+        self._last: tuple[str, str, _Prepared] | None = None  # (trace id, content fingerprint, what its trials need)
 
     @staticmethod
     def settings(trace: Trace) -> tuple[str | None, dict[str, Any]] | None:
@@ -99,7 +111,8 @@ class EnvironmentRerunner:
     def can_rerun(self, trace: Trace) -> bool:
         return trace.source.benchmark in envs.names() and self.settings(trace) is not None
 
-    def _recording(self, trace: Trace) -> Recording:
+    def _prepare(self, trace: Trace) -> _Prepared:
+        """Reconstruct the recording from the trace's own steps (once per trace: its trials share it)."""
         key = "\x00".join(s.content for s in trace.steps)
         if self._last is not None and self._last[0] == trace.id and self._last[1] == key:
             return self._last[2]
@@ -119,21 +132,20 @@ class EnvironmentRerunner:
                 raise NotRerunnable(f"replaying the trace's steps differs at step {old.index} (agent {old.agent})")
         if again.outcome is not None and again.outcome.success:
             raise NotRerunnable("replaying the trace's steps makes the task succeed; the trace is not a failure of this task")
-        self._last = (trace.id, key, session.recorded)
-        return session.recorded
+        prepared = _Prepared(env, model, sim, task, session.recorded)
+        self._last = (trace.id, key, prepared)
+        return prepared
 
     def rerun(self, trace: Trace, step: int, replacement: str | None = None) -> Trial:
         if not 0 <= step < len(trace.steps):
             raise NotRerunnable(f"step {step} is not a step of trace {trace.id} ({len(trace.steps)} steps)")
         started = time.monotonic()
-        recording = self._recording(trace)
-        env = envs.get(trace.source.benchmark or "")
-        model, sim = self.settings(trace) or (None, None)
+        prep = self._prepare(trace)
         overrides = {step: (lambda record: _answer(record, replacement))} if replacement is not None else {}
-        session = Session(recording, replay_until=step, overrides=overrides, reuse_unchanged_from=step + 1)
+        session = Session(prep.recording, replay_until=step, overrides=overrides, reuse_unchanged_from=step + 1)
         try:
-            result = env.run(world_task(env, trace), model=model, session=session, sim=sim,
-                             trace_id=f"{trace.id}-rerun{step}").trace
+            result = prep.env.run(prep.task, model=prep.model, session=session, sim=prep.sim,
+                                  trace_id=f"{trace.id}-rerun{step}").trace
         except Drift as drift:  # cannot happen for a reconstructed recording unless the program is not deterministic
             raise NotRerunnable(f"the program is not deterministic: {drift}") from drift
         except Exception as exc:  # the team's program broke on the changed step: the run did not succeed
