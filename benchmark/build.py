@@ -357,7 +357,7 @@ def datasheet(build: BuildResult, args: dict[str, Any], command: str) -> str:
                f"{args['topup_rounds']} top-up rounds: every (environment, mode) with fewer than {args['min_per_mode']} kept "
                f"traces is injected again over fresh tasks (task seeds {args['seed']} + {TOPUP_STRIDE}·round), "
                f"{TOPUP_ATTEMPTS} injections of it per task, on as many tasks as its measured yield per task says the deficit "
-               f"needs (at most {TOPUP_MAX_TASKS}; modes with similar needs share a run); it stops at the target, when a "
+               f"needs (at most {TOPUP_MAX_TASKS}; modes with similar needs share a run); it stops at the target, when "
                f"two rounds in a row add nothing, or when its yield "
                f"(kept / attempted) is under {MIN_YIELD:.0%} after {MIN_YIELD_EVIDENCE} attempts. Splits are by task (hash of the seed and "
                f"the task id, {SPLIT_TEST_PERCENT}% test): no task has traces in both splits. Images and frames are stored "
