@@ -8,9 +8,9 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from middleware.errors import InputError
-from middleware.model import Trace
-from middleware.store import default_db_path, open_store
+from faultlens.middleware.errors import InputError
+from faultlens.middleware.model import Trace
+from faultlens.middleware.store import default_db_path, open_store
 
 from . import llm  # noqa: F401  (sets litellm's offline price map before litellm is imported)
 
@@ -19,7 +19,7 @@ def _load(source: str, db_path: Path | None) -> tuple[Trace, bool]:
     """The trace named by SOURCE: a file (JSON or JSONL with one trace) or a stored trace id. True if it came from a file."""
     path = Path(source)
     if path.is_file():
-        from middleware.jsonl import load_jsonl, parse_trace
+        from faultlens.middleware.jsonl import load_jsonl, parse_trace
 
         if path.suffix in (".jsonl", ".gz"):
             traces = load_jsonl(path)
@@ -93,7 +93,7 @@ def attribute(source, method, model, api_base, with_reference, budget_usd, max_c
           --api-base http://127.0.0.1:8080/v1 --structured json_object
       faultlens attribute TRACE_ID -m counterfactual -O base=learned -O k=5
     """
-    from middleware.render import attribution_panel, print_trace
+    from faultlens.middleware.render import attribution_panel, print_trace
 
     from .registry import get
 

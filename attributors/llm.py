@@ -39,9 +39,9 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from middleware.errors import FaultlensError
-from middleware.model import Cost
-from middleware.redact import redact, redact_text
+from faultlens.middleware.errors import FaultlensError
+from faultlens.middleware.model import Cost
+from faultlens.middleware.redact import redact, redact_text
 
 # Offline by default: litellm would otherwise fetch its price map from the
 # network on import (and retry for ~10s without one). Set it to False to fetch.

@@ -31,7 +31,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from middleware.errors import FaultlensError
+from faultlens.middleware.errors import FaultlensError
 
 LOCAL_PROVIDER = "local"
 LOCAL_MODEL = "local/smollm2"

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from middleware.taxonomy import CATEGORIES, MODES, taxonomy_text
+from faultlens.middleware.taxonomy import CATEGORIES, MODES, taxonomy_text
 
 PROMPT_VERSIONS = {
     "all_at_once": "all_at_once/v1",

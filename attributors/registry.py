@@ -8,7 +8,7 @@ from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import Any
 
-from middleware.errors import FaultlensError
+from faultlens.middleware.errors import FaultlensError
 
 from .base import Attributor
 

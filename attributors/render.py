@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from middleware.model import Media, Step, Trace
+from faultlens.middleware.model import Media, Step, Trace
 
 # A deliberately low characters-per-token estimate (English is ~4), so the
 # rendered prompt stays under the real token count without tokenizing.

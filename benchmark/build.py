@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from middleware.model import Trace
+from faultlens.middleware.model import Trace
 
 from .metrics import length_bucket
 
@@ -77,7 +77,7 @@ class BuildResult:
 
 def split_of(seed: int, trace: Trace) -> str:
     """`dev` or `test` for a trace, by its task (every trace of a task lands in the same split)."""
-    from injectors.envs.base import stable_seed
+    from faultlens.injectors.envs.base import stable_seed
 
     return "test" if stable_seed("split", seed, trace.task.id) % 100 < SPLIT_TEST_PERCENT else "dev"
 
@@ -129,7 +129,7 @@ def topup_tasks(deficit: int, per_task: float) -> int:
 def topup_groups(needs: dict[tuple[str, str], int]) -> list[tuple[str, list[str], int]]:
     """(environment, modes, tasks) runs for the short modes: per environment, modes sorted by the tasks they need,
     grouped while the largest need is at most twice the group's smallest; a group runs its largest need."""
-    from injectors.taxonomy import CODES
+    from faultlens.injectors.taxonomy import CODES
 
     out: list[tuple[str, list[str], int]] = []
     for env in sorted({env for env, _ in needs}):
@@ -163,8 +163,8 @@ def build_bundled(
     progress: Callable[[str, int, int], None] | None = None,
 ) -> BuildResult:
     """Run every environment through the pipeline and write the dataset and its datasheet to `out_dir`."""
-    from injectors import envs as registry
-    from injectors.pipeline import InjectConfig, inject
+    from faultlens.injectors import envs as registry
+    from faultlens.injectors.pipeline import InjectConfig, inject
 
     started = time.time()
     names = list(envs) if envs else registry.names()
@@ -227,7 +227,7 @@ def build_bundled(
     for split, items in splits.items():
         write_sorted(items, out_dir / f"{split}.jsonl.gz")
 
-    from injectors.pipeline import InjectResult
+    from faultlens.injectors.pipeline import InjectResult
 
     summary = InjectResult(traces, seed_results)
     yield_rows = summary.summary()
@@ -333,8 +333,8 @@ def _pct(value: float | None) -> str:
 
 def datasheet(build: BuildResult, args: dict[str, Any], command: str) -> str:
     """The dataset's README: what is in it, how it was made, how to rebuild it, how hard it is."""
-    from injectors import envs as registry
-    from injectors.taxonomy import CODES
+    from faultlens.injectors import envs as registry
+    from faultlens.injectors.taxonomy import CODES
 
     every = [t for split in ("dev", "test") for t in build.traces[split]]
     env_names = sorted({t.source.benchmark or "" for t in every} | set(args["envs"]))

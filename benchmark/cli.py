@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from middleware.errors import FaultlensError
+from faultlens.middleware.errors import FaultlensError
 
 console = Console()
 
@@ -52,7 +52,7 @@ def run(dataset, method, model, with_reference, concurrency, limit, out, resume,
     (baseline:*) are scored into OUT/baselines/. Then run
     `faultlens bench report OUT` for the table and plots.
     """
-    from attributors.registry import parse_options
+    from faultlens.attributors.registry import parse_options
 
     from .runner import run_benchmark
 

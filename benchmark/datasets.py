@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from middleware.errors import InputError
-from middleware.jsonl import read_jsonl
-from middleware.model import Trace
+from faultlens.middleware.errors import InputError
+from faultlens.middleware.jsonl import read_jsonl
+from faultlens.middleware.model import Trace
 
 DATA_DIR = Path(__file__).parent / "data"
 SPLITS = ("dev", "test")
@@ -60,7 +60,7 @@ def load_dataset(spec: str) -> Dataset:
         return Dataset(spec, lambda: load_whowhenpro_spec(arg))
 
     def other() -> Iterable[Trace]:
-        from middleware.sources import load_traces
+        from faultlens.middleware.sources import load_traces
 
         return load_traces(spec)
 

@@ -15,7 +15,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from middleware.errors import InputError
+from faultlens.middleware.errors import InputError
 
 from .metrics import BREAKDOWNS, full_report
 from .runner import BASELINE_PREFIX, BASELINES_DIR, PREDICTIONS, RUN_INFO, read_predictions

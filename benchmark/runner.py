@@ -36,8 +36,8 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from middleware.errors import FaultlensError, InputError
-from middleware.model import Attribution, AttributionStatus, Trace
+from faultlens.middleware.errors import FaultlensError, InputError
+from faultlens.middleware.model import Attribution, AttributionStatus, Trace
 
 from .datasets import load_dataset
 from .metrics import step_correct
@@ -194,7 +194,7 @@ def prepare(trace: Trace, with_reference: bool) -> Trace:
 
 def _is_budget_error(exc: BaseException) -> bool:
     try:
-        from attributors.llm import BudgetExceeded
+        from faultlens.attributors.llm import BudgetExceeded
     except ImportError:
         return False
     return isinstance(exc, BudgetExceeded)
@@ -241,7 +241,7 @@ def _write_info(out: Path, info: dict[str, Any]) -> None:
 
 def baseline_names() -> list[str]:
     """Every registered trivial baseline (`baseline:*`)."""
-    from attributors import names
+    from faultlens.attributors import names
 
     return [n for n in names() if n.startswith(BASELINE_PREFIX)]
 
@@ -271,7 +271,7 @@ async def arun_benchmark(
     _check_run_info(out, info, resume)
     traces = select_traces(dataset_spec, limit)
     if attributor is None:
-        from attributors import get
+        from faultlens.attributors import get
 
         options: dict[str, Any] = {"model": model} if model else {}
         if with_reference:
@@ -384,7 +384,7 @@ def _resolve_baselines(baselines: Sequence[str] | Mapping[str, Any] | None, meth
     if isinstance(baselines, Mapping):
         return dict(baselines)
     names = baseline_names() + [MOST_COMMON_STEP] if baselines is None else list(baselines)
-    from attributors import get
+    from faultlens.attributors import get
 
     return {name: None if name == MOST_COMMON_STEP else get(name) for name in names if name != method}
 

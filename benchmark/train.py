@@ -22,12 +22,12 @@ from typing import Any
 
 import numpy as np
 
-from attributors.learned import LearnedAttributor, fit, save, trace_features
-from attributors.learned.model import DEFAULT_MODEL_PATH, LearnedModel, labelled
-from attributors.registry import get
-from middleware.errors import FaultlensError
-from middleware.jsonl import read_jsonl
-from middleware.model import Trace
+from faultlens.attributors.learned import LearnedAttributor, fit, save, trace_features
+from faultlens.attributors.learned.model import DEFAULT_MODEL_PATH, LearnedModel, labelled
+from faultlens.attributors.registry import get
+from faultlens.middleware.errors import FaultlensError
+from faultlens.middleware.jsonl import read_jsonl
+from faultlens.middleware.model import Trace
 
 from .datasets import bundled_path, load_dataset
 from .metrics import normalize_agent

@@ -26,8 +26,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from middleware.errors import InputError, from_validation_error
-from middleware.model import AgentInfo, GoldLabel, Outcome, Source, Step, StepKind, Task, Trace
+from faultlens.middleware.errors import InputError, from_validation_error
+from faultlens.middleware.model import AgentInfo, GoldLabel, Outcome, Source, Step, StepKind, Task, Trace
 
 FORMAT = "whowhen"
 # The systems that produced each subset, as the Who&When paper reports.

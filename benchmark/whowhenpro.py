@@ -34,9 +34,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from middleware.errors import InputError, from_validation_error
-from middleware.model import AgentInfo, GoldLabel, Media, Outcome, Source, Step, StepKind, Task, Trace
-from middleware.taxonomy import BY_CODE
+from faultlens.middleware.errors import InputError, from_validation_error
+from faultlens.middleware.model import AgentInfo, GoldLabel, Media, Outcome, Source, Step, StepKind, Task, Trace
+from faultlens.middleware.taxonomy import BY_CODE
 
 from .whowhen import json_files, read_json, subset_of
 

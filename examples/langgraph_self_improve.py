@@ -54,8 +54,8 @@ class OracleAttributor:
     name = "oracle"
 
     def attribute(self, trace):
-        from injectors.envs.research_desk import gold_label
-        from middleware.model import Attribution, AttributionStatus
+        from faultlens.injectors.envs.research_desk import gold_label
+        from faultlens.middleware.model import Attribution, AttributionStatus
 
         gold = gold_label(trace.task, trace)
         if gold is None:
@@ -85,9 +85,9 @@ def _quiet_litellm(env_name: str) -> None:
 def run_arm(arm: str, seed: int, rounds: int, per_round: int, *, model: str | None, attributor: str,
             reflector: str | None, progress=None) -> list[float]:
     """Success rate per round of one arm on one seed's tasks."""
-    from feedback import FeedbackLoop, LessonMemory, TerminalReflector
-    from injectors.envs import get
-    from middleware.store import open_store
+    from faultlens.feedback import FeedbackLoop, LessonMemory, TerminalReflector
+    from faultlens.injectors.envs import get
+    from faultlens.middleware.store import open_store
 
     env = get(ENV)
     tasks = env.tasks(10_000 + seed, rounds * per_round)  # fresh tasks, never repeated

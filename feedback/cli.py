@@ -8,7 +8,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from middleware.store import default_db_path, open_store
+from faultlens.middleware.store import default_db_path, open_store
 
 from .memory import LessonMemory
 from .reflect import ALL_AGENTS
@@ -70,7 +70,7 @@ def show(db_path: Path | None, lesson_id: str) -> None:
 def learn(db_path: Path | None, trace_id: str, method: str, model: str | None, method_options: tuple[str, ...],
           reflector: str | None) -> None:
     """Attribute a stored failed run, save the attribution, and keep the lessons reflected from it."""
-    from attributors.registry import parse_options
+    from faultlens.attributors.registry import parse_options
 
     from .loop import reflect_on, resolve_attributor
     from .reflect import get_reflector

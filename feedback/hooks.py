@@ -31,8 +31,8 @@ from typing import Any
 
 from opentelemetry import trace as otel_trace
 
-from middleware.model import Lesson, Trace
-from middleware.taxonomy import get_mode, is_mode
+from faultlens.middleware.model import Lesson, Trace
+from faultlens.middleware.taxonomy import get_mode, is_mode
 
 from .memory import BaseLessonMemory
 from .reflect import ALL_AGENTS
@@ -109,7 +109,7 @@ def current_step_span(tracer: Any = None) -> Any:
     it is the current span.
     """
     if tracer is None:
-        from middleware.tracer import current_tracer
+        from faultlens.middleware.tracer import current_tracer
 
         tracer = current_tracer()
     if tracer is not None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from langgraph.store.base import BaseStore
 
-from middleware.model import Lesson
+from faultlens.middleware.model import Lesson
 
 from .memory import BaseLessonMemory
 

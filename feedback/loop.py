@@ -27,9 +27,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from attributors.base import Attributor
-from middleware.model import Attribution, AttributionStatus, Lesson, Outcome
-from middleware.store import SQLiteStore
+from faultlens.attributors.base import Attributor
+from faultlens.middleware.model import Attribution, AttributionStatus, Lesson, Outcome
+from faultlens.middleware.store import SQLiteStore
 
 from .hooks import record_trace_outcome
 from .memory import BaseLessonMemory, LessonMemory
@@ -54,7 +54,7 @@ def resolve_attributor(attributor: str | Attributor | None, **options: Any) -> A
     """An attributor object from a name (``heuristic``, ``all_at_once``, ...), an object, or None (no attribution)."""
     if attributor is None or not isinstance(attributor, str):
         return attributor
-    from attributors import get
+    from faultlens.attributors import get
 
     return get(attributor, **options)
 

@@ -37,8 +37,8 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from middleware.model import Lesson
-from middleware.store import SQLiteStore
+from faultlens.middleware.model import Lesson
+from faultlens.middleware.store import SQLiteStore
 
 from .reflect import ALL_AGENTS
 from .similarity import similarities, similarity

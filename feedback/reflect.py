@@ -25,8 +25,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from middleware.model import Attribution, AttributionStatus, Cost, Lesson, Step, Trace
-from middleware.taxonomy import get_mode, is_mode
+from faultlens.middleware.model import Attribution, AttributionStatus, Cost, Lesson, Step, Trace
+from faultlens.middleware.taxonomy import get_mode, is_mode
 
 ALL_AGENTS = "*"
 """`Lesson.agent` value for a lesson addressed to every agent of a team."""

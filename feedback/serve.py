@@ -16,10 +16,10 @@ from typing import Any
 
 import click
 
-from middleware.model import Outcome
-from middleware.server import DEFAULT_MAX_BODY, create_app, otlp_http_exporter, resolve_token, run_server
-from middleware.server.interop import EvaluationExporter
-from middleware.store import SQLiteStore, default_db_path, open_store
+from faultlens.middleware.model import Outcome
+from faultlens.middleware.server import DEFAULT_MAX_BODY, create_app, otlp_http_exporter, resolve_token, run_server
+from faultlens.middleware.server.interop import EvaluationExporter
+from faultlens.middleware.store import SQLiteStore, default_db_path, open_store
 
 from .hooks import record_trace_outcome
 from .loop import attribute_and_reflect, resolve_attributor
@@ -88,8 +88,8 @@ def serve(db_path, host, port, token, method, model, method_options, reflector, 
     The API is described at /docs.
     """
     token = resolve_token(token)
-    from attributors.registry import parse_options
-    from middleware.server import check_bind
+    from faultlens.attributors.registry import parse_options
+    from faultlens.middleware.server import check_bind
 
     check_bind(host, token)  # before opening the store: refuse early and plainly
     store = open_store(db_path or default_db_path())

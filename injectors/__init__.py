@@ -1,7 +1,7 @@
 """faultlens injectors: the failure taxonomy, task environments with simulated agents,
 error generators and the warm-start injection pipeline.
 
-    from injectors.pipeline import InjectConfig, inject
+    from faultlens.injectors.pipeline import InjectConfig, inject
     result = inject(InjectConfig(envs=["research_team", "table_qa"], seeds=20, per_seed=4))
 
 `injectors.envs` holds the environments (`get(name)`, `names()`), `injectors.sim`

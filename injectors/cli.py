@@ -107,7 +107,7 @@ def inject(env_names, seeds, per_seed, seed, agent_model, generator, noise, mode
         if s["seed_errors"]:
             console.print(f"[red]{s['env']}: {s['seed_errors']} seed(s) raised; first: {s['first_seed_error']}[/]")
     if db_path is not None:
-        from middleware.store import open_store
+        from faultlens.middleware.store import open_store
 
         # The runs were traced into the store as they ran; the kept ones now get their gold labels.
         saved = open_store(db_path).save_traces(result.traces)

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from middleware.model import Step, StepKind, Trace
+from faultlens.middleware.model import Step, StepKind, Trace
 
 from .envs.base import parse_action, render_action
 from .taxonomy import get_mode

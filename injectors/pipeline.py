@@ -31,8 +31,8 @@ from typing import Any
 
 import multiprocessing as mp
 
-from middleware.model import GoldLabel, Task, Trace
-from middleware.replay import Drift, Recording, Session
+from faultlens.middleware.model import GoldLabel, Task, Trace
+from faultlens.middleware.replay import Drift, Recording, Session
 
 from . import envs
 from .envs.base import Environment, stable_seed
@@ -68,8 +68,8 @@ def _tracer_for(db: str | None) -> Any:
     if db is None:
         return None
     if db not in _TRACERS:
-        from middleware.store import open_store
-        from middleware.tracer import Tracer
+        from faultlens.middleware.store import open_store
+        from faultlens.middleware.tracer import Tracer
 
         _TRACERS[db] = Tracer(store=open_store(db), env_exporters=False)
     return _TRACERS[db]

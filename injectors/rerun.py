@@ -33,9 +33,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from middleware.rerun import NotRerunnable, Trial
-from middleware.model import Task, Trace
-from middleware.replay import Drift, Recording, Session
+from faultlens.middleware.rerun import NotRerunnable, Trial
+from faultlens.middleware.model import Task, Trace
+from faultlens.middleware.replay import Drift, Recording, Session
 
 from . import envs
 from .envs.base import SIM_PREFIX

@@ -34,9 +34,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from middleware.model import StepKind
-from middleware.replay import canonical
-from middleware.taxonomy import get_mode
+from faultlens.middleware.model import StepKind
+from faultlens.middleware.replay import canonical
+from faultlens.middleware.taxonomy import get_mode
 
 from .envs.base import SIM_PREFIX, stable_seed
 

@@ -7,8 +7,8 @@ a mode can be injected at a concrete step of a concrete trace.
 
 from __future__ import annotations
 
-from middleware.model import Step, Trace
-from middleware.taxonomy import BY_CODE, CATEGORIES, CODES, MODES, FailureMode, get_mode, is_mode, taxonomy_text
+from faultlens.middleware.model import Step, Trace
+from faultlens.middleware.taxonomy import BY_CODE, CATEGORIES, CODES, MODES, FailureMode, get_mode, is_mode, taxonomy_text
 
 __all__ = ["BY_CODE", "CATEGORIES", "CODES", "MODES", "FailureMode", "applicable", "applicable_modes", "get_mode",
            "is_mode", "not_applicable", "taxonomy_text"]

@@ -26,8 +26,8 @@ from dataclasses import asdict, dataclass
 from importlib.metadata import entry_points
 from typing import Any, Protocol, runtime_checkable
 
-from middleware.errors import FaultlensError
-from middleware.model import Trace
+from faultlens.middleware.errors import FaultlensError
+from faultlens.middleware.model import Trace
 
 __all__ = ["NotRerunnable", "Rerunner", "Trial", "register_rerun", "register_rerunner", "rerunner_for", "rerunners"]
 

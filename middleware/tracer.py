@@ -1,6 +1,6 @@
 """The tracer: record live agent runs as OpenTelemetry spans and store them as steps.
 
-    from middleware import Tracer
+    from faultlens.middleware import Tracer
 
     tracer = Tracer(db="runs.db")
 

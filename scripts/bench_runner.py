@@ -26,9 +26,9 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from rich.console import Console  # noqa: E402
 
-from benchmark import load_dataset, run_benchmark  # noqa: E402
-from middleware.jsonl import write_jsonl  # noqa: E402
-from middleware.model import Attribution, GoldLabel, Outcome, Step, Task, Trace  # noqa: E402
+from faultlens.benchmark import load_dataset, run_benchmark  # noqa: E402
+from faultlens.middleware.jsonl import write_jsonl  # noqa: E402
+from faultlens.middleware.model import Attribution, GoldLabel, Outcome, Step, Task, Trace  # noqa: E402
 
 
 class ZeroCostAttributor:

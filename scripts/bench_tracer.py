@@ -31,7 +31,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from rich.console import Console
 from rich.table import Table
 
-from middleware import Tracer, open_store
+from faultlens.middleware import Tracer, open_store
 
 
 def bare(steps: int) -> float:

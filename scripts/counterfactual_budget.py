@@ -19,8 +19,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from benchmark.metrics import compute_metrics
-from benchmark.runner import read_predictions, run_benchmark
+from faultlens.benchmark.metrics import compute_metrics
+from faultlens.benchmark.runner import read_predictions, run_benchmark
 
 
 def _run(dataset: str, method: str, out: Path, options: dict | None = None) -> dict:

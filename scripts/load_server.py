@@ -119,8 +119,8 @@ def main() -> None:
         print(json.dumps(client(args.client, args.requests, args.spans, args.clients, args.seconds)))
         return
 
-    from middleware.server import ServerThread, create_app
-    from middleware.store import open_store
+    from faultlens.middleware.server import ServerThread, create_app
+    from faultlens.middleware.store import open_store
 
     with tempfile.TemporaryDirectory() as tmp:
         store = open_store(Path(tmp) / "load.db")

@@ -47,7 +47,7 @@ import re
 
 import numpy as np
 
-from middleware.model import StepKind, Trace
+from faultlens.middleware.model import StepKind, Trace
 
 from ..methods.heuristic import _answer_values, _final_step, _norm, _numbers, _text
 

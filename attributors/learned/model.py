@@ -37,8 +37,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
-from middleware.errors import FaultlensError
-from middleware.model import Trace
+from faultlens.middleware.errors import FaultlensError
+from faultlens.middleware.model import Trace
 
 from .features import feature_names, trace_features
 

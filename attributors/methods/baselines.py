@@ -18,7 +18,7 @@ import random
 from collections import Counter
 from typing import Any
 
-from middleware.model import Attribution, AttributionStatus, Step, Trace
+from faultlens.middleware.model import Attribution, AttributionStatus, Step, Trace
 
 from ..base import BaseAttributor
 from ..registry import register

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from middleware.model import Trace
+from faultlens.middleware.model import Trace
 
 from .. import prompts, render
 from ..registry import register

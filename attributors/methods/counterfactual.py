@@ -23,9 +23,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from middleware.errors import FaultlensError
-from middleware.model import Attribution, AttributionStatus, Candidate, Cost, Trace
-from middleware.rerun import NotRerunnable, Rerunner, Trial, rerunner_for
+from faultlens.middleware.errors import FaultlensError
+from faultlens.middleware.model import Attribution, AttributionStatus, Candidate, Cost, Trace
+from faultlens.middleware.rerun import NotRerunnable, Rerunner, Trial, rerunner_for
 
 from .. import render
 from ..base import Attributor, BaseAttributor

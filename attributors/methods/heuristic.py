@@ -35,7 +35,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from middleware.model import Attribution, AttributionStatus, Cost, Step, StepKind, Trace
+from faultlens.middleware.model import Attribution, AttributionStatus, Cost, Step, StepKind, Trace
 
 from ..base import BaseAttributor
 from ..registry import register

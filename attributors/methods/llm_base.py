@@ -14,9 +14,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from middleware.errors import FaultlensError
-from middleware.model import Attribution, AttributionStatus, Candidate, Cost, Step, Trace
-from middleware.taxonomy import MODES, is_mode
+from faultlens.middleware.errors import FaultlensError
+from faultlens.middleware.model import Attribution, AttributionStatus, Candidate, Cost, Step, Trace
+from faultlens.middleware.taxonomy import MODES, is_mode
 
 from .. import prompts, render
 from ..base import BaseAttributor

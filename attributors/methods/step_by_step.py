@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from middleware.model import Step, Trace
+from faultlens.middleware.model import Step, Trace
 
 from .. import prompts, render
 from ..registry import register

@@ -51,8 +51,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from middleware.model import AgentInfo, Lesson, Modality, Outcome, Source, Step, StepKind, Task, Trace
-from middleware.replay import Recording, Session
+from faultlens.middleware.model import AgentInfo, Lesson, Modality, Outcome, Source, Step, StepKind, Task, Trace
+from faultlens.middleware.replay import Recording, Session
 
 Topology = Literal["single", "multi"]
 
@@ -249,7 +249,7 @@ class Runtime:
 
     def _emit(self, step: Step) -> None:
         """Record `step` as one GenAI-convention span of the tracer's current run."""
-        from middleware import spans as S
+        from faultlens.middleware import spans as S
 
         here = self.tracer.call_context()
         if here is None:
@@ -332,7 +332,7 @@ class Runtime:
     def _complete(self, request: dict[str, Any]) -> dict[str, Any]:
         import litellm
 
-        from injectors import sim as _sim
+        from faultlens.injectors import sim as _sim
 
         _sim.ensure_registered()
         kwargs: dict[str, Any] = {}

@@ -37,7 +37,7 @@ import random
 import re
 from functools import lru_cache
 
-from middleware.model import AgentInfo, Media, Outcome, StepKind, Task
+from faultlens.middleware.model import AgentInfo, Media, Outcome, StepKind, Task
 
 from . import register
 from .base import Conversation, Environment, Runtime, ToolSpec, parse_action, render_action, stable_seed

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from middleware.model import StepKind
+from faultlens.middleware.model import StepKind
 
 from ..generators import GenInput, Generated
 from .base import parse_action, render_action

@@ -52,7 +52,7 @@ import random
 import re
 from typing import Any, TypedDict
 
-from middleware.model import AgentInfo, Outcome, StepKind, Task
+from faultlens.middleware.model import AgentInfo, Outcome, StepKind, Task
 
 from . import register
 from .base import Conversation, Environment, Runtime, ToolSpec, parse_action, render_action, stable_seed

@@ -41,7 +41,7 @@ from __future__ import annotations
 import random
 import re
 
-from middleware.model import AgentInfo, Outcome, StepKind, Task
+from faultlens.middleware.model import AgentInfo, Outcome, StepKind, Task
 
 from . import register
 from .arithmetic import arithmetic_value

@@ -15,7 +15,7 @@ import io
 from collections.abc import Sequence
 from functools import lru_cache
 
-from middleware.model import Media
+from faultlens.middleware.model import Media
 
 CHART_SIZE = (320, 240)
 FRAME_SIZE = (96, 72)

@@ -33,7 +33,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from middleware.model import AgentInfo, Outcome, StepKind, Task
+from faultlens.middleware.model import AgentInfo, Outcome, StepKind, Task
 
 from . import register
 from .base import Conversation, Environment, Runtime, ToolSpec, parse_action, render_action, stable_seed

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
-from middleware.model import Task
+from faultlens.middleware.model import Task
 
 from .base import stable_seed
 

@@ -6,8 +6,8 @@ import json
 
 from click.testing import CliRunner
 
-from middleware.cli import cli
-from middleware.store import open_store
+from faultlens.middleware.cli import cli
+from faultlens.middleware.store import open_store
 
 from .conftest import answer, team_trace
 
@@ -96,8 +96,8 @@ def test_method_options_reach_the_method(tmp_path):
 
 
 def test_parse_options():
-    from attributors.registry import parse_options
-    from middleware.errors import FaultlensError
+    from faultlens.attributors.registry import parse_options
+    from faultlens.middleware.errors import FaultlensError
 
     assert parse_options(["k=5", "base=learned", "x=true", "ratio=0.5", "name=a=b"]) == \
         {"k": 5, "base": "learned", "x": True, "ratio": 0.5, "name": "a=b"}

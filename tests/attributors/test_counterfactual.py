@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from attributors import get
-from attributors.base import BaseAttributor
-from middleware.errors import FaultlensError
-from middleware.model import Attribution, Candidate, Outcome, Source, Step, StepKind, Task, Trace
-from middleware.rerun import CallableRerunner, NotRerunnable, register_rerun, rerunner_for
+from faultlens.attributors import get
+from faultlens.attributors.base import BaseAttributor
+from faultlens.middleware.errors import FaultlensError
+from faultlens.middleware.model import Attribution, Candidate, Outcome, Source, Step, StepKind, Task, Trace
+from faultlens.middleware.rerun import CallableRerunner, NotRerunnable, register_rerun, rerunner_for
 
 N = 6
 

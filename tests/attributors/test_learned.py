@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from attributors import registry
-from attributors.learned import LearnedAttributor, ModelMissingError, dense_feature_names, feature_names, fit, load, save, trace_features
-from middleware.model import AgentInfo, GoldLabel, Outcome, Step, StepKind, Task, Trace
+from faultlens.attributors import registry
+from faultlens.attributors.learned import LearnedAttributor, ModelMissingError, dense_feature_names, feature_names, fit, load, save, trace_features
+from faultlens.middleware.model import AgentInfo, GoldLabel, Outcome, Step, StepKind, Task, Trace
 
 ENVS = ("math_react", "table_qa", "research_team", "code_team")
 
@@ -23,7 +23,7 @@ ENVS = ("math_react", "table_qa", "research_team", "code_team")
 @functools.lru_cache(maxsize=1)
 def injected_traces() -> tuple[Trace, ...]:
     """Kept failure traces of four text environments (simulated agents, template errors; deterministic)."""
-    from injectors.pipeline import InjectConfig, inject
+    from faultlens.injectors.pipeline import InjectConfig, inject
 
     result = inject(InjectConfig(envs=list(ENVS), seeds=10, per_seed=4, seed=31, workers=1))
     assert len(result.traces) >= 60, "the injection pipeline kept too few traces to train on"
@@ -186,7 +186,7 @@ def test_registry_get_with_a_trained_model(tmp_path):
 
 
 def test_shipped_model_loads_if_present():
-    from attributors.learned.model import DEFAULT_MODEL_PATH
+    from faultlens.attributors.learned.model import DEFAULT_MODEL_PATH
 
     if not Path(DEFAULT_MODEL_PATH).exists():
         pytest.skip("no model shipped in this tree")

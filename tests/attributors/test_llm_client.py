@@ -8,9 +8,9 @@ import litellm
 import pytest
 from pydantic import BaseModel
 
-import attributors
-from attributors.llm import BudgetExceeded, LLMClient, LLMError, ParseError, extract_json, parse_answer
-from middleware.model import AttributionStatus
+from faultlens import attributors
+from faultlens.attributors.llm import BudgetExceeded, LLMClient, LLMError, ParseError, extract_json, parse_answer
+from faultlens.middleware.model import AttributionStatus
 
 from .conftest import answer
 
@@ -208,7 +208,7 @@ def test_extract_json_prefers_fenced_block():
 
 
 def test_context_budget_from_litellm_or_stated_fallback():
-    from attributors.llm import FALLBACK_CONTEXT_TOKENS, context_tokens
+    from faultlens.attributors.llm import FALLBACK_CONTEXT_TOKENS, context_tokens
 
     tokens, source = context_tokens("openai/gpt-4o-mini")
     assert tokens == litellm.get_model_info("openai/gpt-4o-mini")["max_input_tokens"] and "model info" in source

@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-import attributors
-from middleware.model import AttributionStatus, Media, Step, StepKind, Trace
+from faultlens import attributors
+from faultlens.middleware.model import AttributionStatus, Media, Step, StepKind, Trace
 
 from .conftest import answer, numbered_trace, shown_steps, team_trace, user_text
 
@@ -203,7 +203,7 @@ def vision_trace() -> Trace:
 
 
 def test_image_parts_only_for_vision_models(scripted, tmp_path, monkeypatch):
-    import attributors.llm as llm
+    import faultlens.attributors.llm as llm
 
     double = scripted(verdict_for(2, "searcher"))
     get("all_at_once", tmp_path).attribute(vision_trace())
@@ -220,14 +220,14 @@ def test_image_parts_only_for_vision_models(scripted, tmp_path, monkeypatch):
 
 
 def test_vision_capability_comes_from_litellm(tmp_path):
-    from attributors.llm import LLMClient
+    from faultlens.attributors.llm import LLMClient
 
     assert LLMClient(model="openai/gpt-4o", cache=False).supports_vision()
     assert not LLMClient(model="openai/gpt-3.5-turbo", cache=False).supports_vision()
 
 
 def test_empty_trace_is_an_error(scripted, tmp_path):
-    from middleware.model import Outcome, Task
+    from faultlens.middleware.model import Outcome, Task
 
     double = scripted(verdict_for(0, "x"))
     result = get("all_at_once", tmp_path).attribute(Trace(task=Task(query="q"), outcome=Outcome(success=False)))

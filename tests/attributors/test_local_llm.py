@@ -15,9 +15,9 @@ import os
 
 import pytest
 
-import attributors
-from attributors.local import LOCAL_MODEL, LocalServer, gguf_path, local_available
-from middleware.model import Attribution, AttributionStatus, Outcome, Step, StepKind, Task, Trace
+from faultlens import attributors
+from faultlens.attributors.local import LOCAL_MODEL, LocalServer, gguf_path, local_available
+from faultlens.middleware.model import Attribution, AttributionStatus, Outcome, Step, StepKind, Task, Trace
 
 pytestmark = [pytest.mark.local_llm, pytest.mark.slow]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-import attributors
-from attributors.methods.heuristic import SIGNALS
-from middleware.model import AttributionStatus, Outcome, Step, StepKind, Task, Trace
+from faultlens import attributors
+from faultlens.attributors.methods.heuristic import SIGNALS
+from faultlens.middleware.model import AttributionStatus, Outcome, Step, StepKind, Task, Trace
 
 from .conftest import numbered_trace, team_trace
 
@@ -114,7 +114,7 @@ def test_no_signal_uses_the_documented_prior():
 
 
 def test_every_signal_documented_and_selectable(trace):
-    import attributors.methods.heuristic as h
+    import faultlens.attributors.methods.heuristic as h
 
     for name in SIGNALS:
         assert name in h.__doc__

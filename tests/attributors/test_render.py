@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from attributors import render
-from middleware.model import Media, Step, StepKind
+from faultlens.attributors import render
+from faultlens.middleware.model import Media, Step, StepKind
 
 from .conftest import numbered_trace, team_trace
 

@@ -11,9 +11,9 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from benchmark.build import build_bundled, split_of  # noqa: E402
-from benchmark.datasets import available_environments, load_bundled_spec  # noqa: E402
-from middleware.jsonl import read_jsonl  # noqa: E402
+from faultlens.benchmark.build import build_bundled, split_of  # noqa: E402
+from faultlens.benchmark.datasets import available_environments, load_bundled_spec  # noqa: E402
+from faultlens.middleware.jsonl import read_jsonl  # noqa: E402
 
 ENVS = ["chart_qa", "video_qa"]
 ARGS = ["--env", "chart_qa", "--env", "video_qa", "--seeds", "2", "--per-seed", "3", "--seed", "5", "--min-per-mode", "2",
@@ -32,7 +32,7 @@ def built(tmp_path_factory):
 def test_the_cli_rebuilds_the_same_bytes(built, tmp_path):
     from click.testing import CliRunner
 
-    from benchmark.cli import bench
+    from faultlens.benchmark.cli import bench
 
     out, _ = built
     again = tmp_path / "again"
@@ -127,10 +127,10 @@ def test_gzip_members_hold_one_trace_per_line(built):
 @pytest.mark.parametrize("env_name", ["chart_qa", "video_qa"])
 def test_the_shipped_data_matches_the_code(env_name):
     """The first task of an environment, injected again with the shipped build's settings, gives the shipped lines."""
-    from benchmark.build import DEFAULT_PER_SEED, trace_line
-    from benchmark.datasets import DATA_DIR
-    from injectors import envs
-    from injectors.pipeline import InjectConfig, run_seed
+    from faultlens.benchmark.build import DEFAULT_PER_SEED, trace_line
+    from faultlens.benchmark.datasets import DATA_DIR
+    from faultlens.injectors import envs
+    from faultlens.injectors.pipeline import InjectConfig, run_seed
 
     if not (DATA_DIR / "test.jsonl.gz").exists():
         pytest.skip("the bundled data is not built")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sklearn.metrics import f1_score
 
-from benchmark.metrics import (
+from faultlens.benchmark.metrics import (
     agent_correct,
     breakdown,
     compute_metrics,

@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from middleware.cli import cli
+from faultlens.middleware.cli import cli
 
 from .conftest import FIXTURES, CountingTestDouble
 
@@ -61,7 +61,7 @@ def test_bench_run_on_whowhenpro_scores_in_native_ids(tmp_path):
 
 
 def test_cli_resume_with_a_registered_test_double(synthetic_jsonl, tmp_path):
-    from attributors import register
+    from faultlens.attributors import register
 
     doubles = []
 
@@ -86,7 +86,7 @@ def test_cli_resume_with_a_registered_test_double(synthetic_jsonl, tmp_path):
 
 
 def test_bench_errors_are_one_clear_line(tmp_path, monkeypatch):
-    from benchmark import datasets
+    from faultlens.benchmark import datasets
 
     monkeypatch.setattr(datasets, "DATA_DIR", tmp_path)
     result = CliRunner().invoke(cli, ["bench", "run", "--dataset", "bundled:test", "--method", "heuristic",

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from benchmark.report import make_report
-from benchmark.runner import read_predictions, run_benchmark
-from middleware.errors import FaultlensError
+from faultlens.benchmark.report import make_report
+from faultlens.benchmark.runner import read_predictions, run_benchmark
+from faultlens.middleware.errors import FaultlensError
 
 from .conftest import FIXTURES, CountingTestDouble, FirstStepTestDouble
 
@@ -110,7 +110,7 @@ def test_budget_cap_stops_cleanly_and_resume_finishes(synthetic_jsonl, tmp_path)
 
 
 def test_budget_exceeded_from_the_llm_client_stops_without_writing(synthetic_jsonl, tmp_path):
-    from attributors.llm import BudgetExceeded
+    from faultlens.attributors.llm import BudgetExceeded
 
     double = CountingTestDouble(raise_at_call=(3, BudgetExceeded("USD budget used up")))
     summary = _run(f"jsonl:{synthetic_jsonl}", tmp_path / "run", double, concurrency=1)
@@ -134,12 +134,12 @@ class BudgetedClientTestDouble(CountingTestDouble):
 
     def __init__(self, budget_usd: float):
         super().__init__(usd=0.1)
-        from middleware.model import Cost
+        from faultlens.middleware.model import Cost
 
         self.client = type("ClientDouble", (), {"budget_usd": budget_usd, "max_calls": None, "cost": Cost()})()
 
     async def aattribute(self, trace):
-        from middleware.model import Attribution, AttributionStatus, Cost
+        from faultlens.middleware.model import Attribution, AttributionStatus, Cost
 
         if self.client.cost.usd >= self.client.budget_usd:
             return Attribution(trace_id=trace.id, method=self.name, status=AttributionStatus.error,
@@ -160,7 +160,7 @@ def test_budget_refusal_reported_as_an_error_attribution_is_left_for_resume(synt
 def test_most_common_step_baseline_uses_the_scored_traces(synthetic_jsonl, tmp_path):
     from collections import Counter
 
-    from benchmark.datasets import load_dataset
+    from faultlens.benchmark.datasets import load_dataset
 
     spec = f"jsonl:{synthetic_jsonl}"
     summary = _run(spec, tmp_path / "run", CountingTestDouble(), baselines=["baseline:most-common-step"], limit=10)
@@ -206,7 +206,7 @@ def test_real_sigint_then_resume(synthetic_jsonl, tmp_path):
 
 def _mocked_llm_method(**options):
     """The real all_at_once method and LLM client; litellm's mock_response stands in for the model."""
-    from attributors import get
+    from faultlens.attributors import get
 
     answer = {"agent": "Critic", "step": 3, "mode": "R.3", "reason": "17*24 is 408, not 418", "confidence": 0.8}
     return get("all_at_once", model="openai/gpt-4o-mini", api_key="test-key", cache=False,

@@ -9,11 +9,11 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
-from attributors.learned import LearnedAttributor, load
-from benchmark import train as train_module
-from benchmark.train import (TestTraceError, assert_no_test_traces, leave_one_environment_out, loeo_average, loeo_tables,
+from faultlens.attributors.learned import LearnedAttributor, load
+from faultlens.benchmark import train as train_module
+from faultlens.benchmark.train import (TestTraceError, assert_no_test_traces, leave_one_environment_out, loeo_average, loeo_tables,
                              train_learned)
-from middleware.jsonl import write_jsonl
+from faultlens.middleware.jsonl import write_jsonl
 from tests.attributors.test_learned import ENVS, injected_traces, split_by_task
 
 
@@ -83,7 +83,7 @@ def test_train_learned_is_reproducible(train_file: Path, tmp_path: Path):
 
 @pytest.mark.slow
 def test_faultlens_train_command(train_file: Path, tmp_path: Path, monkeypatch):
-    from middleware.cli import cli
+    from faultlens.middleware.cli import cli
 
     # The test's traces are not in the repository's bundled test split (other task seeds); checked against an empty folder for speed.
     monkeypatch.setattr(train_module, "test_identities", lambda data_dir=None: (set(), set()))
@@ -140,7 +140,7 @@ def test_loeo_refuses_test_traces_in_training(fake_bundle: Path):
 
 @pytest.mark.slow
 def test_faultlens_train_loeo_command(tmp_path: Path, monkeypatch):
-    from middleware.cli import cli
+    from faultlens.middleware.cli import cli
 
     monkeypatch.setattr(train_module, "test_identities", lambda data_dir=None: (set(), set()))
     train, held = split_by_task(injected_traces())

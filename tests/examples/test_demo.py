@@ -2,8 +2,8 @@
 
 from click.testing import CliRunner
 
-from middleware import open_store
-from middleware.cli import cli
+from faultlens.middleware import open_store
+from faultlens.middleware.cli import cli
 
 
 def invoke(*args):

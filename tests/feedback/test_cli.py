@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
-from feedback.cli import lessons
-from feedback.memory import LessonMemory
-from middleware.store import open_store
+from faultlens.feedback.cli import lessons
+from faultlens.feedback.memory import LessonMemory
+from faultlens.middleware.store import open_store
 
 from .conftest import DISSIMILAR_TASK, SIMILAR_TASK, failed_trace
 
@@ -40,7 +40,7 @@ def test_learn_then_list_show_and_for(tmp_path):
 
 
 def test_learn_with_the_counterfactual_method_blames_the_verified_step(tmp_path):
-    from injectors.pipeline import InjectConfig, inject
+    from faultlens.injectors.pipeline import InjectConfig, inject
 
     kept = inject(InjectConfig(envs=["math_react"], seeds=3, per_seed=3, seed=7, workers=1)).traces
     trace = next(t for t in kept if len(t.steps) <= 10)  # learned ranks up to 10 steps: every step is a candidate

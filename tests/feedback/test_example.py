@@ -22,7 +22,7 @@ def test_an_arm_is_deterministic_and_learns_lessons():
 
 
 def test_the_oracle_attributor_uses_the_gold_label():
-    from injectors.envs import get
+    from faultlens.injectors.envs import get
 
     env = get("research_desk")
     task = env.tasks(2, 1)[0]
@@ -50,8 +50,8 @@ class DeskModelTestDouble(CustomLLM):
     """Test double for `--model`: a 'real' model endpoint that answers with the desk's careful policy."""
 
     def completion(self, model, messages, *args, **kwargs):
-        from injectors.envs.research_desk import DeskPolicy
-        from injectors.sim import SimConfig, SimContext
+        from faultlens.injectors.envs.research_desk import DeskPolicy
+        from faultlens.injectors.sim import SimConfig, SimContext
 
         self.calls = getattr(self, "calls", 0) + 1
         text = DeskPolicy().respond(SimContext("research_desk", messages, SimConfig()))

@@ -8,12 +8,12 @@ import litellm
 import pytest
 from litellm import CustomLLM
 
-from feedback import FeedbackLoop, LessonMemory, attribute_and_reflect, completion
-from feedback.hooks import LESSONS_HEADER
-from feedback.reflect import LLMReflector
-from middleware.model import Attribution, AttributionStatus, Outcome
-from middleware.store import open_store
-from middleware.tracer import Tracer
+from faultlens.feedback import FeedbackLoop, LessonMemory, attribute_and_reflect, completion
+from faultlens.feedback.hooks import LESSONS_HEADER
+from faultlens.feedback.reflect import LLMReflector
+from faultlens.middleware.model import Attribution, AttributionStatus, Outcome
+from faultlens.middleware.store import open_store
+from faultlens.middleware.tracer import Tracer
 
 from .conftest import DISSIMILAR_TASK, ORIGINAL_TASK, SIMILAR_TASK, failed_trace
 
@@ -169,7 +169,7 @@ def test_a_crashing_attributor_is_recorded_as_an_error(store):
 def test_the_loop_keeps_lessons_in_a_langgraph_store(store):
     from langgraph.store.memory import InMemoryStore
 
-    from feedback import LangGraphLessonMemory
+    from faultlens.feedback import LangGraphLessonMemory
 
     backend = InMemoryStore()
     trace = failed_trace()
@@ -203,7 +203,7 @@ def test_min_confidence_keeps_guesses_out_of_memory(store):
 
 
 def test_any_run_of_the_tracer_is_handled_once_and_not_after_close(tmp_path):
-    from middleware.tracer import current_tracer
+    from faultlens.middleware.tracer import current_tracer
 
     store = open_store(tmp_path / "listen.db")
     tracer = Tracer(store=store, env_exporters=False)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from langgraph.store.memory import InMemoryStore
 
-from feedback.langgraph_store import LangGraphLessonMemory
-from feedback.memory import LessonMemory, RetirePolicy
-from feedback.reflect import ALL_AGENTS, OfflineReflector, TerminalReflector
-from middleware.model import Lesson
+from faultlens.feedback.langgraph_store import LangGraphLessonMemory
+from faultlens.feedback.memory import LessonMemory, RetirePolicy
+from faultlens.feedback.reflect import ALL_AGENTS, OfflineReflector, TerminalReflector
+from faultlens.middleware.model import Lesson
 
 from .conftest import DISSIMILAR_TASK, ORIGINAL_TASK, SIMILAR_TASK, blame_analyst, failed_trace
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from feedback.reflect import ALL_AGENTS, LLMReflector, OfflineReflector, TerminalReflector, parse_lesson_json
-from middleware.model import Attribution, AttributionStatus
+from faultlens.feedback.reflect import ALL_AGENTS, LLMReflector, OfflineReflector, TerminalReflector, parse_lesson_json
+from faultlens.middleware.model import Attribution, AttributionStatus
 
 from .conftest import blame_analyst, failed_trace
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from injectors.envs import get
-from injectors.envs.research_desk import gold_label, plan_for
-from middleware.model import Lesson
+from faultlens.injectors.envs import get
+from faultlens.injectors.envs.research_desk import gold_label, plan_for
+from faultlens.middleware.model import Lesson
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,7 @@ SIM = {"seed": 11, "noise": 0.2, "tendencies": {}}
 @pytest.fixture(scope="session")
 def seed_runs():
     """Successful seed runs (simulated agents) per environment: [(task, RunResult)]."""
-    from injectors import envs
+    from faultlens.injectors import envs
 
     out = {}
     for name in ENVS:

@@ -4,9 +4,9 @@ import re
 
 import pytest
 
-from injectors import envs
-from middleware.model import StepKind
-from middleware.replay import Session
+from faultlens.injectors import envs
+from faultlens.middleware.model import StepKind
+from faultlens.middleware.replay import Session
 
 from .conftest import ENVS, SIM
 

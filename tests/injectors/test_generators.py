@@ -4,10 +4,10 @@ import random
 
 import pytest
 
-from injectors import envs
-from injectors.generators import LLMGenerator, TemplateGenerator, announces, gen_input, perturb_number
-from injectors.pipeline import choose_pairs
-from injectors.taxonomy import BY_CODE, MODES, applicable
+from faultlens.injectors import envs
+from faultlens.injectors.generators import LLMGenerator, TemplateGenerator, announces, gen_input, perturb_number
+from faultlens.injectors.pipeline import choose_pairs
+from faultlens.injectors.taxonomy import BY_CODE, MODES, applicable
 
 from .conftest import ENVS
 

@@ -7,11 +7,11 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from injectors import envs
-from injectors.generators import Generated, TemplateGenerator, gen_input
-from injectors.pipeline import InjectConfig, choose_pairs, inject_one, run_seed
-from middleware.model import StepKind, Trace
-from middleware.replay import Drift, Recording, Session
+from faultlens.injectors import envs
+from faultlens.injectors.generators import Generated, TemplateGenerator, gen_input
+from faultlens.injectors.pipeline import InjectConfig, choose_pairs, inject_one, run_seed
+from faultlens.middleware.model import StepKind, Trace
+from faultlens.middleware.replay import Drift, Recording, Session
 
 from .conftest import ENVS, SIM
 
@@ -128,7 +128,7 @@ def test_run_seed_keeps_failures_and_counts_the_rest(seed_runs):
 
 @pytest.mark.slow
 def test_cli_output_is_byte_identical_twice(tmp_path):
-    from injectors.cli import inject
+    from faultlens.injectors.cli import inject
 
     runner = CliRunner()
     outputs = []
@@ -150,7 +150,7 @@ def test_cli_output_is_byte_identical_twice(tmp_path):
 
 
 def test_cli_list_envs_prints_names_first():
-    from injectors.cli import inject
+    from faultlens.injectors.cli import inject
 
     result = CliRunner().invoke(inject, ["--list-envs"])
     assert result.exit_code == 0
@@ -161,8 +161,8 @@ def test_cli_list_envs_prints_names_first():
 
 def test_llm_generator_in_the_pipeline_counts_unusable_answers_as_unparsed(monkeypatch):
     """An LLM generator whose answers cannot be used: attempts are 'unparsed' with the raw text, nothing is kept."""
-    import injectors.pipeline as pipeline
-    from injectors.generators import LLMGenerator
+    import faultlens.injectors.pipeline as pipeline
+    from faultlens.injectors.generators import LLMGenerator
 
     monkeypatch.setattr(pipeline, "get_generator",
                         lambda spec: LLMGenerator(spec, mock_response="This step contains an injected error."))
@@ -170,7 +170,7 @@ def test_llm_generator_in_the_pipeline_counts_unusable_answers_as_unparsed(monke
     result = run_seed("table_qa", 0, task, InjectConfig(envs=["table_qa"], per_seed=3, seed=5, generator="openai/x"))
     assert [a.status for a in result.attempts] == ["unparsed"] * 3
     assert all(a.reason == "This step contains an injected error." for a in result.attempts)
-    from injectors.pipeline import InjectResult
+    from faultlens.injectors.pipeline import InjectResult
 
     rows = InjectResult([], [result]).summary()
     assert sum(r["unparsed"] for r in rows) == 3 and sum(r["kept"] for r in rows) == 0
@@ -195,7 +195,7 @@ def test_table_row_count_check_catches_a_filter_that_matches_nothing(seed_runs):
                         sim=SIM)
         after = rerun.trace.steps[t + 1:]
         # an empty result or a crash makes the analyst rewrite at once; a count of 0 passes, and the check catches it
-        from injectors.envs.table import _failed
+        from faultlens.injectors.envs.table import _failed
 
         assert _failed(after[0].content) or after[0].content == "0"
         if after[0].content == "0":
@@ -206,7 +206,7 @@ def test_table_row_count_check_catches_a_filter_that_matches_nothing(seed_runs):
 
 
 def test_with_a_store_every_seed_and_injected_run_goes_through_the_tracer(tmp_path):
-    from middleware.store import open_store
+    from faultlens.middleware.store import open_store
 
     db = str(tmp_path / "runs.db")
     task = envs.get("research_team").tasks(5, 1)[0]

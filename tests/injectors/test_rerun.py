@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from attributors import get
-from attributors.base import BaseAttributor
-from injectors.pipeline import InjectConfig, inject
-from injectors.rerun import EnvironmentRerunner
-from middleware.model import Attribution, Candidate, Trace
-from middleware.rerun import NotRerunnable, rerunner_for
+from faultlens.attributors import get
+from faultlens.attributors.base import BaseAttributor
+from faultlens.injectors.pipeline import InjectConfig, inject
+from faultlens.injectors.rerun import EnvironmentRerunner
+from faultlens.middleware.model import Attribution, Candidate, Trace
+from faultlens.middleware.rerun import NotRerunnable, rerunner_for
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +64,7 @@ def test_a_trace_that_no_longer_replays_is_not_rerunnable(kept):
 
 
 def test_rerun_judges_with_the_world_task_not_the_blinded_one(kept):
-    from benchmark.runner import prepare
+    from faultlens.benchmark.runner import prepare
 
     trace = kept[0]
     blind = prepare(trace, with_reference=False)

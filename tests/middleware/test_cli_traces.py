@@ -4,8 +4,8 @@ import json
 
 from click.testing import CliRunner
 
-from middleware import open_store, write_jsonl
-from middleware.cli import cli
+from faultlens.middleware import open_store, write_jsonl
+from faultlens.middleware.cli import cli
 from tests.middleware.test_model import sample_trace
 
 

@@ -11,7 +11,7 @@ from langchain_core.tools import tool
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 
-from middleware import StepKind, Tracer
+from faultlens.middleware import StepKind, Tracer
 
 
 @tool

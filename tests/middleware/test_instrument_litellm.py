@@ -7,8 +7,8 @@ what is checked is what the tracer records around them.
 import litellm
 import pytest
 
-from middleware import StepKind, Tracer
-from middleware.instrument.litellm import openai_to_genai
+from faultlens.middleware import StepKind, Tracer
+from faultlens.middleware.instrument.litellm import openai_to_genai
 
 MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]
 

@@ -1,7 +1,7 @@
 import pytest
 from pydantic import ValidationError
 
-from middleware import (
+from faultlens.middleware import (
     Attribution,
     Cost,
     GoldLabel,
@@ -17,8 +17,8 @@ from middleware import (
     load_jsonl,
     write_jsonl,
 )
-from middleware.errors import InputError
-from middleware.jsonl import parse_trace
+from faultlens.middleware.errors import InputError
+from faultlens.middleware.jsonl import parse_trace
 
 
 def sample_trace() -> Trace:

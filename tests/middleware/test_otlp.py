@@ -11,9 +11,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Status, StatusCode
 
-from middleware import InputError, StepKind, Trace, open_store, write_jsonl
-from middleware.otlp import otlp_json_to_records, read_otlp_file, trace_to_otlp
-from middleware.sources import load_traces
+from faultlens.middleware import InputError, StepKind, Trace, open_store, write_jsonl
+from faultlens.middleware.otlp import otlp_json_to_records, read_otlp_file, trace_to_otlp
+from faultlens.middleware.sources import load_traces
 from tests.middleware.test_model import sample_trace
 
 
@@ -68,7 +68,7 @@ def test_trace_to_otlp_round_trips_exactly(tmp_path):
 
 
 def test_live_trace_round_trips(tmp_path):
-    from middleware import Tracer
+    from faultlens.middleware import Tracer
 
     tracer = Tracer(db=tmp_path / "live.db")
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from middleware.replay import CallRecord, Drift, Recording, Session
+from faultlens.middleware.replay import CallRecord, Drift, Recording, Session
 
 
 def program(session: Session, x: int) -> list:

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from middleware import InputError, StepKind, open_store
-from middleware.spans import SpanRecord, ingest, span_to_step
+from faultlens.middleware import InputError, StepKind, open_store
+from faultlens.middleware.spans import SpanRecord, ingest, span_to_step
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 

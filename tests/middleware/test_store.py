@@ -2,8 +2,8 @@ import threading
 
 import pytest
 
-from middleware import Attribution, Lesson, Outcome, Step, Task, Trace, open_store
-from middleware.store import TraceNotFound
+from faultlens.middleware import Attribution, Lesson, Outcome, Step, Task, Trace, open_store
+from faultlens.middleware.store import TraceNotFound
 from tests.middleware.test_model import sample_trace
 
 

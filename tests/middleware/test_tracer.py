@@ -9,7 +9,7 @@ import pytest
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from middleware import Media, StepKind, Task, Tracer, open_store
+from faultlens.middleware import Media, StepKind, Task, Tracer, open_store
 
 
 @pytest.fixture
@@ -107,7 +107,7 @@ def test_steps_are_stored_as_spans_end_so_a_crash_keeps_them(tmp_path):
 
     run = tracer.start_run(task="crashy")
     with_run = tracer.run  # noqa: F841 - the run is left open on purpose, as after a crash
-    from middleware.tracer import _current_run
+    from faultlens.middleware.tracer import _current_run
 
     token = _current_run.set(run)
     try:

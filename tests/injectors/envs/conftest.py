@@ -24,7 +24,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 @lru_cache(maxsize=None)
 def _seed_runs(env_name: str, sim_json: str, task_seed: int, n: int) -> tuple:
-    from injectors import envs
+    from faultlens.injectors import envs
 
     env = envs.get(env_name)
     sim = json.loads(sim_json)
@@ -40,10 +40,10 @@ def inject_every_mode(env_name: str, runs: list, sim: dict[str, Any]) -> tuple[s
     """Inject each applicable mode once per seed; assert kept-or-filtered and the gold label.
 
     Returns (modes tried, kept runs per mode)."""
-    from injectors import envs
-    from injectors.generators import announces, gen_input, get_generator
-    from injectors.pipeline import inject_one
-    from injectors.taxonomy import applicable_modes
+    from faultlens.injectors import envs
+    from faultlens.injectors.generators import announces, gen_input, get_generator
+    from faultlens.injectors.pipeline import inject_one
+    from faultlens.injectors.taxonomy import applicable_modes
 
     env = envs.get(env_name)
     generator = get_generator("template")

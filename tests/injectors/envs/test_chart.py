@@ -10,12 +10,12 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from injectors import envs  # noqa: E402
-from injectors.envs.media_render import render_chart  # noqa: E402
-from injectors.generators import Generated, gen_input, get_generator  # noqa: E402
-from injectors.pipeline import InjectConfig, choose_pairs, inject_one, run_seed  # noqa: E402
-from injectors.taxonomy import applicable_modes  # noqa: E402
-from middleware.model import StepKind  # noqa: E402
+from faultlens.injectors import envs  # noqa: E402
+from faultlens.injectors.envs.media_render import render_chart  # noqa: E402
+from faultlens.injectors.generators import Generated, gen_input, get_generator  # noqa: E402
+from faultlens.injectors.pipeline import InjectConfig, choose_pairs, inject_one, run_seed  # noqa: E402
+from faultlens.injectors.taxonomy import applicable_modes  # noqa: E402
+from faultlens.middleware.model import StepKind  # noqa: E402
 
 SIM = {"seed": 3, "noise": 0.0, "tendencies": {}}
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -131,8 +131,8 @@ def test_perception_rules_write_plausible_misreadings(env, runs):
 def test_traces_show_renders_the_image_steps(tmp_path, runs):
     from click.testing import CliRunner
 
-    from middleware.cli import cli
-    from middleware.store import open_store
+    from faultlens.middleware.cli import cli
+    from faultlens.middleware.store import open_store
 
     trace = runs[0][1].trace
     db = tmp_path / "f.db"

@@ -6,10 +6,10 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from injectors import envs  # noqa: E402
-from injectors.envs.codeteam_specs import TESTS_MARK, run_tests  # noqa: E402
-from middleware.model import StepKind  # noqa: E402
-from middleware.replay import Session  # noqa: E402
+from faultlens.injectors import envs  # noqa: E402
+from faultlens.injectors.envs.codeteam_specs import TESTS_MARK, run_tests  # noqa: E402
+from faultlens.middleware.model import StepKind  # noqa: E402
+from faultlens.middleware.replay import Session  # noqa: E402
 
 from .conftest import seed_runs  # noqa: E402
 
@@ -108,7 +108,7 @@ def test_every_applicable_mode_is_generated_and_fails_the_task_or_is_filtered(se
 
 def test_langgraph_run_is_traced_through_the_instrumentation(tmp_path):
     """With a tracer, the graph's nodes are recorded by the LangGraph callback handler, one agent per node."""
-    from middleware.tracer import Tracer
+    from faultlens.middleware.tracer import Tracer
 
     env = envs.get(ENV)
     task = env.tasks(0, 1)[0]

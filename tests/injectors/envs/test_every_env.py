@@ -15,9 +15,9 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from injectors import envs  # noqa: E402
-from injectors.taxonomy import CODES  # noqa: E402
-from middleware.replay import Session  # noqa: E402
+from faultlens.injectors import envs  # noqa: E402
+from faultlens.injectors.taxonomy import CODES  # noqa: E402
+from faultlens.middleware.replay import Session  # noqa: E402
 
 from .conftest import seed_runs  # noqa: E402
 
@@ -76,8 +76,8 @@ def test_declared_not_applicable_modes_are_real_modes_with_a_reason(name):
 def test_media_are_step_media_and_traces_show_renders_them(name, tmp_path):
     from click.testing import CliRunner
 
-    from middleware.cli import cli
-    from middleware.store import open_store
+    from faultlens.middleware.cli import cli
+    from faultlens.middleware.store import open_store
 
     trace = seed_runs(name, SIM, task_seed=3, n=3)[0][1].trace
     with_media = [s for s in trace.steps if s.media]

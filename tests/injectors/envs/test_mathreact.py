@@ -6,10 +6,10 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from injectors import envs  # noqa: E402
-from injectors.envs.mathreact import calculate, convert, same_answer  # noqa: E402
-from middleware.model import StepKind  # noqa: E402
-from middleware.replay import Session  # noqa: E402
+from faultlens.injectors import envs  # noqa: E402
+from faultlens.injectors.envs.mathreact import calculate, convert, same_answer  # noqa: E402
+from faultlens.middleware.model import StepKind  # noqa: E402
+from faultlens.middleware.replay import Session  # noqa: E402
 
 from .conftest import seed_runs  # noqa: E402
 

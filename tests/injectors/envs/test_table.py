@@ -7,11 +7,11 @@ from collections import Counter
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from injectors import envs  # noqa: E402
-from injectors.envs.table import EXPLORES, explorations, plan_sql, render_plan, run_python  # noqa: E402
-from injectors.generators import Generated  # noqa: E402
-from injectors.pipeline import inject_one  # noqa: E402
-from middleware.model import StepKind  # noqa: E402
+from faultlens.injectors import envs  # noqa: E402
+from faultlens.injectors.envs.table import EXPLORES, explorations, plan_sql, render_plan, run_python  # noqa: E402
+from faultlens.injectors.generators import Generated  # noqa: E402
+from faultlens.injectors.pipeline import inject_one  # noqa: E402
+from faultlens.middleware.model import StepKind  # noqa: E402
 
 from .conftest import seed_runs  # noqa: E402
 

@@ -10,12 +10,12 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from injectors import envs  # noqa: E402
-from injectors.envs.media_render import FRAME_SIZE, render_frame  # noqa: E402
-from injectors.envs.video import answer_from, frame_objects, parse_frames, parse_notes  # noqa: E402
-from injectors.generators import Generated, gen_input, get_generator  # noqa: E402
-from injectors.pipeline import InjectConfig, inject_one, run_seed  # noqa: E402
-from middleware.model import StepKind  # noqa: E402
+from faultlens.injectors import envs  # noqa: E402
+from faultlens.injectors.envs.media_render import FRAME_SIZE, render_frame  # noqa: E402
+from faultlens.injectors.envs.video import answer_from, frame_objects, parse_frames, parse_notes  # noqa: E402
+from faultlens.injectors.generators import Generated, gen_input, get_generator  # noqa: E402
+from faultlens.injectors.pipeline import InjectConfig, inject_one, run_seed  # noqa: E402
+from faultlens.middleware.model import StepKind  # noqa: E402
 
 SIM = {"seed": 5, "noise": 0.0, "tendencies": {}}
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -136,8 +136,8 @@ def test_perception_rules_edit_one_frame_of_the_notes(env, runs):
 def test_traces_show_renders_the_frames(tmp_path, runs):
     from click.testing import CliRunner
 
-    from middleware.cli import cli
-    from middleware.store import open_store
+    from faultlens.middleware.cli import cli
+    from faultlens.middleware.store import open_store
 
     trace = runs[0][1].trace
     db = tmp_path / "f.db"

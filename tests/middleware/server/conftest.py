@@ -16,9 +16,9 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.trace import Status, StatusCode
 
-from middleware.model import Attribution, Candidate
-from middleware.server import ServerThread, create_app
-from middleware.store import SQLiteStore, open_store
+from faultlens.middleware.model import Attribution, Candidate
+from faultlens.middleware.server import ServerThread, create_app
+from faultlens.middleware.store import SQLiteStore, open_store
 
 
 # One client for all tests: creating an httpx client builds an SSL context (~0.1 s).

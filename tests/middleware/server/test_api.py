@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 
 
-from middleware.model import Lesson, Outcome, Step, Task, Trace
-from middleware.server import create_app
+from faultlens.middleware.model import Lesson, Outcome, Step, Task, Trace
+from faultlens.middleware.server import create_app
 
 from .conftest import HTTP, wait_for
 

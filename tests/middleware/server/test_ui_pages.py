@@ -5,8 +5,8 @@ from __future__ import annotations
 import base64
 import re
 
-from middleware.model import Attribution, Lesson, Media, Outcome, Step, Task, Trace
-from middleware.server import create_app
+from faultlens.middleware.model import Attribution, Lesson, Media, Outcome, Step, Task, Trace
+from faultlens.middleware.server import create_app
 
 from .conftest import HTTP
 

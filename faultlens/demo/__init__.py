@@ -16,12 +16,12 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from examples import sim_llm
-from examples.demo_team import TASKS, CityTeam
-from middleware import Trace, Tracer
-from feedback.loop import attribute_and_reflect
-from middleware.render import attribution_panel, print_trace
-from middleware.store import default_db_path
+from faultlens.demo import sim_llm
+from faultlens.demo.team import TASKS, CityTeam
+from faultlens.middleware import Trace, Tracer
+from faultlens.feedback.loop import attribute_and_reflect
+from faultlens.middleware.render import attribution_panel, print_trace
+from faultlens.middleware.store import default_db_path
 
 
 def run_team(tracer: Tracer) -> list[Trace]:

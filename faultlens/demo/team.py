@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import litellm
 
-from middleware import Outcome, Task, Trace, Tracer
+from faultlens.middleware import Outcome, Task, Trace, Tracer
 
 # Populations in thousands (city proper, rounded). Munich is filed under its German name.
 POPULATION_THOUSANDS = {"Paris": 2102, "Berlin": 3755, "Madrid": 3332, "Rome": 2761, "München": 1488, "Vienna": 1982}
