@@ -119,7 +119,7 @@ def main() -> None:
         print(json.dumps(client(args.client, args.requests, args.spans, args.clients, args.seconds)))
         return
 
-    from faultlens.middleware.server import ServerThread, create_app
+    from faultlens.server import ServerThread, create_app
     from faultlens.middleware.store import open_store
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -28,8 +29,11 @@ def test_every_subpackage_is_declared():
 
 @pytest.mark.slow
 def test_wheel_installs_only_faultlens(tmp_path):
+    # Build from a copy: setuptools leaves build/ and *.egg-info behind in the tree it builds.
+    source = tmp_path / "src"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".venv", ".git", "build", "*.egg-info", "__pycache__", ".faultlens"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                    "-w", str(tmp_path), str(ROOT)], check=True, cwd=tmp_path)
+                    "-w", str(tmp_path), str(source)], check=True, cwd=tmp_path)
     (wheel,) = tmp_path.glob("faultlens-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     top = {name.split("/")[0] for name in names}

@@ -6,7 +6,7 @@ import json
 
 from click.testing import CliRunner
 
-from faultlens.middleware.cli import cli
+from faultlens.cli import cli
 from faultlens.middleware.store import open_store
 
 from .conftest import answer, team_trace

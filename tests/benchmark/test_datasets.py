@@ -264,7 +264,7 @@ def test_jsonl_spec_and_limit(synthetic_jsonl):
 
 
 def test_traces_import_uses_the_registered_sources(tmp_path):
-    from faultlens.middleware.cli import cli
+    from faultlens.cli import cli
     from faultlens.middleware.sources import load_traces
     from faultlens.middleware.store import open_store
 

@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from faultlens.middleware.cli import cli
+from faultlens.cli import cli
 
 from .conftest import FIXTURES, CountingTestDouble
 

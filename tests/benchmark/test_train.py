@@ -83,7 +83,7 @@ def test_train_learned_is_reproducible(train_file: Path, tmp_path: Path):
 
 @pytest.mark.slow
 def test_faultlens_train_command(train_file: Path, tmp_path: Path, monkeypatch):
-    from faultlens.middleware.cli import cli
+    from faultlens.cli import cli
 
     # The test's traces are not in the repository's bundled test split (other task seeds); checked against an empty folder for speed.
     monkeypatch.setattr(train_module, "test_identities", lambda data_dir=None: (set(), set()))
@@ -140,7 +140,7 @@ def test_loeo_refuses_test_traces_in_training(fake_bundle: Path):
 
 @pytest.mark.slow
 def test_faultlens_train_loeo_command(tmp_path: Path, monkeypatch):
-    from faultlens.middleware.cli import cli
+    from faultlens.cli import cli
 
     monkeypatch.setattr(train_module, "test_identities", lambda data_dir=None: (set(), set()))
     train, held = split_by_task(injected_traces())

@@ -3,7 +3,7 @@
 from click.testing import CliRunner
 
 from faultlens.middleware import open_store
-from faultlens.middleware.cli import cli
+from faultlens.cli import cli
 
 
 def invoke(*args):

@@ -5,7 +5,7 @@ import json
 from click.testing import CliRunner
 
 from faultlens.middleware import open_store, write_jsonl
-from faultlens.middleware.cli import cli
+from faultlens.cli import cli
 from tests.middleware.test_model import sample_trace
 
 

@@ -131,7 +131,7 @@ def test_perception_rules_write_plausible_misreadings(env, runs):
 def test_traces_show_renders_the_image_steps(tmp_path, runs):
     from click.testing import CliRunner
 
-    from faultlens.middleware.cli import cli
+    from faultlens.cli import cli
     from faultlens.middleware.store import open_store
 
     trace = runs[0][1].trace

@@ -76,7 +76,7 @@ def test_declared_not_applicable_modes_are_real_modes_with_a_reason(name):
 def test_media_are_step_media_and_traces_show_renders_them(name, tmp_path):
     from click.testing import CliRunner
 
-    from faultlens.middleware.cli import cli
+    from faultlens.cli import cli
     from faultlens.middleware.store import open_store
 
     trace = seed_runs(name, SIM, task_seed=3, n=3)[0][1].trace

@@ -136,7 +136,7 @@ def test_perception_rules_edit_one_frame_of_the_notes(env, runs):
 def test_traces_show_renders_the_frames(tmp_path, runs):
     from click.testing import CliRunner
 
-    from faultlens.middleware.cli import cli
+    from faultlens.cli import cli
     from faultlens.middleware.store import open_store
 
     trace = runs[0][1].trace

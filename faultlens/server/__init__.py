@@ -1,6 +1,6 @@
 """The faultlens HTTP server: OTLP/HTTP ingest, a REST API, background attribution and a web UI.
 
-    from faultlens.middleware.server import create_app, run_server
+    from faultlens.server import create_app, run_server
     app = create_app(open_store("runs.db"), on_failure=my_attribute_fn)
     run_server(app, host="127.0.0.1", port=4318)
 

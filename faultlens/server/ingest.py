@@ -16,9 +16,9 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..spans import group_by_trace, ingest
-from ..model import Outcome
-from ..store import SQLiteStore
+from faultlens.middleware.spans import group_by_trace, ingest
+from faultlens.middleware.model import Outcome
+from faultlens.middleware.store import SQLiteStore
 
 SOURCE = "POST /v1/traces"
 
@@ -66,7 +66,7 @@ class Ingestor:
 
     def __call__(self, payload: dict[str, Any]) -> IngestResult:
         """Store one OTLP JSON payload. Raises InputError (and stores nothing) if any span is bad."""
-        from ..otlp import otlp_json_to_records
+        from faultlens.middleware.otlp import otlp_json_to_records
 
         records = otlp_json_to_records(payload, source=SOURCE)
         ids = list(group_by_trace(records))

@@ -17,14 +17,14 @@ from typing import Any
 import click
 
 from faultlens.middleware.model import Outcome
-from faultlens.middleware.server import DEFAULT_MAX_BODY, create_app, otlp_http_exporter, resolve_token, run_server
-from faultlens.middleware.server.interop import EvaluationExporter
+from faultlens.server import DEFAULT_MAX_BODY, create_app, otlp_http_exporter, resolve_token, run_server
+from faultlens.server.interop import EvaluationExporter
 from faultlens.middleware.store import SQLiteStore, default_db_path, open_store
 
-from .hooks import record_trace_outcome
-from .loop import attribute_and_reflect, resolve_attributor
-from .memory import LessonMemory
-from .reflect import get_reflector
+from faultlens.feedback.hooks import record_trace_outcome
+from faultlens.feedback.loop import attribute_and_reflect, resolve_attributor
+from faultlens.feedback.memory import LessonMemory
+from faultlens.feedback.reflect import get_reflector
 
 
 def build_app(
@@ -89,7 +89,7 @@ def serve(db_path, host, port, token, method, model, method_options, reflector, 
     """
     token = resolve_token(token)
     from faultlens.attributors.registry import parse_options
-    from faultlens.middleware.server import check_bind
+    from faultlens.server import check_bind
 
     check_bind(host, token)  # before opening the store: refuse early and plainly
     store = open_store(db_path or default_db_path())

@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, Sp
 from opentelemetry.trace import Status, StatusCode
 
 from faultlens.middleware.model import Attribution, Candidate
-from faultlens.middleware.server import ServerThread, create_app
+from faultlens.server import ServerThread, create_app
 from faultlens.middleware.store import SQLiteStore, open_store
 
 

@@ -7,7 +7,7 @@ import socket
 import httpx
 import pytest
 
-from faultlens.middleware.server import ServerThread, UnsafeBind, create_app
+from faultlens.server import ServerThread, UnsafeBind, create_app
 
 from .conftest import HTTP, run_team, sdk_provider
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 
-from faultlens.middleware.server.worker import FailureWorker
+from faultlens.server.worker import FailureWorker
 
 
 def test_runs_jobs_in_the_background_and_reports_status():

@@ -6,7 +6,7 @@ import hmac
 import ipaddress
 import os
 
-from ..errors import FaultlensError
+from faultlens.middleware.errors import FaultlensError
 
 TOKEN_ENV = "FAULTLENS_TOKEN"
 # Browsers cannot add an Authorization header to a link or an <img>; the UI's

@@ -5,7 +5,7 @@ from __future__ import annotations
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from faultlens.middleware.model import Attribution, Outcome, Step, Task, Trace
-from faultlens.middleware.server import EVENT_NAME, EvaluationExporter, create_app, otlp_http_exporter
+from faultlens.server import EVENT_NAME, EvaluationExporter, create_app, otlp_http_exporter
 
 from .conftest import HTTP, blame_tool_step, run_team, sdk_provider, wait_for
 

@@ -12,7 +12,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Link, Status, StatusCode
 
-from faultlens.middleware.server.otlp_body import BodyError, decode_otlp, decompress, protobuf_to_otlp_json
+from faultlens.server.otlp_body import BodyError, decode_otlp, decompress, protobuf_to_otlp_json
 
 
 def _spans():

@@ -18,8 +18,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import Status, StatusCode
 
-from faultlens.feedback.serve import build_app, serve
-from faultlens.middleware.server import ServerThread
+from faultlens.serve import build_app, serve
+from faultlens.server import ServerThread
 from faultlens.middleware.store import open_store
 
 HTTP = httpx.Client(timeout=60)
@@ -100,7 +100,7 @@ def test_counterfactual_method_with_options_on_a_run_it_cannot_rerun(tmp_path):
 
 
 def test_export_otlp_sends_the_attribution_to_another_otlp_receiver(tmp_path):
-    from faultlens.middleware.server import create_app
+    from faultlens.server import create_app
 
     receiver_store = open_store(tmp_path / "receiver.db")
     store = open_store(tmp_path / "serve.db")
@@ -148,7 +148,7 @@ def test_the_faultlens_serve_command_serves(tmp_path):
     port = _free_port()
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "FAULTLENS_TOKEN": "cli-test-token"}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "faultlens.middleware.cli", "serve", "--host", "0.0.0.0", "--port", str(port), "--db", str(tmp_path / "cli.db")],
+        [sys.executable, "-m", "faultlens.cli", "serve", "--host", "0.0.0.0", "--port", str(port), "--db", str(tmp_path / "cli.db")],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     try:
@@ -178,7 +178,7 @@ def test_the_ui_shows_the_heuristic_blame_and_the_lesson(tmp_path):
     from selenium.webdriver.support import expected_conditions as EC
     from selenium.webdriver.support.ui import WebDriverWait
 
-    from tests.middleware.server.browser import chrome, save_for_docs
+    from tests.faultlens.server.browser import chrome, save_for_docs
 
     driver = chrome(tmp_path)
     store = open_store(tmp_path / "serve.db")

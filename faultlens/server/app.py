@@ -20,9 +20,9 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from ..errors import InputError
-from ..model import Lesson, Outcome, Source, Task, Trace
-from ..store import SQLiteStore, TraceNotFound
+from faultlens.middleware.errors import InputError
+from faultlens.middleware.model import Lesson, Outcome, Source, Task, Trace
+from faultlens.middleware.store import SQLiteStore, TraceNotFound
 from .auth import TOKEN_COOKIE, host_name, is_loopback, resolve_token, token_matches
 from .ingest import Ingestor
 from .interop import EvaluationExporter, blamed_span as _blamed_span

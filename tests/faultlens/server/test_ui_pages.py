@@ -6,7 +6,7 @@ import base64
 import re
 
 from faultlens.middleware.model import Attribution, Lesson, Media, Outcome, Step, Task, Trace
-from faultlens.middleware.server import create_app
+from faultlens.server import create_app
 
 from .conftest import HTTP
 

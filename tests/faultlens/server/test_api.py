@@ -6,7 +6,7 @@ import time
 
 
 from faultlens.middleware.model import Lesson, Outcome, Step, Task, Trace
-from faultlens.middleware.server import create_app
+from faultlens.server import create_app
 
 from .conftest import HTTP, wait_for
 

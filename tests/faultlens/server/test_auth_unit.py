@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from faultlens.middleware.server.auth import UnsafeBind, check_bind, is_loopback, resolve_token, token_matches
+from faultlens.server.auth import UnsafeBind, check_bind, is_loopback, resolve_token, token_matches
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "localhost", "::1", "[::1]"])
@@ -45,6 +45,6 @@ def test_token_matching():
     [("127.0.0.1:4318", "127.0.0.1"), ("localhost", "localhost"), ("[::1]:4318", "::1"), ("[::1]", "::1"), ("Example.org:80", "example.org"), (None, "")],
 )
 def test_host_name(header, name):
-    from faultlens.middleware.server.auth import host_name
+    from faultlens.server.auth import host_name
 
     assert host_name(header) == name

@@ -11,7 +11,7 @@ import io
 
 import pytest
 
-from faultlens.middleware.server import create_app
+from faultlens.server import create_app
 
 from .browser import chrome
 from .conftest import HTTP, blame_tool_step, run_team, sdk_provider

@@ -19,9 +19,9 @@ from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
-from ..model import Attribution, Media, Trace
-from ..store import TraceNotFound
-from ..taxonomy import is_mode, get_mode
+from faultlens.middleware.model import Attribution, Media, Trace
+from faultlens.middleware.store import TraceNotFound
+from faultlens.middleware.taxonomy import is_mode, get_mode
 from .auth import TOKEN_COOKIE, token_matches
 from .report_view import report_sections
 

@@ -12,7 +12,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from faultlens.middleware.server import create_app
+from faultlens.server import create_app
 
 from .conftest import HTTP, run_team, sdk_provider, wait_for
 

@@ -1,14 +1,15 @@
 """The `faultlens` command.
 
-The root group and the `traces` commands live here. Commands of the packages
-above middleware (`attribute`, `bench`, `inject`, `serve`, `demo`, ...) are
-plugged in through the `faultlens.cli` entry-point group, so this module never
-imports them.
+The root group and the `traces` commands live here. First-party commands are
+named in `COMMANDS` and imported when first used (so `faultlens --help` does
+not import litellm); third-party packages add theirs through the
+`faultlens.cli` entry-point group.
 """
 
 from __future__ import annotations
 
 import json
+from importlib import import_module
 from importlib.metadata import entry_points
 from pathlib import Path
 
@@ -16,8 +17,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from .errors import FaultlensError
-from .store import SQLiteStore, TraceNotFound, default_db_path, open_store
+from faultlens.middleware.errors import FaultlensError
+from faultlens.middleware.store import SQLiteStore, TraceNotFound, default_db_path, open_store
 
 console = Console()
 
@@ -38,15 +39,18 @@ class PluginGroup(click.Group):
     """A click group that also lists the commands other packages register."""
 
     def _plugins(self) -> dict:
-        return {ep.name: ep for ep in entry_points(group="faultlens.cli")}
+        return {ep.name: ep for ep in entry_points(group="faultlens.cli") if ep.name not in COMMANDS}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(set(super().list_commands(ctx)) | set(self._plugins()))
+        return sorted(set(super().list_commands(ctx)) | set(COMMANDS) | set(self._plugins()))
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         command = super().get_command(ctx, name)
         if command is not None:
             return command
+        if name in COMMANDS:
+            module, _, attr = COMMANDS[name].partition(":")
+            return getattr(import_module(module), attr)
         ep = self._plugins().get(name)
         if ep is None:
             return None
@@ -54,8 +58,7 @@ class PluginGroup(click.Group):
             return ep.load()
         except (ImportError, AttributeError) as exc:
             # A plugin that fails to import must not break every other command.
-            return click.Command(name, help=f"(unavailable: {exc})", callback=lambda: _fail(f"`faultlens {name}` is unavailable: {exc}"))
-
+            return _unavailable(name, str(exc))
 
     def invoke(self, ctx: click.Context):
         # Our own errors already say what is wrong and what to do: print them
@@ -66,8 +69,23 @@ class PluginGroup(click.Group):
             raise click.ClickException(str(exc)) from None
 
 
-def _fail(message: str) -> None:
-    raise click.ClickException(message)
+def _unavailable(name: str, why: str) -> click.Command:
+    def fail() -> None:
+        raise click.ClickException(f"`faultlens {name}` is unavailable: {why}")
+
+    return click.Command(name, help=f"(unavailable: {why})", callback=fail)
+
+
+# First-party commands: "module:attribute", imported on first use.
+COMMANDS = {
+    "attribute": "faultlens.attributors.cli:attribute",
+    "bench": "faultlens.benchmark.cli:bench",
+    "train": "faultlens.benchmark.cli:train",
+    "inject": "faultlens.injectors.cli:inject",
+    "serve": "faultlens.serve:serve",
+    "lessons": "faultlens.feedback.cli:lessons",
+    "demo": "faultlens.demo:demo",
+}
 
 
 @click.group(cls=PluginGroup)
@@ -113,7 +131,7 @@ def list_traces(db_path, status, agent, limit, as_json):
 @click.option("--step", type=int, default=None, help="Highlight this step.")
 def show_trace(db_path, trace_id, step):
     """Show a stored trace as a timeline, failed steps marked ✗."""
-    from .render import attribution_panel, print_trace
+    from faultlens.middleware.render import attribution_panel, print_trace
 
     store = get_store(db_path)
     trace = store.get_trace(trace_id)
@@ -133,7 +151,7 @@ def export_trace(db_path, trace_id, fmt, output):
     if fmt == "json":
         text = trace.model_dump_json(indent=2)
     else:
-        from .otlp import trace_to_otlp
+        from faultlens.middleware.otlp import trace_to_otlp
 
         text = json.dumps(trace_to_otlp(trace), indent=2)
     if output:
@@ -153,7 +171,7 @@ def import_traces(db_path, spec):
     otlp:spans.json, whowhen:DIR, whowhenpro:DIR, bundled:test. Nothing is
     stored unless every record is valid.
     """
-    from .sources import load_traces
+    from faultlens.middleware.sources import load_traces
 
     count = get_store(db_path).save_traces(load_traces(spec))
     console.print(f"imported {count} trace(s) from {spec} into {db_path or default_db_path()}")
