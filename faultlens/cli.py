@@ -85,6 +85,7 @@ COMMANDS = {
     "serve": "faultlens.serve:serve",
     "lessons": "faultlens.feedback.cli:lessons",
     "demo": "faultlens.demo:demo",
+    "proxy": "faultlens.proxy:proxy",
 }
 
 

@@ -3,7 +3,7 @@
 `faultlens-demo/<persona>` answers deterministically from the messages it is
 given, so the demo runs with no key and no network while every model call
 still goes through litellm (and is traced like a real one). The personas are
-those of the demo team in `examples/demo_team.py`. It is a simulator, not a
+those of the demo team in `faultlens/demo/team.py`. It is a simulator, not a
 model: it does only what its persona's rule says, including that team's
 deliberate weakness (the researcher drops failed lookups without a word).
 """
