@@ -33,6 +33,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
+from .errors import FaultlensError
 from .replay import Drift, Override, Recording, Session, canonical
 
 __all__ = ["ChatProxy", "Upstream", "create_proxy_app", "litellm_upstream", "sse_chunks"]
@@ -170,6 +171,8 @@ def create_proxy_app(proxy: ChatProxy, models: list[str] | None = None) -> FastA
             completion = proxy.complete(agent, body)
         except Drift as drift:
             return _error(409, str(drift), "faultlens_drift", index=drift.index)
+        except FaultlensError as exc:  # e.g. no error of the chosen mode fits call T: say so, never serve the original
+            return _error(500, str(exc), type(exc).__name__)
         if body.get("stream"):
             usage = bool((body.get("stream_options") or {}).get("include_usage"))
             return StreamingResponse(sse_chunks(completion, usage), media_type="text/event-stream")

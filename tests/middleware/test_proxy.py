@@ -185,3 +185,14 @@ def test_sse_chunks_carry_tool_calls_and_usage():
     assert payloads[0]["choices"][0]["delta"]["tool_calls"][0]["function"]["name"] == "lookup_population"
     assert payloads[1]["choices"][0]["finish_reason"] == "tool_calls"
     assert payloads[2]["usage"]["total_tokens"] == 15 and lines[-1] == "data: [DONE]\n\n"
+
+
+def test_an_injection_that_cannot_be_made_is_a_500_that_says_why():
+    recorder = ChatProxy.recorder(scripted_upstream)
+    with serve(recorder) as server:
+        run_agent(server.url + "/v1")
+    injector = ChatProxy.injector(recorder.session.recorded, at=0, override=chat_error("R.3"), upstream=scripted_upstream)
+    with serve(injector) as server:
+        client = openai.OpenAI(base_url=server.url + "/v1", api_key="x", max_retries=0)
+        with pytest.raises(openai.InternalServerError, match="no R.3 rule applies"):
+            client.chat.completions.create(model="any", messages=[{"role": "user", "content": "How many people live in Rome?"}], tools=TOOLS)
