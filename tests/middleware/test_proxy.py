@@ -111,11 +111,17 @@ def test_curl_records_and_replays_byte_exact_streaming_included(tmp_path):
     assert live == replayed
     assert live.startswith(b"data: {") and live.endswith(b"data: [DONE]\n\n")
 
+    injector = ChatProxy.injector(recorder.session.recorded, at=0, override=chat_error("R.3"), upstream=scripted_upstream)
+    with serve(injector) as server:
+        injected = curl(server.url)
+    assert injected != live and b"2761" in live and b"2761" not in injected
 
-def test_inject_replays_the_prefix_injects_at_t_then_runs_live(tmp_path):
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_inject_replays_the_prefix_injects_at_t_then_runs_live(tmp_path, stream):
     recorder = ChatProxy.recorder(scripted_upstream)
     with serve(recorder) as server:
-        original = run_agent(server.url + "/agent/researcher/v1")
+        original = run_agent(server.url + "/agent/researcher/v1", stream)
     override = chat_error("R.3", seed=1)
     live_calls: list[dict] = []
 
@@ -125,7 +131,7 @@ def test_inject_replays_the_prefix_injects_at_t_then_runs_live(tmp_path):
 
     injector = ChatProxy.injector(recorder.session.recorded, at=1, override=override, upstream=upstream, save_to=tmp_path / "inj.json")
     with serve(injector) as server:
-        injected = run_agent(server.url + "/agent/researcher/v1")
+        injected = run_agent(server.url + "/agent/researcher/v1", stream)
         status = httpx.get(server.url + "/proxy/status").json()
     assert injected[:2] == original[:2]  # call 0 replayed exactly
     assert injected[2] != original[2] and "2761" not in injected[2]  # R.3: the number is stated wrongly
