@@ -6,7 +6,8 @@ answer, options?, images?}, `ground_truth`, `trajectory`, and per framework
 some of `agents` [{id, role}], `topology` {layers, sink_nodes}, `final_answer`,
 `termination`, `eval_status`, `eval_error_preview`, `video_context`.
 
-One file uses one trajectory shape, told from its entries. Each entry becomes
+In a folder laid out as published (`data/traces/*.json` beside `assets/`),
+only `data/traces/` is read. One file uses one trajectory shape, told from its entries. Each entry becomes
 one `Step` and keeps a native step id (`Step.native_id`), which is what the
 gold label points at and what the scorer compares:
 
@@ -59,6 +60,7 @@ from .whowhen import json_files, read_json, subset_of
 FORMAT = "whowhenpro"
 CHAT_KINDS = {"system", "user", "assistant", "tool"}
 MODALITIES = {"text", "image", "video"}
+PUBLISHED_TRACES = Path("data") / "traces"
 
 # The trajectory shapes (one per file).
 CHAT, PLANNING, TURNS, GRAPH = "chat", "planning/action", "agent turns", "graph nodes"
@@ -78,9 +80,12 @@ def read_whowhenpro(directory: str | Path, media_root: str | Path | None = None)
     the trace's folder and its parents up to `directory` and its parent."""
     root = Path(directory)
     top = root.parent if root.is_file() else root
+    # As published, the traces sit in data/traces/ beside assets/: read only them there,
+    # so other JSON files of the release (under assets/, say) are not taken for traces.
+    traces = root / PUBLISHED_TRACES if (root / PUBLISHED_TRACES).is_dir() else root
     extra = [Path(media_root)] if media_root is not None else []
-    for path in json_files(root, f"whowhenpro:{directory}"):
-        yield parse_whowhenpro(read_json(path), path, subset_of(path, root), media_dirs(path, top) + extra)
+    for path in json_files(traces, f"whowhenpro:{directory}"):
+        yield parse_whowhenpro(read_json(path), path, subset_of(path, traces), media_dirs(path, top) + extra)
 
 
 def media_dirs(path: Path, top: Path) -> list[Path]:

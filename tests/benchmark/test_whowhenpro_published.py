@@ -280,6 +280,14 @@ def test_the_trace_folder_given_alone_looks_up_to_its_parent_only(tmp_path):
     assert len(list(load_dataset(f"whowhenpro:{TRACES}", media_root=PUBLISHED))) == 4
 
 
+def test_only_data_traces_is_read_in_the_published_layout(tmp_path):
+    root = tmp_path / "release"
+    shutil.copytree(PUBLISHED, root)
+    (root / "assets" / "examples" / "eva_bounce" / "clip.json").write_text('{"fps": 2}')  # not a trace
+    traces = list(load_dataset(f"whowhenpro:{root}"))
+    assert sorted(t.id for t in traces) == sorted(FILES) and {t.source.subset for t in traces} == {None}
+
+
 def test_media_root_is_only_for_whowhenpro(tmp_path):
     with pytest.raises(InputError, match="only whowhenpro"):
         load_dataset(f"whowhen:{tmp_path}", media_root=tmp_path)
