@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from faultlens.middleware.answer_key import attributor_view
 from faultlens.middleware.errors import InputError
 from faultlens.middleware.model import Trace
 from faultlens.middleware.store import default_db_path, open_store
@@ -119,7 +120,7 @@ def attribute(source, method, model, api_base, with_reference, budget_usd, max_c
     options.update(parse_options(method_options))
     attributor = get(method, **options)
     trace, from_file = _load(source, db_path)
-    result = attributor.attribute(trace)
+    result = attributor.attribute(attributor_view(trace))  # never the gold label or an answer key the trace keeps
     store = open_store(db_path or default_db_path())
     if from_file:
         store.save_trace(trace)

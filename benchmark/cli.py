@@ -25,7 +25,7 @@ def bench() -> None:
       bundled, bundled:dev, bundled:test, bundled:test:ENV   the bundled benchmark
       jsonl:PATH                                             native JSONL with gold labels
       whowhen:DIR                                            Who&When (ICML 2025)
-      whowhenpro:DIR                                         Who&When Pro (2026)
+      whowhenpro:DIR                                         Who&When Pro (2026), see docs/datasets.md
     """
 
 
@@ -44,7 +44,9 @@ def bench() -> None:
 @click.option("--option", "-O", "method_options", multiple=True, metavar="KEY=VALUE",
               help="A method option, repeatable, e.g. -O base=learned -O k=5 for counterfactual.")
 @click.option("--no-progress", is_flag=True, help="Do not draw the progress bar.")
-def run(dataset, method, model, with_reference, concurrency, limit, out, resume, budget_usd, method_options, no_progress):
+@click.option("--media-root", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
+              help="Also look up relative image/frame paths here (whowhenpro: datasets; after the trace's folder and its parents).")
+def run(dataset, method, model, with_reference, concurrency, limit, out, resume, budget_usd, method_options, no_progress, media_root):
     """Attribute every trace of a dataset with one method, and score the baselines on the same traces.
 
     Each finished trace is appended to OUT/predictions.jsonl at once, so an
@@ -58,7 +60,7 @@ def run(dataset, method, model, with_reference, concurrency, limit, out, resume,
 
     summary = run_benchmark(dataset, method, model=model, with_reference=with_reference, concurrency=concurrency,
                             limit=limit, out=out, resume=resume, budget_usd=budget_usd, progress=not no_progress,
-                            console=console, method_options=parse_options(method_options))
+                            console=console, method_options=parse_options(method_options), media_root=media_root)
     console.print(f"{summary.method}: {summary.done}/{summary.total} trace(s) predicted "
                   f"({summary.new} now, {summary.skipped} already on file), ${summary.spent_usd:.4f} spent")
     if summary.baselines:

@@ -5,7 +5,7 @@
     bundled:test:ENV        one environment (``source.benchmark``) of one split
     jsonl:PATH              our native JSONL (optionally gzipped)
     whowhen:DIR             Who&When (ICML 2025): a folder of JSON files
-    whowhenpro:DIR          Who&When Pro (2026): one JSON file per trace
+    whowhenpro:DIR          Who&When Pro (2026): one JSON file per trace (docs/datasets.md)
 
 Any other spec goes to `middleware.sources.load_traces`, so third-party sources
 registered under the `faultlens.sources` entry-point group work here too.
@@ -49,9 +49,18 @@ class Dataset:
         return out
 
 
-def load_dataset(spec: str) -> Dataset:
-    """The dataset a spec string names (see the module docstring)."""
+def load_dataset(spec: str, media_root: str | Path | None = None) -> Dataset:
+    """The dataset a spec string names (see the module docstring).
+
+    `media_root`: a folder relative media paths are also looked up in (after the
+    trace's own folders); only Who&When Pro specs have media paths to resolve."""
     name, sep, arg = spec.partition(":")
+    if media_root is not None:
+        if not (sep and name == "whowhenpro"):
+            raise InputError(spec, None, "media_root", "only whowhenpro: datasets have media paths to resolve")
+        if not Path(media_root).is_dir():
+            raise InputError(str(media_root), None, "media_root", "no such directory")
+        return Dataset(spec, lambda: load_whowhenpro_spec(arg, media_root))
     if name == "bundled":
         return Dataset(spec, lambda: load_bundled_spec(arg))
     if sep and name == "whowhen":
@@ -121,7 +130,7 @@ def load_whowhen_spec(arg: str) -> Iterator[Trace]:
     return read_whowhen(arg)
 
 
-def load_whowhenpro_spec(arg: str) -> Iterator[Trace]:
+def load_whowhenpro_spec(arg: str, media_root: str | Path | None = None) -> Iterator[Trace]:
     from .whowhenpro import read_whowhenpro
 
-    return read_whowhenpro(arg)
+    return read_whowhenpro(arg, media_root=media_root)

@@ -17,7 +17,8 @@ One prediction line:
      "cost": {"calls", "input_tokens", "output_tokens", "usd", "seconds"},
      "backend", "meta": {"subset", "modality", "framework", "benchmark", "n_steps", "multi_agent"}}
 
-The attributor sees the trace without its gold label, and without the task's
+The attributor sees the trace through `middleware.answer_key.attributor_view`:
+without its gold label or any answer-revealing record, and without the task's
 reference answer unless `with_reference=True`.
 """
 
@@ -36,6 +37,7 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from faultlens.middleware.answer_key import attributor_view
 from faultlens.middleware.errors import FaultlensError, InputError
 from faultlens.middleware.model import Attribution, AttributionStatus, Trace
 
@@ -183,13 +185,9 @@ class _Appender:
 
 
 def prepare(trace: Trace, with_reference: bool) -> Trace:
-    """What the attributor is allowed to see: no gold label, no record of how it was made, maybe no reference answer."""
-    update: dict[str, Any] = {"gold": None}
-    if "injection" in trace.metadata:  # the injection record holds the injected action: the answer
-        update["metadata"] = {k: v for k, v in trace.metadata.items() if k != "injection"}
-    if not with_reference and trace.task.reference_answer is not None:
-        update["task"] = trace.task.model_copy(update={"reference_answer": None})
-    return trace.model_copy(update=update)
+    """What the attributor is allowed to see: no gold label, no answer key (see
+    `middleware.answer_key`), and no reference answer unless `with_reference`."""
+    return attributor_view(trace, with_reference=with_reference)
 
 
 def _is_budget_error(exc: BaseException) -> bool:
@@ -210,8 +208,8 @@ def _client_budget_spent(attributor: Any) -> bool:
     return (budget is not None and cost.usd >= budget) or (max_calls is not None and cost.calls >= max_calls)
 
 
-def select_traces(dataset: str, limit: int | None) -> list[Trace]:
-    traces = load_dataset(dataset).traces(limit)
+def select_traces(dataset: str, limit: int | None, media_root: str | Path | None = None) -> list[Trace]:
+    traces = load_dataset(dataset, media_root=media_root).traces(limit)
     seen: set[str] = set()
     for trace in traces:
         if trace.gold is None:
@@ -261,15 +259,17 @@ async def arun_benchmark(
     progress: bool = True,
     console: Console | None = None,
     method_options: Mapping[str, Any] | None = None,
+    media_root: str | Path | None = None,
 ) -> RunSummary:
     """See `run_benchmark`."""
     if concurrency < 1:
         raise FaultlensError("concurrency must be at least 1")
     out = Path(out) if out is not None else default_out(dataset_spec, method, model)
     info = {"dataset": dataset_spec, "method": method, "model": model, "with_reference": with_reference,
-            "options": dict(method_options or {}), "limit": limit, "budget_usd": budget_usd, "started_at": time.time(), "status": "running"}
+            "options": dict(method_options or {}), "limit": limit,
+            "media_root": str(media_root) if media_root is not None else None, "budget_usd": budget_usd, "started_at": time.time(), "status": "running"}
     _check_run_info(out, info, resume)
-    traces = select_traces(dataset_spec, limit)
+    traces = select_traces(dataset_spec, limit, media_root)
     if attributor is None:
         from faultlens.attributors import get
 
@@ -430,6 +430,7 @@ def run_benchmark(
     progress: bool = True,
     console: Console | None = None,
     method_options: Mapping[str, Any] | None = None,
+    media_root: str | Path | None = None,
 ) -> RunSummary:
     """Attribute every trace of `dataset_spec` with `method` and score the baselines on the same traces.
 
@@ -446,11 +447,13 @@ def run_benchmark(
       or a mapping name -> attributor.
     - `attributor`: an attributor object to use instead of `attributors.get(method)`.
     - `method_options`: more keyword options for the method (e.g. `{"k": 5}` for counterfactual).
+    - `media_root`: a folder media paths are also resolved against (whowhenpro: specs).
     """
     try:
         return asyncio.run(arun_benchmark(dataset_spec, method, model=model, with_reference=with_reference,
                                           concurrency=concurrency, limit=limit, out=out, resume=resume,
                                           budget_usd=budget_usd, baselines=baselines, attributor=attributor,
-                                          progress=progress, console=console, method_options=method_options))
+                                          progress=progress, console=console, method_options=method_options,
+                                          media_root=media_root))
     except RunInterrupted:
         raise KeyboardInterrupt from None

@@ -25,6 +25,7 @@ import numpy as np
 from faultlens.attributors.learned import LearnedAttributor, fit, save, trace_features
 from faultlens.attributors.learned.model import DEFAULT_MODEL_PATH, LearnedModel, labelled
 from faultlens.attributors.registry import get
+from faultlens.middleware.answer_key import attributor_view
 from faultlens.middleware.errors import FaultlensError
 from faultlens.middleware.jsonl import read_jsonl
 from faultlens.middleware.model import Trace
@@ -101,7 +102,8 @@ def evaluate(attributor: Any, traces: list[Trace], features: dict[str, Any] | No
     """Step, agent and mode accuracy of an attributor on labelled traces (no intervals; see benchmark.metrics for those)."""
     n = step = agent = mode = 0
     for trace in labelled(traces):
-        a = attributor.attribute(trace, features=features[trace.id]) if features is not None else attributor.attribute(trace)
+        view = attributor_view(trace)
+        a = attributor.attribute(view, features=features[trace.id]) if features is not None else attributor.attribute(view)
         n += 1
         step += a.step == trace.gold.step
         agent += a.agent == (trace.gold.agent or trace.steps[trace.gold.step].agent)
@@ -119,9 +121,9 @@ def _hits(attributor: Any, traces: list[Trace], features: dict[str, Any] | None 
     step, agent, applies = [], [], []
     for trace in traces:
         if features is not None:
-            a = attributor.attribute(trace, features=features[trace.id])
+            a = attributor.attribute(attributor_view(trace), features=features[trace.id])
         else:
-            a = attributor.attribute(trace)
+            a = attributor.attribute(attributor_view(trace))
         ok = a.status.value == "ok"
         step.append(ok and a.step == trace.gold.step)
         agent.append(ok and _agent_hit(a.agent, trace))

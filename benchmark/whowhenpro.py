@@ -1,25 +1,41 @@
 """Who&When Pro (2026) importer: one JSON file per failed trace.
 
-Top level: `id`, `framework`, `benchmark`, `modality` (text/image/video),
-`task` {query, answer, options?, images?}, `ground_truth` {agent (null for a
-single-agent trace), mode (a taxonomy code), reason?, and the step as `step`
-(an integer or a hierarchical string such as "1.1") or as `round` + `position`},
-optional `agents` and `topology`, and `trajectory`.
+The format as published is described in docs/datasets.md. In short, top level:
+`id`, `framework`, `benchmark`, `modality` (text/image/video), `task` {query,
+answer, options?, images?}, `ground_truth`, `trajectory`, and per framework
+some of `agents` [{id, role}], `topology` {layers, sink_nodes}, `final_answer`,
+`termination`, `eval_status`, `eval_error_preview`, `video_context`.
 
-The trajectory's entries take one of three shapes, depending on the framework.
-Each entry becomes one `Step`, and keeps its native step id (`Step.native_id`),
-which is what the gold label and the scorer use:
+In a folder laid out as published (`data/traces/*.json` beside `assets/`),
+only `data/traces/` is read. One file uses one trajectory shape, told from its entries. Each entry becomes
+one `Step` and keeps a native step id (`Step.native_id`), which is what the
+gold label points at and what the scorer compares:
 
-    chat message    {kind: system|user|assistant|tool, content, tool_calls?, frames?, name?, agent?}
-                    native id: the entry's `step` if given, else its 0-based position
-    planning/action {step_number, plan? | code?, observation?, observation_images?, error?, ...}
-                    native id: `step_number` ("3" or "1.1")
-    agent turn      {agent, role?, round, position, output}
-                    native id: "ROUND:POSITION"
+    chat             {kind: system|user|assistant|tool, content, tool_calls?, frames?}
+                     id: the entry's 0-based position in `trajectory`
+    planning/action  {kind: user}, {kind: planning, plan}, {kind: action, step_number, ...}
+                     id: "0" for the planning entry, `step_number` for an action
+    agent turns      {kind: user}, {kind: agent, agent, round, position, output, phase}
+                     id: "ROUND.POSITION" (the gold `step` is written "R.P")
+    graph nodes      {kind: user}, {agent_id, role, stage, output}, {kind: final_answer}
+                     id: "AGENT:LAYER.POSITION", LAYER the agent's layer in
+                     `topology.layers`, POSITION the entry's rank among that agent's
 
-Images and frames are a path relative to the file, a `data:` URI, or an object
-{path | data | uri, mime_type?, frame_index?, timestamp?}. An entry of any other
-shape is an error naming the file and the entry, never skipped.
+Entries the gold label cannot point at (the user's, a final answer) get "#INDEX".
+The shapes of the paper's description (a planning/action entry with
+`step_number` and no `kind`, an agent turn {agent, round, position} with id
+"ROUND:POSITION") are still read.
+
+Fields that give the gold answer away (`ground_truth`, `eval_error_preview`,
+an entry's `injected`, `is_injected`, `is_replayed`, and `phase` when it is
+replayed/injected/live) are kept under `metadata["answer_key"]`, which
+`middleware.answer_key.attributor_view` removes before any attributor sees the trace.
+
+Media are a path, a `data:` URI or an object {path | data | uri, mime_type?,
+index?, time_s?}. A relative path is looked up in the trace's folder, then each
+parent up to the dataset folder and its parent, then `media_root` if given; one
+found nowhere is an error naming the file, the entry and the field. An entry of
+an unknown shape is an error too, never skipped.
 """
 
 from __future__ import annotations
@@ -34,6 +50,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from faultlens.middleware.answer_key import ANSWER_KEY
 from faultlens.middleware.errors import InputError, from_validation_error
 from faultlens.middleware.model import AgentInfo, GoldLabel, Media, Outcome, Source, Step, StepKind, Task, Trace
 from faultlens.middleware.taxonomy import BY_CODE
@@ -43,17 +60,69 @@ from .whowhen import json_files, read_json, subset_of
 FORMAT = "whowhenpro"
 CHAT_KINDS = {"system", "user", "assistant", "tool"}
 MODALITIES = {"text", "image", "video"}
+PUBLISHED_TRACES = Path("data") / "traces"
+
+# The trajectory shapes (one per file).
+CHAT, PLANNING, TURNS, GRAPH = "chat", "planning/action", "agent turns", "graph nodes"
+SHAPE_KINDS = {PLANNING: ("user", "planning", "action", "final_answer"), TURNS: ("user", "agent", "final_answer"),
+               GRAPH: ("user", "final_answer")}
+
+# What reveals the gold label (kept only under metadata["answer_key"]).
+LEAKING_TOP_FIELDS = ("ground_truth", "eval_error_preview")
+LEAKING_ENTRY_FIELDS = ("injected", "is_injected", "is_replayed")
+LEAKING_PHASES = frozenset({"replayed", "injected", "live"})
 
 
-def read_whowhenpro(directory: str | Path) -> Iterator[Trace]:
-    """Yield one failed `Trace` with its gold label per Who&When Pro file."""
+def read_whowhenpro(directory: str | Path, media_root: str | Path | None = None) -> Iterator[Trace]:
+    """Yield one failed `Trace` with its gold label per Who&When Pro file.
+
+    `media_root`: one more folder relative media paths are looked up in, after
+    the trace's folder and its parents up to `directory` and its parent."""
     root = Path(directory)
-    for path in json_files(root, f"whowhenpro:{directory}"):
-        yield parse_whowhenpro(read_json(path), path, subset_of(path, root))
+    top = root.parent if root.is_file() else root
+    # As published, the traces sit in data/traces/ beside assets/: read only them there,
+    # so other JSON files of the release (under assets/, say) are not taken for traces.
+    traces = root / PUBLISHED_TRACES if (root / PUBLISHED_TRACES).is_dir() else root
+    extra = [Path(media_root)] if media_root is not None else []
+    for path in json_files(traces, f"whowhenpro:{directory}"):
+        yield parse_whowhenpro(read_json(path), path, subset_of(path, traces), media_dirs(path, top) + extra)
 
 
-def native_step_of(gold: dict, source: str) -> str:
-    """The gold step as a native id string ("3", "1.1" or "ROUND:POSITION")."""
+def media_dirs(path: Path, top: Path) -> list[Path]:
+    """Folders a relative media path of the file at `path` is looked up in, in order:
+    its folder, each parent up to `top` (the dataset folder), and `top`'s parent."""
+    dirs = [path.parent]
+    current = path.parent.resolve()
+    stop = top.resolve()
+    while current != stop and stop in current.parents:
+        current = current.parent
+        dirs.append(current)
+    dirs.append(stop.parent)
+    return list(dict.fromkeys(d.resolve() for d in dirs))
+
+
+def detect_shape(trajectory: list) -> str:
+    """The file's trajectory shape, from its entries' `kind`s and keys."""
+    entries = [e for e in trajectory if isinstance(e, dict)]
+    kinds = {e.get("kind") for e in entries}
+    if kinds & {"planning", "action"}:
+        return PLANNING
+    if "agent" in kinds:
+        return TURNS
+    if any("kind" not in e and "agent_id" in e for e in entries):
+        return GRAPH
+    return CHAT  # also the paper's kind-less entries, told apart one by one
+
+
+def native_step_of(gold: dict, source: str, shape: str = CHAT) -> str:
+    """The gold step as a native id string (see the module docstring)."""
+    if shape == GRAPH:
+        for key in ("agent", "round", "position"):
+            value = gold.get(key)
+            if value is None or isinstance(value, bool) or not isinstance(value, (int, str)) or (key != "agent" and not isinstance(value, int)):
+                raise InputError(source, None, f"ground_truth.{key}", f"a graph-node trace's gold label needs `{key}`"
+                                 f"{' (an integer)' if key != 'agent' else ''}, got {value!r}")
+        return f"{gold['agent']}:{gold['round']}.{gold['position']}"
     if "step" in gold and gold["step"] is not None:
         step = gold["step"]
         if isinstance(step, bool) or not isinstance(step, (int, str)) or (isinstance(step, str) and not step.strip()):
@@ -63,27 +132,45 @@ def native_step_of(gold: dict, source: str) -> str:
         for key in ("round", "position"):
             if isinstance(gold[key], bool) or not isinstance(gold[key], int):
                 raise InputError(source, None, f"ground_truth.{key}", f"expected an integer, got {gold[key]!r}")
-        return f"{gold['round']}:{gold['position']}"
+        return f"{gold['round']}{'.' if shape == TURNS else ':'}{gold['position']}"
     raise InputError(source, None, "ground_truth.step", "missing: give `step`, or `round` and `position`")
 
 
 class _Parser:
-    def __init__(self, data: dict, path: Path):
+    def __init__(self, data: dict, path: Path, dirs: list[Path] | None = None):
         self.data, self.path, self.source = data, path, str(path)
+        self.dirs = dirs if dirs is not None else [path.parent]
+        self.leaks: dict[str, dict[str, Any]] = {}
+        self.agent_layer: dict[str, int] = {}
+        self.agent_turns: dict[str, int] = {}
+        self.plans = 0
 
     def fail(self, record: str | None, field: str | None, message: str) -> InputError:
         return InputError(self.source, record, field, message)
 
     # -- media ---------------------------------------------------------------
 
+    def locate(self, relative: str, record: str | None, field: str) -> Path:
+        given = Path(relative)
+        candidates = [given] if given.is_absolute() else [d / given for d in self.dirs]
+        for candidate in candidates:
+            if candidate.is_file():
+                return candidate.resolve()
+        looked = ", ".join(str(c.parent) for c in candidates)
+        raise self.fail(record, field, f"image file not found: {relative} (looked in {looked}); "
+                        "if the media sit elsewhere, give --media-root DIR")
+
     def media(self, value: Any, record: str | None, field: str, frame_index: int | None = None) -> Media:
+        path_field = field
         if isinstance(value, str):
             value = {"data": value} if value.startswith("data:") else {"path": value}
+        elif isinstance(value, dict):
+            path_field = f"{field}.path"
         if not isinstance(value, dict):
             raise self.fail(record, field, f"expected an image path, a data: URI or an object, got {type(value).__name__}")
         mime = value.get("mime_type") or value.get("mime")
-        frame = value.get("frame_index", frame_index)
-        timestamp = value.get("timestamp", value.get("timestamp_s"))
+        frame = value.get("frame_index", value.get("index", frame_index))
+        timestamp = value.get("timestamp", value.get("timestamp_s", value.get("time_s")))
         if value.get("data") is not None:
             data = str(value["data"])
             if data.startswith("data:"):
@@ -100,9 +187,7 @@ class _Parser:
                 raise self.fail(record, field, "inline media without a MIME type that cannot be recognised; add mime_type")
             return Media(mime_type=mime, data=data, frame_index=frame, timestamp_s=timestamp)
         if value.get("path") is not None:
-            location = (self.path.parent / str(value["path"])).resolve()
-            if not location.is_file():
-                raise self.fail(record, field, f"image file not found: {value['path']} (looked in {location})")
+            location = self.locate(str(value["path"]), record, path_field)
             mime = mime or mimetypes.guess_type(location.name)[0]
             if not mime:
                 raise self.fail(record, field, f"cannot tell the MIME type of {value['path']}; add mime_type")
@@ -186,16 +271,21 @@ class _Parser:
         else:
             fields.update(agent=entry.get("agent") or "system", kind=StepKind.message)
         native = entry.get("step", i)
-        return Step(index=i, native_id=str(native), metadata={"kind": kind_name}, **fields)
+        metadata = {"kind": kind_name} | ({"tool_call_id": entry["tool_call_id"]} if entry.get("tool_call_id") else {})
+        return Step(index=i, native_id=str(native), metadata=metadata, **fields)
 
     def action_step(self, entry: dict, i: int, record: str, default_agent: str) -> Step:
+        is_plan = entry.get("kind") == "planning" or entry.get("type") == "planning" or "plan" in entry
         number = entry.get("step_number")
+        if is_plan and number is None and entry.get("kind") == "planning":
+            # As published, the planning entry has no step number: the gold label calls it 0.
+            number = "0" if self.plans == 0 else f"#{i}"
+            self.plans += 1
         if number is None or isinstance(number, bool) or not isinstance(number, (int, str)):
             raise self.fail(record, "step_number", f"expected an integer or a step id such as '1.1', got {number!r}")
-        is_plan = entry.get("type") == "planning" or "plan" in entry
         code = entry.get("code")
         calls = self.tool_calls(entry["tool_calls"], record) if entry.get("tool_calls") else []
-        thought = entry.get("plan") if is_plan else entry.get("model_output", entry.get("thought"))
+        thought = entry.get("plan") if is_plan else entry.get("reasoning", entry.get("model_output", entry.get("thought")))
         fields: dict[str, Any] = {
             "agent": entry.get("agent") or default_agent,
             "content": _text(thought),
@@ -207,8 +297,10 @@ class _Parser:
         }
         if is_plan:
             fields["kind"] = StepKind.plan
-        elif "final_answer" in entry:
-            fields.update(kind=StepKind.final_answer, content=fields["content"] or _text(entry["final_answer"]))
+        elif "final_answer" in entry or entry.get("is_final_answer") is True:
+            fields.update(kind=StepKind.final_answer, content=fields["content"] or _text(entry.get("final_answer")))
+            if code is not None:
+                fields.update(tool_name="python", tool_arguments=code)
         elif code is not None:
             fields.update(kind=StepKind.tool_call, tool_name="python", tool_arguments=code)
         elif calls:
@@ -219,28 +311,96 @@ class _Parser:
         return Step(index=i, native_id=str(number).strip(), metadata={"type": "planning" if is_plan else "action"}, **fields)
 
     def agent_step(self, entry: dict, i: int, record: str) -> Step:
+        """An agent turn: the paper's (no `kind`, id "R:P") or as published (`kind: agent`, id "R.P")."""
+        published = entry.get("kind") == "agent"
         for key in ("round", "position"):
+            if key not in entry:
+                raise self.fail(record, key, "missing: an agent turn needs `round` and `position`")
             if isinstance(entry[key], bool) or not isinstance(entry[key], int):
                 raise self.fail(record, key, f"expected an integer, got {entry[key]!r}")
-        if not isinstance(entry.get("agent"), str) or not entry["agent"].strip():
-            raise self.fail(record, "agent", "an agent turn needs the agent's name")
+        agent = entry.get("agent")
+        if isinstance(agent, int) and not isinstance(agent, bool):
+            agent = str(agent)
+        if not isinstance(agent, str) or not agent.strip():
+            raise self.fail(record, "agent", "an agent turn needs the agent's id")
         text, media = self.content_and_parts(entry.get("output"), record)
         media += self.media_list(entry, "images", record) + self.media_list(entry, "frames", record, frames=True)
-        return Step(index=i, agent=entry["agent"].strip(), kind=StepKind.message, content=text, media=media,
+        metadata = {k: entry[k] for k in ("role", "round", "position", "ledger") if entry.get(k) is not None}
+        if entry.get("phase") is not None and entry["phase"] not in LEAKING_PHASES:
+            metadata["phase"] = entry["phase"]
+        fields: dict[str, Any] = {"kind": StepKind.message}
+        actions = entry.get("tool_actions")
+        if actions:
+            names = [a.get("name") or a.get("tool") for a in actions if isinstance(a, dict)] if isinstance(actions, list) else []
+            fields.update(kind=StepKind.tool_call, tool_arguments=actions,
+                          tool_name=", ".join(str(n) for n in names if n) or None)
+        return Step(index=i, agent=agent.strip(), content=text, media=media,
                     error=_text(entry["error"]) if entry.get("error") else None,
-                    native_id=f"{entry['round']}:{entry['position']}",
-                    metadata={k: entry[k] for k in ("role", "round", "position") if entry.get(k) is not None})
+                    native_id=f"{entry['round']}{'.' if published else ':'}{entry['position']}", metadata=metadata, **fields)
 
-    def step(self, entry: Any, i: int, default_agent: str) -> Step:
+    def node_step(self, entry: dict, i: int, record: str) -> Step:
+        """A graph node's output: its id is the agent, its layer in the topology and its rank among the agent's entries."""
+        agent = entry.get("agent_id")
+        if agent is None or isinstance(agent, bool) or not isinstance(agent, (int, str)) or not str(agent).strip():
+            raise self.fail(record, "agent_id", f"expected the node's agent id, got {agent!r}")
+        agent = str(agent).strip()
+        if agent not in self.agent_layer:
+            raise self.fail(record, "agent_id", f"agent {agent!r} is in no layer of topology.layers")
+        layer = self.agent_layer[agent]
+        position = self.agent_turns.get(agent, 0)
+        self.agent_turns[agent] = position + 1
+        text, media = self.content_and_parts(entry.get("output"), record)
+        media += self.media_list(entry, "images", record)
+        metadata = {k: entry[k] for k in ("role", "stage") if entry.get(k) is not None} | {"round": layer, "position": position}
+        return Step(index=i, agent=agent, kind=StepKind.message, content=text, media=media,
+                    error=_text(entry["error"]) if entry.get("error") else None,
+                    native_id=f"{agent}:{layer}.{position}", metadata=metadata)
+
+    def other_step(self, entry: dict, i: int, record: str) -> Step:
+        """The user's entry or the final answer in a non-chat shape: steps the gold label never points at."""
+        text, media = self.content_and_parts(entry.get("content"), record)
+        media += self.media_list(entry, "images", record) + self.media_list(entry, "frames", record, frames=True)
+        if entry["kind"] == "user":
+            return Step(index=i, agent="user", kind=StepKind.human, content=text, media=media, native_id=f"#{i}",
+                        metadata={"kind": "user"})
+        sinks = (self.data.get("topology") or {}).get("sink_nodes") if isinstance(self.data.get("topology"), dict) else None
+        agent = str(sinks[0]) if isinstance(sinks, list) and len(sinks) == 1 else "system"
+        return Step(index=i, agent=entry.get("agent") or agent, kind=StepKind.final_answer, content=text, media=media,
+                    native_id=f"#{i}", metadata={"kind": "final_answer"})
+
+    def step(self, entry: Any, i: int, default_agent: str, shape: str) -> Step:
         record = f"trajectory[{i}]"
         try:
-            return self._step(entry, i, default_agent, record)
+            if isinstance(entry, dict):
+                self.keep_leaks(entry, i)
+            return self._step(entry, i, default_agent, record, shape)
         except ValidationError as exc:
             raise from_validation_error(self.source, record, exc) from None
 
-    def _step(self, entry: Any, i: int, default_agent: str, record: str) -> Step:
+    def keep_leaks(self, entry: dict, i: int) -> None:
+        leaks = {k: entry[k] for k in LEAKING_ENTRY_FIELDS if k in entry}
+        if entry.get("phase") in LEAKING_PHASES:
+            leaks["phase"] = entry["phase"]
+        if leaks:
+            self.leaks[str(i)] = leaks
+
+    def _step(self, entry: Any, i: int, default_agent: str, record: str, shape: str) -> Step:
         if not isinstance(entry, dict):
             raise self.fail(record, None, f"expected an object, got {type(entry).__name__}")
+        if shape != CHAT:
+            kind = entry.get("kind")
+            if kind is None and shape == GRAPH:
+                return self.node_step(entry, i, record)
+            if kind is None and shape == PLANNING and ("step_number" in entry or entry.get("type") in ("planning", "action")):
+                return self.action_step(entry, i, record, default_agent)
+            if kind not in SHAPE_KINDS[shape]:
+                expected = ", ".join(SHAPE_KINDS[shape]) + (" or no kind (a node's output)" if shape == GRAPH else "")
+                raise self.fail(record, "kind", f"{kind!r} is not an entry of a {shape} trajectory; expected {expected}")
+            if kind in ("user", "final_answer"):
+                return self.other_step(entry, i, record)
+            if kind == "agent":
+                return self.agent_step(entry, i, record)
+            return self.action_step(entry, i, record, default_agent)
         if "kind" in entry:
             if entry["kind"] not in CHAT_KINDS:
                 raise self.fail(record, "kind", f"unknown message kind {entry['kind']!r}; expected one of {', '.join(sorted(CHAT_KINDS))}")
@@ -269,11 +429,29 @@ class _Parser:
         for i, agent in enumerate(value):
             if isinstance(agent, str):
                 out.append(AgentInfo(name=agent))
-            elif isinstance(agent, dict) and isinstance(agent.get("name"), str):
-                out.append(AgentInfo(name=agent["name"], role=_text(agent.get("role")), description=_text(agent.get("description"))))
-            else:
-                raise self.fail(None, f"agents[{i}]", "expected a name or an object with `name`")
+                continue
+            # The paper's description names agents by `name`; the published files by `id`.
+            name = agent.get("name", agent.get("id")) if isinstance(agent, dict) else None
+            if isinstance(name, bool) or not isinstance(name, (str, int)) or not str(name).strip():
+                raise self.fail(None, f"agents[{i}]", "expected a name or an object with `id` (or `name`)")
+            out.append(AgentInfo(name=str(name).strip(), role=_text(agent.get("role")), description=_text(agent.get("description"))))
         return out
+
+    def layers(self) -> None:
+        """Each agent's layer in `topology.layers` ({"0": [node ids], ...}), for graph-node traces."""
+        topology = self.data.get("topology")
+        layers = topology.get("layers") if isinstance(topology, dict) else None
+        if not isinstance(layers, dict) or not layers:
+            raise self.fail(None, "topology.layers", "a graph-node trajectory needs its layers: {\"0\": [node ids], ...}")
+        for key, nodes in layers.items():
+            if not str(key).strip().isdigit():
+                raise self.fail(None, f"topology.layers.{key}", "a layer's key is its number (\"0\", \"1\", ...)")
+            if not isinstance(nodes, list):
+                raise self.fail(None, f"topology.layers.{key}", "expected a list of node ids")
+            for node in nodes:
+                if str(node) in self.agent_layer:
+                    raise self.fail(None, f"topology.layers.{key}", f"node {node!r} is also in layer {self.agent_layer[str(node)]}")
+                self.agent_layer[str(node)] = int(key)
 
     def trace(self, subset: str | None) -> Trace:
         d = self.data
@@ -288,43 +466,63 @@ class _Parser:
             raise self.fail(None, "trajectory", "is empty")
         agents = self.agents()
         default_agent = agents[0].name if len(agents) == 1 else "agent"
-        steps = [self.step(entry, i, default_agent) for i, entry in enumerate(trajectory)]
+        shape = detect_shape(trajectory)
+        if shape == GRAPH:
+            self.layers()
+        steps = [self.step(entry, i, default_agent, shape) for i, entry in enumerate(trajectory)]
 
         by_native: dict[str, Step] = {}
         for s in steps:
             if s.native_id in by_native:
                 raise self.fail(f"trajectory[{s.index}]", "step", f"step id {s.native_id!r} repeats trajectory[{by_native[s.native_id].index}]'s")
             by_native[s.native_id] = s  # type: ignore[index]
-        native = native_step_of(gold, self.source)
+        native = native_step_of(gold, self.source, shape)
         if native not in by_native:
-            sample = ", ".join(list(by_native)[:8])
-            raise self.fail(None, "ground_truth.step", f"no trajectory entry has step id {native!r} (ids: {sample}{', ...' if len(by_native) > 8 else ''})")
+            ids = [n for n in by_native if not n.startswith("#")]
+            sample = ", ".join(ids[:8])
+            field = "ground_truth" if shape == GRAPH else "ground_truth.step"
+            raise self.fail(None, field, f"no trajectory entry has step id {native!r} (ids: {sample}{', ...' if len(ids) > 8 else ''})")
         mode = gold.get("mode")
         if mode is not None and mode not in BY_CODE:
             raise self.fail(None, "ground_truth.mode", f"{mode!r} is not a taxonomy code (e.g. R.2, A.1)")
         gold_agent = gold.get("agent")
+        if gold_agent is not None and not isinstance(gold_agent, bool) and isinstance(gold_agent, int):
+            gold_agent = str(gold_agent)
         step_agents = {s.agent for s in steps}
         if gold_agent is not None and gold_agent not in step_agents:
             raise self.fail(None, "ground_truth.agent", f"{gold_agent!r} produced no step (agents: {', '.join(sorted(step_agents))})")
+        blamed = by_native[native]
+        if gold_agent is not None and blamed.agent != gold_agent:
+            raise self.fail(None, "ground_truth.agent", f"{gold_agent!r}, but the entry the label points at "
+                            f"(trajectory[{blamed.index}], step id {native!r}) is by {blamed.agent!r}")
 
         options = task.get("options")
         if options is not None and not isinstance(options, list):
             raise self.fail(None, "task.options", "expected a list")
         answer = task.get("answer")
-        metadata = {"topology": d["topology"]} if d.get("topology") is not None else {}
+        metadata: dict[str, Any] = {k: d[k] for k in ("topology", "final_answer", "termination", "eval_status") if d.get(k) is not None}
+        metadata["trajectory_shape"] = shape
+        answer_key: dict[str, Any] = {k: d[k] for k in LEAKING_TOP_FIELDS if k in d}
+        if self.leaks:
+            answer_key["entries"] = self.leaks
+        metadata[ANSWER_KEY] = answer_key
+        task_metadata = {"video_context": d["video_context"]} if d.get("video_context") is not None else {}
+        detail = "Who&When Pro traces are failures by construction"
+        if d.get("eval_status") is not None:
+            detail += f" (eval_status: {_text(d['eval_status'])})"
         try:
             return Trace(
                 id=str(trace_id),
                 task=Task(query=_text(self.require(task, "query", str, "task.")),
                           reference_answer=_text(answer) if answer is not None else None,
                           options=[_text(o) for o in options] if options is not None else None,
-                          attachments=self.media_list(task, "images", "task")),
+                          attachments=self.media_list(task, "images", "task"), metadata=task_metadata),
                 agents=agents,
                 steps=steps,
-                outcome=Outcome(success=False, evaluator=FORMAT, detail="Who&When Pro traces are failures by construction"),
+                outcome=Outcome(success=False, evaluator=FORMAT, detail=detail),
                 source=Source(framework=str(self.require(d, "framework", str)), benchmark=str(self.require(d, "benchmark", str)),
                               modality=modality, format=FORMAT, native_id=str(trace_id), subset=subset),
-                gold=GoldLabel(step=by_native[native].index, agent=gold_agent, mode=mode, native_step=native,
+                gold=GoldLabel(step=blamed.index, agent=gold_agent, mode=mode, native_step=native,
                                reason=_text(gold.get("reason")) or None),
                 metadata=metadata,
             )
@@ -332,10 +530,11 @@ class _Parser:
             raise from_validation_error(self.source, None, exc) from None
 
 
-def parse_whowhenpro(data: Any, path: Path, subset: str | None = None) -> Trace:
+def parse_whowhenpro(data: Any, path: Path, subset: str | None = None, dirs: list[Path] | None = None) -> Trace:
+    """One Who&When Pro file's trace; `dirs`: where relative media paths are looked up (default: the file's folder)."""
     if not isinstance(data, dict):
         raise InputError(str(path), None, None, f"expected a JSON object, got {type(data).__name__}")
-    return _Parser(data, path).trace(subset)
+    return _Parser(data, path, dirs).trace(subset)
 
 
 def _text(value: Any) -> str:

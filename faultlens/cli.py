@@ -165,7 +165,9 @@ def export_trace(db_path, trace_id, fmt, output):
 @traces.command("import")
 @db_option
 @click.argument("spec")
-def import_traces(db_path, spec):
+@click.option("--media-root", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
+              help="Also look up relative image/frame paths here (whowhenpro: specs; after the trace's folder and its parents).")
+def import_traces(db_path, spec, media_root):
     """Import traces from SPEC into the store.
 
     SPEC is a file (runs.jsonl, spans.json) or FORMAT:ARG, e.g. jsonl:runs.jsonl,
@@ -174,7 +176,13 @@ def import_traces(db_path, spec):
     """
     from faultlens.middleware.sources import load_traces
 
-    count = get_store(db_path).save_traces(load_traces(spec))
+    if media_root is not None:
+        from faultlens.benchmark.datasets import load_dataset
+
+        traces = load_dataset(spec, media_root=media_root)
+    else:
+        traces = load_traces(spec)
+    count = get_store(db_path).save_traces(traces)
     console.print(f"imported {count} trace(s) from {spec} into {db_path or default_db_path()}")
 
 

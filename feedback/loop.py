@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from faultlens.attributors.base import Attributor
+from faultlens.middleware.answer_key import attributor_view
 from faultlens.middleware.model import Attribution, AttributionStatus, Lesson, Outcome
 from faultlens.middleware.store import SQLiteStore
 
@@ -61,7 +62,7 @@ def resolve_attributor(attributor: str | Attributor | None, **options: Any) -> A
 
 def _attribute(attributor: Attributor, trace) -> Attribution:
     try:
-        return attributor.attribute(trace)
+        return attributor.attribute(attributor_view(trace))  # never the gold label or an answer key the trace keeps
     except Exception as exc:  # reported as an attribution with status error, never hidden
         return Attribution(trace_id=trace.id, method=getattr(attributor, "name", type(attributor).__name__),
                            status=AttributionStatus.error, error=f"{type(exc).__name__}: {exc}")

@@ -272,7 +272,7 @@ def test_traces_import_uses_the_registered_sources(tmp_path):
     db = tmp_path / "t.db"
     result = CliRunner().invoke(cli, ["traces", "import", "--db", str(db), f"whowhenpro:{PRO}"])
     assert result.exit_code == 0, result.output
-    assert "imported 4 trace(s)" in result.output
+    assert "imported 8 trace(s)" in result.output  # the paper-shaped fixtures and the published-shaped ones
     stored = open_store(db).get_trace("wwp-debate-1")
     assert stored.gold.native_step == "1:1" and stored.steps[3].native_id == "1:1"
 
