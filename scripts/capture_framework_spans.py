@@ -38,6 +38,7 @@ os.environ["OPENAI_API_KEY"] = "sk-offline"
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "faultlens" / "server" / "fixtures"
 QUESTION = "What is the weather in Paris?"
+TEAMS = {"openai_agents": "weather", "smolagents": "weather", "ag2": "math", "autogen_agentchat": "facts"}
 
 
 def _call(name: str, arguments: dict) -> dict:
@@ -57,7 +58,38 @@ SCRIPTS: dict[str, list[dict]] = {
         _text('Thought: I have the report.\n<code>\nfinal_answer("It is sunny in Paris, 21C.")\n</code>'),
     ],
     "weather_agent": [_call("get_weather", {"city": "Paris"}), _call("final_answer", {"answer": "Sunny in Paris, 21C"})],
+    # AG2: the chat manager's requests are speaker selections.
+    "chat_manager": [_text("planner"), _text("coder"), _text("executor"), _text("coder")],
+    "planner": [_text("Plan: the coder prints 2 + 3 with Python, the executor runs it.")],
+    "coder": [_text("```python\nprint(2 + 3)\n```"), _text("The answer is 5. TERMINATE")],
+    # AutoGen AgentChat (Magentic-One): the orchestrator's replies are chosen by prompt (see _orchestrator).
+    "researcher": [_call("lookup_population", {"city": "Paris"})],
+    "writer": [_text("About 2.1 million people live in Paris.")],
 }
+
+
+def _ledger(satisfied: bool, speaker: str, instruction: str) -> dict:
+    def field(answer):
+        return {"reason": "scripted", "answer": answer}
+    return _text(json.dumps({
+        "is_request_satisfied": field(satisfied), "is_in_loop": field(False), "is_progress_being_made": field(True),
+        "next_speaker": field(speaker), "instruction_or_question": field(instruction),
+    }))
+
+
+def _orchestrator(request: dict, ledgers: int) -> dict:
+    """Magentic-One's orchestrator: facts, plan, a progress ledger before each turn, the final answer."""
+    last = request["messages"][-1]["content"]
+    text = last if isinstance(last, str) else " ".join(p.get("text", "") for p in last)
+    if "pure JSON" in text:
+        return [_ledger(False, "researcher", "Look up the population of Paris."),
+                _ledger(False, "writer", "Write the answer from the population found."),
+                _ledger(True, "writer", "Done.")][min(ledgers, 2)]
+    if "pre-survey" in text:
+        return _text("1. GIVEN OR VERIFIED FACTS\n- The city is Paris.\n2. FACTS TO LOOK UP\n- Its population.\n3. FACTS TO DERIVE\n- None.\n4. EDUCATED GUESSES\n- About 2 million.")
+    if "plan" in text and "final answer" not in text:
+        return _text("- researcher: look up the population of Paris\n- writer: state the answer")
+    return _text("About 2.1 million people live in Paris.")
 
 
 class Stub(BaseHTTPRequestHandler):
@@ -83,7 +115,13 @@ class Stub(BaseHTTPRequestHandler):
         agent = self.path.split("/agent/", 1)[1].split("/", 1)[0]
         n = self.served.get(agent, 0)
         self.served[agent] = n + 1
-        message = SCRIPTS[agent][n]
+        if agent == "orchestrator":
+            last = str(request["messages"][-1]["content"])
+            message = _orchestrator(request, self.served.get("ledger", 0))
+            if "pure JSON" in last:
+                self.served["ledger"] = self.served.get("ledger", 0) + 1
+        else:
+            message = SCRIPTS[agent][min(n, len(SCRIPTS[agent]) - 1)]
         self._send({
             "id": f"chatcmpl-{agent}-{n}", "object": "chat.completion", "created": 1700000000, "model": request.get("model", "stub-model"),
             "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if message.get("tool_calls") else "stop"}],
@@ -174,16 +212,67 @@ def smolagents_run(base: str) -> dict:
     return _otlp_json(exporter.get_finished_spans(), "weather-desk")
 
 
+def ag2_run(base: str) -> dict:
+    import tempfile
+
+    from autogen import AssistantAgent, GroupChat, GroupChatManager, LLMConfig, UserProxyAgent
+    from autogen.coding import LocalCommandLineCodeExecutor
+    from openinference.instrumentation.ag2 import AG2Instrumentor
+
+    provider, exporter = _provider()
+    AG2Instrumentor().instrument(tracer_provider=provider)
+
+    def config(path: str) -> LLMConfig:
+        return LLMConfig({"model": "stub-model", "api_key": "sk-offline", "base_url": f"{base}/agent/{path}/v1", "api_type": "openai"})
+
+    planner = AssistantAgent("planner", system_message="You plan how the team answers.", llm_config=config("planner"), description="Plans the work.")
+    coder = AssistantAgent("coder", system_message="You write Python code in a code block, then say TERMINATE.", llm_config=config("coder"), description="Writes Python code.")
+    with tempfile.TemporaryDirectory() as work:
+        executor = UserProxyAgent("executor", human_input_mode="NEVER", code_execution_config={"executor": LocalCommandLineCodeExecutor(work_dir=work)},
+                                  description="Runs the code it is given.", default_auto_reply="")
+        chat = GroupChat(agents=[executor, planner, coder], messages=[], max_round=6, speaker_selection_method="auto")
+        manager = GroupChatManager(chat, llm_config=config("chat_manager"), is_termination_msg=lambda m: "TERMINATE" in str(m.get("content") or ""))
+        executor.initiate_chat(manager, message="What is 2 + 3? Compute it with Python.")
+    provider.force_flush()
+    return _otlp_json(exporter.get_finished_spans(), "math-desk")
+
+
+def autogen_run(base: str) -> dict:
+    from autogen_agentchat.agents import AssistantAgent
+    from autogen_agentchat.teams import MagenticOneGroupChat
+    from autogen_ext.models.openai import OpenAIChatCompletionClient
+    from openinference.instrumentation.autogen_agentchat import AutogenAgentChatInstrumentor
+
+    provider, exporter = _provider()
+    AutogenAgentChatInstrumentor().instrument(tracer_provider=provider)
+    info = {"vision": False, "function_calling": True, "json_output": False, "structured_output": False, "family": "unknown"}
+
+    def client(path: str) -> OpenAIChatCompletionClient:
+        return OpenAIChatCompletionClient(model="stub-model", api_key="sk-offline", base_url=f"{base}/agent/{path}/v1", model_info=info)
+
+    async def lookup_population(city: str) -> str:
+        """The number of people living in a city."""
+        return f"{city} has 2.1 million inhabitants."
+
+    researcher = AssistantAgent("researcher", model_client=client("researcher"), tools=[lookup_population], description="Looks facts up.", system_message="You look facts up with your tools.")
+    writer = AssistantAgent("writer", model_client=client("writer"), description="Writes the answer.", system_message="You write the final answer.")
+    team = MagenticOneGroupChat([researcher, writer], model_client=client("orchestrator"), max_turns=6)
+    result = asyncio.run(team.run(task="How many people live in Paris?"))
+    print("autogen:", result.messages[-1].content if result.messages else None, file=sys.stderr)
+    provider.force_flush()
+    return _otlp_json(exporter.get_finished_spans(), "facts-desk")
+
+
 def main() -> None:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Stub)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}"
     OUT.mkdir(parents=True, exist_ok=True)
     which = sys.argv[1:] or ["openai_agents", "smolagents"]
-    runs = {"openai_agents": openai_agents_run, "smolagents": smolagents_run}
+    runs = {"openai_agents": openai_agents_run, "smolagents": smolagents_run, "ag2": ag2_run, "autogen_agentchat": autogen_run}
     for name in which:
         payload = runs[name](base)
-        path = OUT / f"{name}_weather.otlp.json"
+        path = OUT / f"{name}_{TEAMS[name]}.otlp.json"
         path.write_text(json.dumps(payload, indent=1) + "\n")
         print(f"wrote {path} ({len(payload['resourceSpans'][0]['scopeSpans'][0]['spans'])} spans)", file=sys.stderr)
     server.shutdown()
