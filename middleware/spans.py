@@ -73,6 +73,7 @@ TRACE_METADATA = "faultlens.trace.metadata"
 SCHEMA_VERSION_ATTR = "faultlens.schema_version"
 
 OI_KIND = "openinference.span.kind"
+AG2_RECIPIENT = "ag2.recipient.name"
 OI_SESSION = "session.id"
 
 WORKFLOW, AGENT, CHAT, TOOL, STEP, CHAIN = "invoke_workflow", "invoke_agent", "chat", "execute_tool", "step", "chain"
@@ -466,7 +467,11 @@ def _span_to_step(record: SpanRecord, fallback_agent: str | None) -> Step | None
     # An agent span is a container: it is a step only when it says something
     # itself (its output, an error, lessons or media it was shown), and only
     # when it is some agent's (openai-agents' root `Agent workflow` names none).
-    if op == AGENT and STEP_KIND not in attrs and (not (content or error or lessons or media) or _named_agent(record) is None):
+    # AG2's `<sender>.initiate_chat` (the one with `ag2.recipient.name`) is a
+    # whole chat: its output is the chat's last message, which another agent said.
+    if op == AGENT and STEP_KIND not in attrs and (
+        not (content or error or lessons or media) or _named_agent(record) is None or (AG2_RECIPIENT in attrs and not error)
+    ):
         return None
 
     tool_name = tool_arguments = tool_result = None

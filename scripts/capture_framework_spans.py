@@ -1,26 +1,40 @@
 """Record genuine OpenInference span trees from real agent frameworks, offline.
 
-Runs two small teams against a stub chat-completions endpoint on loopback and
+Runs small teams against a stub chat-completions endpoint on loopback and
 writes each run's spans, in the order they ended (as exporters send them), as
 one OTLP JSON document under tests/faultlens/server/fixtures/:
 
-* openai-agents: a `Triage` agent hands off to `Weather Specialist`, which
+* openai_agents: a `Triage` agent hands off to `Weather Specialist`, which
   calls a `get_weather` function tool;
 * smolagents: a `CodeAgent` manager calls a managed ToolCallingAgent
-  `weather_agent`, which calls `get_weather` and answers.
+  `weather_agent`, which calls `get_weather` and answers;
+* ag2: executor, planner and coder in a GroupChat with `auto` speaker
+  selection; the executor runs the coder's Python;
+* autogen_agentchat: a Magentic-One team (orchestrator, a `researcher` with a
+  `lookup_population` tool, a `writer`).
 
-It needs packages the project does not depend on; run it from a throwaway venv:
+It needs packages the project does not depend on; run it from throwaway
+venvs (AG2 0.14 and AutoGen pin different openai versions, so one each):
 
     python3 -m venv /tmp/fw && /tmp/fw/bin/pip install openai-agents==0.24.0 \
         openinference-instrumentation-openai-agents smolagents==1.26.0 \
-        openinference-instrumentation-smolagents opentelemetry-sdk \
-        opentelemetry-exporter-otlp-proto-http
-    /tmp/fw/bin/python scripts/capture_framework_spans.py
+        openinference-instrumentation-smolagents opentelemetry-sdk opentelemetry-exporter-otlp-proto-http
+    /tmp/fw/bin/python scripts/capture_framework_spans.py openai_agents smolagents
+    python3 -m venv /tmp/ag2 && /tmp/ag2/bin/pip install "ag2[openai]==0.14.0" openinference-instrumentation-ag2 \
+        opentelemetry-sdk opentelemetry-exporter-otlp-proto-http
+    /tmp/ag2/bin/python scripts/capture_framework_spans.py ag2
+    python3 -m venv /tmp/ac && /tmp/ac/bin/pip install autogen-agentchat==0.7.5 "autogen-ext[openai]==0.7.5" \
+        openinference-instrumentation-autogen-agentchat opentelemetry-sdk opentelemetry-exporter-otlp-proto-http
+    /tmp/ac/bin/python scripts/capture_framework_spans.py autogen_agentchat
 
 The tests only read the saved fixtures. The replies are scripted per agent
-(each agent gets its own base_url, `/agent/<name>/v1`), so a rerun gives the
-same requests; smolagents' span attributes hold timestamps and object
-addresses, so its fixture is not byte-stable across reruns.
+(each agent gets its own base_url, `/agent/<name>/v1`), so a rerun sends the
+same requests; smolagents' and AutoGen's span attributes hold timestamps,
+object addresses and UUIDs, so those fixtures are not byte-stable across reruns.
+Versions recorded with: openai-agents 0.24.0 + openinference-instrumentation-openai-agents 2.6.0,
+smolagents 1.26.0 + openinference-instrumentation-smolagents 0.1.43, ag2 0.14.0 +
+openinference-instrumentation-ag2 0.1.12, autogen-agentchat 0.7.5 +
+openinference-instrumentation-autogen-agentchat 0.1.22.
 """
 
 from __future__ import annotations

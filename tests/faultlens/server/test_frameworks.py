@@ -1,10 +1,10 @@
 """OpenInference spans from real agent frameworks, sent to a real server as exporters send them.
 
 The fixtures are genuine span trees: recorded offline by
-scripts/capture_framework_spans.py from openai-agents and smolagents runs
-against a scripted stub endpoint (see that script), with the spans in the
-order they ended, which is the order a span processor exports them. The tests
-need none of those packages.
+scripts/capture_framework_spans.py from openai-agents, smolagents, AG2 and
+AutoGen AgentChat (Magentic-One) runs against a scripted stub endpoint (see
+that script), with the spans in the order they ended, which is the order a
+span processor exports them. The tests need none of those packages.
 """
 
 from __future__ import annotations
@@ -22,7 +22,8 @@ from faultlens.server import create_app
 from .conftest import HTTP
 
 FIXTURES = Path(__file__).parent / "fixtures"
-SERVICE = "weather-desk"  # the fixtures' service.name: never an agent
+SERVICES = {"weather-desk", "math-desk", "facts-desk"}  # the fixtures' service.name: never an agent
+ALL = ["openai_agents_weather", "smolagents_weather", "ag2_math", "autogen_agentchat_facts"]
 
 
 def _payload(name: str) -> dict:
@@ -125,7 +126,7 @@ def test_smolagents_manager_and_managed_agent_sent_span_by_span(two_servers):
     assert sum(s["content"] == "Sunny in Paris, 21C" for s in steps) == 3
 
 
-@pytest.mark.parametrize("name", ["openai_agents_weather", "smolagents_weather"])
+@pytest.mark.parametrize("name", ALL)
 @pytest.mark.parametrize("order", ["parents first", "shuffled"])
 def test_agents_do_not_depend_on_arrival_order(two_servers, name, order):
     arrange = (lambda spans: list(reversed(spans))) if order == "parents first" else (lambda spans: random.Random(7).sample(spans, len(spans)))
@@ -133,5 +134,50 @@ def test_agents_do_not_depend_on_arrival_order(two_servers, name, order):
     by_span = lambda run: {s["span_id"]: s["agent"] for s in run["steps"]}  # noqa: E731
     common = by_span(one_by_one).keys() & by_span(all_at_once).keys()
     assert common and all(by_span(one_by_one)[k] == by_span(all_at_once)[k] for k in common)
-    assert SERVICE not in by_span(one_by_one).values()
+    assert not SERVICES & set(by_span(one_by_one).values())
     assert one_by_one["agents"] == all_at_once["agents"] and one_by_one["task"] == all_at_once["task"]
+
+
+def test_ag2_group_chat_sent_span_by_span(two_servers):
+    one_by_one, all_at_once = _send_both_ways("ag2_math", two_servers)
+    assert one_by_one == all_at_once
+
+    run = one_by_one
+    assert run["task"]["query"] == "What is 2 + 3? Compute it with Python."
+    # AG2's own speaker-selection helpers (checking_agent, speaker_selection_agent) are not team members
+    assert [a["name"] for a in run["agents"]] == ["executor", "chat_manager", "planner", "coder"]
+    assert [(s["agent"], s["content"]) for s in run["steps"]] == [
+        ("chat_manager", "planner"),  # speaker selection: the manager's choice
+        ("planner", "Plan: the coder prints 2 + 3 with Python, the executor runs it."),
+        ("chat_manager", "coder"),
+        ("coder", "```python\nprint(2 + 3)\n```"),
+        ("chat_manager", "executor"),
+        ("executor", "exitcode: 0 (execution succeeded)\nCode output: 5\n"),
+        ("chat_manager", "coder"),
+        # the chat span's output (the last message again, under the initiator's name) is no step
+        ("coder", "The answer is 5. TERMINATE"),
+    ]
+
+
+def test_autogen_magentic_one_team_sent_span_by_span(two_servers):
+    one_by_one, all_at_once = _send_both_ways("autogen_agentchat_facts", two_servers)
+    assert one_by_one == all_at_once
+
+    run = one_by_one
+    assert run["task"]["query"] == "How many people live in Paris?"
+    assert [(a["name"], a["description"]) for a in run["agents"]] == [
+        ("MagenticOneOrchestrator", ""), ("researcher", "Looks facts up."), ("writer", "Writes the answer.")]
+    orchestrator = "MagenticOneOrchestrator"  # its model calls sit under the team span, with no agent span of their own
+    assert _rows(run) == [
+        (orchestrator, "llm_call", None),  # facts
+        (orchestrator, "llm_call", None),  # plan
+        (orchestrator, "llm_call", None),  # progress ledger → researcher
+        ("researcher", "llm_call", None),
+        ("researcher", "tool_call", "lookup_population"),
+        (orchestrator, "llm_call", None),  # ledger → writer
+        ("writer", "llm_call", None),
+        (orchestrator, "llm_call", None),  # ledger: satisfied
+        (orchestrator, "llm_call", None),  # final answer
+    ]
+    tool = run["steps"][4]
+    assert tool["tool_arguments"] == {"city": "Paris"} and tool["content"] == "Paris has 2.1 million inhabitants."
