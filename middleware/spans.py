@@ -730,11 +730,9 @@ def _ingest_tree(store: Any, trace_id: str, root: SpanRecord | None, header: Tra
         if agent is not None:
             resolved[span_id] = agent
     store.save_span_links(trace_id, [link.row(waiting.get(link.span_id)) for link in links.values()])
-    for span_id, missing in waiting.items():
-        if span_id not in links:
-            store.set_waiting(trace_id, span_id, missing)
-    if resolved:
-        store.set_step_agents(trace_id, resolved)
+    earlier = {span_id: missing for span_id, missing in waiting.items() if span_id not in links}
+    if earlier:
+        store.set_step_agents(trace_id, resolved, earlier)
     # The run's agents and task, where the spans give them and the header did not.
     explicit_agents = root is not None and TRACE_AGENTS in root.attributes
     if not explicit_agents and (header is not None or any(link.agent or link.agents for link in links.values())):
@@ -762,7 +760,7 @@ class SpanLink:
     parent_id: str | None
     start_ns: int
     agent: str | None = None  # the agent the span names itself (agent_of)
-    agents: tuple[AgentInfo, ...] = ()  # agents it describes: itself, the team members it lists
+    agents: tuple[AgentInfo, ...] = ()  # agents it describes: itself when described, the team members it lists
     explicit: bool = False  # `agents` is the run's list as given (faultlens.agents)
     task: str | None = None  # the first user message of a model call: the run's task if the root gives none
     output: str | None = None  # digest of a tool's text output (a chain that only repeats it is no step)
@@ -798,8 +796,9 @@ def _described_agents(record: SpanRecord) -> tuple[list[AgentInfo], bool]:
             return [], True  # header_from_record reports the bad value
     found: list[AgentInfo] = []
     own = agent_of(record)
-    if own is not None:
-        found.append(AgentInfo(name=own, description=str(attrs.get(AGENT_DESCRIPTION) or "")))
+    if own is not None and attrs.get(AGENT_DESCRIPTION):
+        # (an agent's name alone is in SpanLink.agent)
+        found.append(AgentInfo(name=own, description=str(attrs[AGENT_DESCRIPTION])))
     # smolagents lists the managed agents on the manager's span.
     for managed in _flattened(attrs, "smolagents.managed_agents"):
         if managed.get("name"):

@@ -261,12 +261,17 @@ class SQLiteStore:
         if span_ids is not None:
             where.append(f"span_id IN ({', '.join('?' for _ in span_ids)})")
             params += span_ids
-        if describing:
-            where.append("(agent IS NOT NULL OR describes IS NOT NULL)")
         if with_task:
             where.append("task IS NOT NULL")
-        cursor = self._db().execute(f"SELECT {', '.join(self._LINK_COLUMNS)} FROM span_links WHERE {' AND '.join(where)}", params)
-        return [dict(zip(self._LINK_COLUMNS, row)) for row in cursor.fetchall()]
+        columns = ", ".join(self._LINK_COLUMNS)
+        sql = f"SELECT {columns} FROM span_links WHERE {' AND '.join(where)}"
+        if describing:
+            # Each agent's first span (SQLite takes the bare columns from the MIN row), and the spans that describe agents.
+            first = columns.replace("start_ns", "MIN(start_ns)")
+            sql = (f"SELECT {first} FROM span_links WHERE {' AND '.join(where)} AND agent IS NOT NULL GROUP BY agent"
+                   f" UNION ALL {sql} AND describes IS NOT NULL")
+            params = params + params
+        return [dict(zip(self._LINK_COLUMNS, row)) for row in self._db().execute(sql, params).fetchall()]
 
     def steps_waiting_on(self, trace_id: str, span_ids: list[str]) -> list[tuple[str, str]]:
         """(step span id, the ancestor it waits on) for steps waiting on any of `span_ids`."""
@@ -279,13 +284,11 @@ class SQLiteStore:
             ).fetchall()
         return [(a, b) for a, b in found]
 
-    def set_waiting(self, trace_id: str, span_id: str, waiting_on: str | None) -> None:
+    def set_step_agents(self, trace_id: str, agents: dict[str, str], waiting: dict[str, str | None]) -> None:
+        """Give stored steps (by span id) their agent once the span tree names it, and move what the others wait on."""
         with self._write() as db:
-            db.execute("UPDATE span_links SET waiting_on = ? WHERE trace_id = ? AND span_id = ?", [waiting_on, trace_id, span_id])
-
-    def set_step_agents(self, trace_id: str, agents: dict[str, str]) -> None:
-        """Give stored steps (by span id) their agent, once the span tree names it."""
-        with self._write() as db:
+            for span_id, waiting_on in waiting.items():
+                db.execute("UPDATE span_links SET waiting_on = ? WHERE trace_id = ? AND span_id = ?", [waiting_on, trace_id, span_id])
             for span_id, agent in agents.items():
                 db.execute(
                     "UPDATE steps SET agent = ?, data = json_set(data, '$.agent', ?) WHERE trace_id = ? AND key = ?",
@@ -302,6 +305,9 @@ class SQLiteStore:
         """Set a run's task query if it has none yet (a task given by the run itself is kept)."""
         if not query:
             return
+        row = self._db().execute("SELECT query FROM traces WHERE id = ?", [trace_id]).fetchone()
+        if row is None or row[0]:
+            return  # a read, so that every model call of a run does not take the write lock
         query = redact(query)
         with self._write() as db:
             db.execute(
