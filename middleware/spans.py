@@ -722,6 +722,11 @@ def _ingest_tree(store: Any, trace_id: str, root: SpanRecord | None, header: Tra
         if step.span_id == record.span_id:
             waiting[record.span_id] = missing
         store.add_step(trace_id, step)
+    # A chain that arrived before its tool and turns out only to repeat it is no step after all.
+    for link in links.values():
+        parent = lookup(link.parent_id) if link.parent_id and link.output and link.output.startswith("tool:") else None
+        if parent is not None and parent.output == "chain:" + link.output.split(":", 1)[1] and parent.span_id not in links:
+            store.delete_step(trace_id, parent.span_id)
     # Steps stored earlier whose walk up the tree stopped at a span of this batch.
     resolved: dict[str, str] = {}
     for span_id, missing in store.steps_waiting_on(trace_id, list(links)):
@@ -763,7 +768,7 @@ class SpanLink:
     agents: tuple[AgentInfo, ...] = ()  # agents it describes: itself when described, the team members it lists
     explicit: bool = False  # `agents` is the run's list as given (faultlens.agents)
     task: str | None = None  # the first user message of a model call: the run's task if the root gives none
-    output: str | None = None  # digest of a tool's text output (a chain that only repeats it is no step)
+    output: str | None = None  # `tool:`/`chain:` + digest of its text output (a chain that only repeats a tool's is no step)
 
     def row(self, waiting_on: str | None = None) -> dict[str, Any]:
         describes = {"agents": [a.model_dump(mode="json") for a in self.agents], "explicit": self.explicit} if self.agents or self.explicit else None
@@ -857,7 +862,7 @@ def link_of(record: SpanRecord) -> SpanLink:
         agents=tuple(agents),
         explicit=explicit,
         task=_first_user_text(record) if record.operation == CHAT else None,
-        output=_digest(_plain_output(record)) if record.operation == TOOL else None,
+        output=_output_key(record),
     )
 
 
@@ -865,12 +870,21 @@ def _digest(text: str | None) -> str | None:
     return hashlib.sha1(text.encode()).hexdigest() if text else None
 
 
+def _output_key(record: SpanRecord) -> str | None:
+    """`tool:<digest>` / `chain:<digest>` of a tool's or an observing chain's text output."""
+    op = record.operation
+    if op not in (TOOL, CHAIN) or (op == CHAIN and STEP_KIND in record.attributes):
+        return None
+    digest = _digest(_plain_output(record))
+    return f"{'tool' if op == TOOL else 'chain'}:{digest}" if digest else None
+
+
 def repeats_a_tool(record: SpanRecord, children: Iterable[SpanLink]) -> bool:
     """A chain whose text output only repeats one of its tools' (smolagents' ToolCallingAgent `Step N`)."""
-    if record.operation != CHAIN or STEP_KIND in record.attributes:
+    key = _output_key(record)
+    if record.operation != CHAIN or key is None:
         return False
-    digest = _digest(_plain_output(record))
-    return digest is not None and any(child.output == digest and child.parent_id == record.span_id for child in children)
+    return any(child.output == "tool:" + key.split(":", 1)[1] and child.parent_id == record.span_id for child in children)
 
 
 def resolve_agent(span_id: str, lookup: Callable[[str], SpanLink | None]) -> tuple[str | None, str | None]:

@@ -296,6 +296,11 @@ class SQLiteStore:
                 )
             db.execute("UPDATE traces SET updated_at = ? WHERE id = ?", [time.time(), trace_id])
 
+    def delete_step(self, trace_id: str, key: str) -> None:
+        """Remove one step (by span id), e.g. a chain step that turned out to repeat its tool's output."""
+        with self._write() as db:
+            db.execute("DELETE FROM steps WHERE trace_id = ? AND key = ?", [trace_id, key])
+
     def set_run_agents(self, trace_id: str, agents: list[AgentInfo]) -> None:
         with self._write() as db:
             data = redact([a.model_dump(mode="json") for a in agents])
