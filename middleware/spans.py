@@ -622,12 +622,15 @@ def _root(records: list[SpanRecord]) -> SpanRecord | None:
 
 def _steps_of(records: list[SpanRecord], source: str, labels: Mapping[int, str | int] | None) -> list[tuple[SpanRecord, Step]]:
     links = {r.span_id: link_of(r) for r in records}
+    children: dict[str, list[SpanLink]] = {}
+    for link in links.values():
+        children.setdefault(link.parent_id or "", []).append(link)
     out = []
     for r in records:
         label = labels.get(id(r)) if labels else None
         agent, _ = resolve_agent(r.span_id, links.get)
         step = span_to_step(r, source=source, label=label, agent=agent)
-        if step is not None and not repeats_a_tool(r, links.values()):
+        if step is not None and not repeats_a_tool(r, children.get(r.span_id, [])):
             out.append((r, step))
     return out
 
@@ -711,10 +714,16 @@ def _ingest_tree(store: Any, trace_id: str, root: SpanRecord | None, header: Tra
             known[span_id] = SpanLink.from_row(rows[0]) if rows else None
         return known[span_id]
 
+    children: dict[str, list[SpanLink]] = {}
+    for link in links.values():
+        children.setdefault(link.parent_id or "", []).append(link)
     waiting: dict[str, str | None] = {}
     for record, step in steps:
-        # Exporters send a chain after its children, so they are known here.
-        if record.operation == CHAIN and repeats_a_tool(record, [*links.values(), *map(SpanLink.from_row, store.span_links(trace_id, parent_id=record.span_id))]):
+        # Exporters send a chain after its children, so they are known here
+        # (a chain that comes first is handled when its tool arrives, below).
+        if record.operation == CHAIN and repeats_a_tool(
+            record, [*children.get(record.span_id, []), *map(SpanLink.from_row, store.span_links(trace_id, parent_id=record.span_id))]
+        ):
             continue
         agent, missing = resolve_agent(record.span_id, lookup)
         if agent is not None:
