@@ -750,9 +750,8 @@ def _ingest_tree(store: Any, trace_id: str, root: SpanRecord | None, header: Tra
     # The run's agents and task, where the spans give them and the header did not.
     explicit_agents = root is not None and TRACE_AGENTS in root.attributes
     if not explicit_agents and (header is not None or any(link.agent or link.agents for link in links.values())):
-        rows = store.span_links(trace_id, describing=True)
-        if not any(row.get("explicit") for row in rows):
-            store.set_run_agents(trace_id, run_agents(SpanLink.from_row(row) for row in rows))
+        # (a faultlens.agents list stored from an earlier batch wins inside run_agents)
+        store.set_run_agents(trace_id, run_agents(SpanLink.from_row(row) for row in store.span_links(trace_id, describing=True)))
     if header is not None and not header.task.query:
         store.fill_run_query(trace_id, run_task(SpanLink.from_row(row) for row in store.span_links(trace_id, with_task=True)) or "")
     elif header is None:

@@ -176,3 +176,13 @@ def test_deleting_a_run_deletes_its_span_links(tmp_path):
     assert store.span_links(TRACE)
     store.delete_trace(TRACE)
     assert store.span_links(TRACE) == []
+
+
+def test_an_explicit_agent_list_from_an_earlier_batch_is_kept(tmp_path):
+    store = open_store(tmp_path / "i.db")
+    root = record(sid(1), "invoke_workflow w", start=1, end=4, **{"gen_ai.operation.name": "invoke_workflow", "faultlens.agents": json.dumps([{"name": "a", "role": "lead"}])})
+    late = oi(sid(2), "helper.run", "AGENT", parent=sid(1), start=2, end=3, **{"output.value": "done"})
+    ingest(store, [root])
+    ingest(store, [late])  # an agent span after the header: the given list stays as given
+    assert [(a.name, a.role) for a in store.get_trace(TRACE).agents] == [("a", "lead"), ("helper", "")]  # (the step's agent is added on read)
+    assert store.list_traces()[0].agents == ["a"]
