@@ -15,6 +15,13 @@ Two attribute vocabularies are understood:
 faultlens's own attributes (`faultlens.*`) carry what neither convention has
 (step kind, cost, lessons, media, and on export every field a `Trace` needs to
 come back exactly).
+
+Frameworks traced with OpenInference name the agent only on their agent spans,
+so a step's agent is that of the nearest span above it that names one
+(`resolve_agent` over `SpanLink`s), and the run's agents and task come from
+the tree too (`run_agents`, `run_task`). `ingest` keeps every span's link in
+the store so that this works when children arrive before their parents, as
+exporters send them (docs/capture-frameworks.md).
 """
 
 from __future__ import annotations
