@@ -15,13 +15,21 @@ Two attribute vocabularies are understood:
 faultlens's own attributes (`faultlens.*`) carry what neither convention has
 (step kind, cost, lessons, media, and on export every field a `Trace` needs to
 come back exactly).
+
+Frameworks traced with OpenInference name the agent only on their agent spans,
+so a step's agent is that of the nearest span above it that names one
+(`resolve_agent` over `SpanLink`s), and the run's agents and task come from
+the tree too (`run_agents`, `run_task`). `ingest` keeps every span's link in
+the store so that this works when children arrive before their parents, as
+exporters send them (docs/capture-frameworks.md).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,6 +80,7 @@ TRACE_METADATA = "faultlens.trace.metadata"
 SCHEMA_VERSION_ATTR = "faultlens.schema_version"
 
 OI_KIND = "openinference.span.kind"
+AG2_RECIPIENT = "ag2.recipient.name"
 OI_SESSION = "session.id"
 
 WORKFLOW, AGENT, CHAT, TOOL, STEP, CHAIN = "invoke_workflow", "invoke_agent", "chat", "execute_tool", "step", "chain"
@@ -265,6 +274,8 @@ def _part_text(part: Any) -> str:
         return str(part.get("content", part.get("text", "")))
     if kind == "tool_call":
         args = part.get("arguments")
+        if args is None:
+            return f"[tool_call] {part.get('name')}()"
         args = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False, sort_keys=True, default=str)
         return f"[tool_call] {part.get('name')}({args})"
     if kind == "tool_call_response":
@@ -308,15 +319,74 @@ def _kind_of(record: SpanRecord, op: str | None) -> StepKind | None:
             return StepKind(str(explicit))
         except ValueError:
             raise _Bad(STEP_KIND, f"unknown step kind {explicit!r}; expected one of {[k.value for k in StepKind]}") from None
-    return {CHAT: StepKind.llm_call, TOOL: StepKind.tool_call, AGENT: StepKind.message}.get(op or "")
+    return {CHAT: StepKind.llm_call, TOOL: StepKind.tool_call, AGENT: StepKind.message, CHAIN: StepKind.tool_result}.get(op or "")
 
 
-def agent_of(record: SpanRecord) -> str | None:
+def _plain_output(record: SpanRecord) -> str | None:
+    """A span's `output.value` when it is text a person reads, not a JSON document."""
+    value = record.attributes.get("output.value")
+    if value is None or str(record.attributes.get("output.mime_type", "")).endswith("json"):
+        return None
+    text = str(value).strip()
+    return text if text and isinstance(maybe_json(text), str) else None
+
+
+def _tool_arguments(attrs: Mapping[str, Any]) -> tuple[Any, Any]:
+    """(arguments, declared parameters) of a TOOL span.
+
+    `tool.parameters` holds the call's arguments in some instrumentations
+    (AutoGen) and the tool's schema in others (openai-agents, smolagents), so
+    `input.value` is preferred. smolagents wraps a call as
+    `{"args": [...], "kwargs": {...}}`; positional arguments are named from
+    the parameters when they are known.
+    """
+    parameters = maybe_json(attrs.get("tool.parameters"))
+    raw = attrs.get(TOOL_ARGUMENTS, attrs.get("input.value", attrs.get("tool.parameters")))
+    arguments = maybe_json(raw)
+    if isinstance(arguments, dict) and "kwargs" in arguments and set(arguments) <= {"args", "kwargs", "sanitize_inputs_outputs"}:
+        positional = list(arguments.get("args") or [])
+        named = dict(arguments.get("kwargs") or {})
+        names = [n for n in parameters if n not in named] if isinstance(parameters, dict) else []
+        for name in names[: len(positional)]:
+            named[name] = positional.pop(0)
+        arguments = {**named, **({"args": positional} if positional else {})}
+    return arguments, parameters
+
+
+# AG2 selects the next speaker through two helper agents of its own; what they
+# say is the chat manager's choice, so their spans belong to the manager above them.
+_HELPER_AGENTS = frozenset({"checking_agent", "speaker_selection_agent"})
+# smolagents names its agent spans `<agent name>.run` (AG2 and AutoGen use
+# `<agent name>.<method>` too, but also put the name in an attribute).
+_METHOD_SPAN = re.compile(r"^([A-Za-z_][\w-]*)\.[A-Za-z_]\w*$")
+# AutoGen AgentChat's group chat managers: their model calls sit directly under
+# the team's `<Team>.run_stream` span, with no agent span of their own.
+_TEAM_MANAGERS = {"MagenticOneGroupChat": "MagenticOneOrchestrator"}
+
+
+def _named_agent(record: SpanRecord) -> str | None:
+    """The agent name a span carries, as written (helpers included)."""
     attrs = record.attributes
     for name in (AGENT_NAME, "agent.name", "graph.node.name"):
         if attrs.get(name):
             return str(attrs[name])
+    op = record.operation
+    if op == AGENT:
+        if attrs.get("graph.node.id"):
+            return str(attrs["graph.node.id"])
+        m = _METHOD_SPAN.match(record.name)
+        if m:
+            return m.group(1)
+    if op == CHAIN and attrs.get("participant_names"):
+        team = record.name.split(".", 1)[0]
+        return _TEAM_MANAGERS.get(team, f"{team}Manager")
     return None
+
+
+def agent_of(record: SpanRecord) -> str | None:
+    """The agent a span names itself (None: its agent is its nearest ancestor's)."""
+    name = _named_agent(record)
+    return None if name in _HELPER_AGENTS else name
 
 
 def _error_of(record: SpanRecord) -> str | None:
@@ -353,7 +423,13 @@ def span_to_step(record: SpanRecord, *, source: str = "spans", label: str | int 
 def _span_to_step(record: SpanRecord, fallback_agent: str | None) -> Step | None:
     attrs = record.attributes
     op = record.operation
-    if op in (WORKFLOW, CHAIN, None) and STEP_KIND not in attrs:
+    if op in (WORKFLOW, None) and STEP_KIND not in attrs:
+        return None
+    # A chain only groups (openai-agents' `turn`, `Agent workflow`), unless it
+    # reports what happened in text: smolagents' `Step N` holds the observation
+    # of the code it ran, which no other span records.
+    observation = _plain_output(record) if op == CHAIN else None
+    if op == CHAIN and STEP_KIND not in attrs and observation is None:
         return None
     kind = _kind_of(record, op)
     if kind is None:
@@ -374,7 +450,9 @@ def _span_to_step(record: SpanRecord, fallback_agent: str | None) -> Step | None
         content = str(attrs[CONTENT])
     elif outputs is not None:
         content = messages_text(outputs)
-    elif attrs.get("output.value") is not None and op != TOOL:
+    elif observation is not None:
+        content = observation
+    elif attrs.get("output.value") is not None:
         content = str(attrs["output.value"])
     else:
         content = ""
@@ -394,17 +472,26 @@ def _span_to_step(record: SpanRecord, fallback_agent: str | None) -> Step | None
         raise _Bad(MEDIA, f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
 
     # An agent span is a container: it is a step only when it says something
-    # itself (its output, an error, lessons or media it was shown).
-    if op == AGENT and STEP_KIND not in attrs and not (content or error or lessons or media):
+    # itself (its output, an error, lessons or media it was shown), and only
+    # when it is some agent's (openai-agents' root `Agent workflow` names none).
+    # AG2's `<sender>.initiate_chat` (the one with `ag2.recipient.name`) is a
+    # whole chat: its output is the chat's last message, which another agent said.
+    if op == AGENT and STEP_KIND not in attrs and (
+        not (content or error or lessons or media) or _named_agent(record) is None or (AG2_RECIPIENT in attrs and not error)
+    ):
         return None
 
     tool_name = tool_arguments = tool_result = None
-    if kind in (StepKind.tool_call, StepKind.tool_result) or op == TOOL:
+    if (kind in (StepKind.tool_call, StepKind.tool_result) and observation is None) or op == TOOL:
         tool_name = attrs.get(TOOL_NAME) or attrs.get("tool.name") or (record.name.split(" ", 1)[1] if record.name.startswith(TOOL + " ") else record.name)
-        raw_args = attrs.get(TOOL_ARGUMENTS, attrs.get("tool.parameters", attrs.get("input.value")))
-        tool_arguments = maybe_json(raw_args)
+        tool_arguments, parameters = _tool_arguments(attrs)
+        if parameters is not None and parameters != tool_arguments:
+            metadata.setdefault("tool_parameters", parameters)
         raw_result = attrs.get(TOOL_RESULT, attrs.get("output.value"))
         tool_result = maybe_json(raw_result)
+        if not content and tool_result is not None and CONTENT not in attrs:
+            # What a tool returned is what a person reads of a tool step.
+            content = tool_result if isinstance(tool_result, str) else json.dumps(tool_result, ensure_ascii=False, sort_keys=True, default=str)
 
     usage = None
     token_in = attrs.get(INPUT_TOKENS, attrs.get("llm.token_count.prompt"))
@@ -420,9 +507,9 @@ def _span_to_step(record: SpanRecord, fallback_agent: str | None) -> Step | None
     started_ns = record.start_ns
     started_at = None if attrs.get(NO_START) else _seconds(started_ns)
     ended_at = None if attrs.get(NO_END) else _seconds(record.end_ns)
-    if op == AGENT:
-        # What an agent says is said when it returns: place the step at the
-        # span's end, after the steps of its own children.
+    if op == AGENT or observation is not None:
+        # What an agent says (or a chain observes) is said when it returns:
+        # place the step at the span's end, after the steps of its own children.
         metadata.setdefault("span_started_at", started_at)
         started_at = ended_at
     span_id = attrs[ORIGINAL_SPAN_ID] or None if ORIGINAL_SPAN_ID in attrs else record.span_id
@@ -480,7 +567,8 @@ def header_from_record(record: SpanRecord, trace_id: str, *, source: str = "span
     task = _model_attr(record, TRACE_TASK, Task, source, label)
     if task is None:
         query = messages_text([m for m in (messages_of(record, "input") or []) if not isinstance(m, dict) or m.get("role", "user") == "user"])
-        task = Task(query=query or str(attrs.get("input.value") or ""))
+        value = attrs.get("input.value")
+        task = Task(query=query or (_input_value_text(value) or str(value) if value is not None else ""))
     outcome = _model_attr(record, TRACE_OUTCOME, Outcome, source, label)
     if outcome is None and record.status == "error":
         outcome = Outcome(success=False, evaluator="span status", detail=_error_of(record))
@@ -530,24 +618,6 @@ def group_by_trace(records: Iterable[SpanRecord]) -> dict[str, list[SpanRecord]]
     return groups
 
 
-def _ancestor_agents(records: list[SpanRecord]) -> dict[str, str | None]:
-    """For each span, the nearest ancestor agent (for spans that name none themselves)."""
-    by_id = {r.span_id: r for r in records}
-    found: dict[str, str | None] = {}
-    for r in records:
-        seen = set()
-        parent = by_id.get(r.parent_id or "")
-        name = None
-        while parent is not None and parent.span_id not in seen:
-            seen.add(parent.span_id)
-            name = agent_of(parent) if parent.operation in (AGENT, CHAT, TOOL, STEP, CHAIN) else None
-            if name:
-                break
-            parent = by_id.get(parent.parent_id or "")
-        found[r.span_id] = name
-    return found
-
-
 def _root(records: list[SpanRecord]) -> SpanRecord | None:
     ids = {r.span_id for r in records}
     headers = [r for r in records if is_header_span(r)]
@@ -558,12 +628,16 @@ def _root(records: list[SpanRecord]) -> SpanRecord | None:
 
 
 def _steps_of(records: list[SpanRecord], source: str, labels: Mapping[int, str | int] | None) -> list[tuple[SpanRecord, Step]]:
-    agents = _ancestor_agents(records)
+    links = {r.span_id: link_of(r) for r in records}
+    children: dict[str, list[SpanLink]] = {}
+    for link in links.values():
+        children.setdefault(link.parent_id or "", []).append(link)
     out = []
     for r in records:
         label = labels.get(id(r)) if labels else None
-        step = span_to_step(r, source=source, label=label, agent=agents.get(r.span_id))
-        if step is not None:
+        agent, _ = resolve_agent(r.span_id, links.get)
+        step = span_to_step(r, source=source, label=label, agent=agent)
+        if step is not None and not repeats_a_tool(r, children.get(r.span_id, [])):
             out.append((r, step))
     return out
 
@@ -582,6 +656,11 @@ def traces_from_records(records: Iterable[SpanRecord], *, source: str = "spans",
         root = _root(group)
         label = (labels or {}).get(id(root)) if root is not None else None
         header = header_from_record(root, trace_id, source=source, label=label) if root is not None else placeholder_header(trace_id, group)
+        links = [link_of(r) for r in group]
+        if not (root is not None and TRACE_AGENTS in root.attributes):
+            header.agents = run_agents(links)
+        if not header.task.query:
+            header.task.query = run_task(links) or ""
         pairs = sorted(_steps_of(group, source, labels), key=_order_key)
         steps = [step.model_copy(update={"index": i}) for i, (_, step) in enumerate(pairs)]
         try:
@@ -599,6 +678,13 @@ def ingest(store: Any, records: Iterable[SpanRecord], *, source: str = "spans") 
     placeholder before then, so steps are never orphaned and survive a crash
     mid-run. Every record is converted before anything is written: a bad span
     raises InputError and the batch writes nothing. Returns the trace ids touched.
+
+    Exporters send each span when it ends, children before their parents, so
+    a step often arrives before the agent span it belongs to. Every span's
+    place in the tree is kept (`store.save_span_links`); a step whose agent
+    is not known yet is stored with the service's name and marked as waiting
+    on the first missing ancestor, and is given its agent when that ancestor
+    arrives (see docs/capture-frameworks.md).
     """
     groups = group_by_trace(records)
     plans = []
@@ -607,14 +693,254 @@ def ingest(store: Any, records: Iterable[SpanRecord], *, source: str = "spans") 
         if root is None:
             root = next((r for r in group if r.parent_id is None and r.operation in (AGENT, CHAIN)), None)
         header = header_from_record(root, trace_id, source=source) if root is not None else None
-        plans.append((trace_id, group, header, _steps_of(group, source, None)))
-    for trace_id, group, header, pairs in plans:
+        links = {r.span_id: link_of(r) for r in group}
+        steps = []
+        for r in group:
+            step = span_to_step(r, source=source)
+            if step is not None:
+                steps.append((r, step))
+        plans.append((trace_id, group, root, header, links, steps))
+    for trace_id, group, root, header, links, steps in plans:
         if header is not None:
             if header.outcome is None and store.has_trace(trace_id):
                 header.outcome = store.get_trace(trace_id).outcome
             store.begin_trace(header)
         elif not store.has_trace(trace_id):
             store.begin_trace(placeholder_header(trace_id, group))
-        for _, step in pairs:
-            store.add_step(trace_id, step)
+        _ingest_tree(store, trace_id, root, header, links, steps)
     return list(groups)
+
+
+def _ingest_tree(store: Any, trace_id: str, root: SpanRecord | None, header: Trace | None, links: dict[str, SpanLink], steps: list[tuple[SpanRecord, Step]]) -> None:
+    """Store a batch's steps with their agents, and finish the agents of earlier steps that waited on this batch."""
+    known: dict[str, SpanLink | None] = dict(links)
+
+    def lookup(span_id: str) -> SpanLink | None:
+        if span_id not in known:
+            rows = store.span_links(trace_id, span_ids=[span_id])
+            known[span_id] = SpanLink.from_row(rows[0]) if rows else None
+        return known[span_id]
+
+    children: dict[str, list[SpanLink]] = {}
+    for link in links.values():
+        children.setdefault(link.parent_id or "", []).append(link)
+    waiting: dict[str, str | None] = {}
+    for record, step in steps:
+        # Exporters send a chain after its children, so they are known here
+        # (a chain that comes first is handled when its tool arrives, below).
+        if record.operation == CHAIN and repeats_a_tool(
+            record, [*children.get(record.span_id, []), *map(SpanLink.from_row, store.span_links(trace_id, parent_id=record.span_id))]
+        ):
+            continue
+        agent, missing = resolve_agent(record.span_id, lookup)
+        if agent is not None:
+            step.agent = agent
+        if step.span_id == record.span_id:
+            waiting[record.span_id] = missing
+        store.add_step(trace_id, step)
+    # A chain that arrived before its tool and turns out only to repeat it is no step after all.
+    for link in links.values():
+        parent = lookup(link.parent_id) if link.parent_id and link.output and link.output.startswith("tool:") else None
+        if parent is not None and parent.output == "chain:" + link.output.split(":", 1)[1] and parent.span_id not in links:
+            store.delete_step(trace_id, parent.span_id)
+    # Steps stored earlier whose walk up the tree stopped at a span of this batch.
+    resolved: dict[str, str] = {}
+    for span_id, missing in store.steps_waiting_on(trace_id, list(links)):
+        agent, still_missing = resolve_agent(missing, lookup)
+        waiting[span_id] = still_missing
+        if agent is not None:
+            resolved[span_id] = agent
+    store.save_span_links(trace_id, [link.row(waiting.get(link.span_id)) for link in links.values()])
+    earlier = {span_id: missing for span_id, missing in waiting.items() if span_id not in links}
+    if earlier:
+        store.set_step_agents(trace_id, resolved, earlier)
+    # The run's agents and task, where the spans give them and the header did not.
+    explicit_agents = root is not None and TRACE_AGENTS in root.attributes
+    if not explicit_agents and (header is not None or any(link.agent or link.agents for link in links.values())):
+        # (a faultlens.agents list stored from an earlier batch wins inside run_agents)
+        store.set_run_agents(trace_id, run_agents(SpanLink.from_row(row) for row in store.span_links(trace_id, describing=True)))
+    if header is not None and not header.task.query:
+        store.fill_run_query(trace_id, run_task(SpanLink.from_row(row) for row in store.span_links(trace_id, with_task=True)) or "")
+    elif header is None:
+        hint = run_task(links.values())
+        if hint:
+            store.fill_run_query(trace_id, hint)
+
+
+# -- agent identity from the span tree -----------------------------------------
+@dataclass(frozen=True)
+class SpanLink:
+    """What the span tree needs of one span: where it hangs, whose it is, what it says of the run.
+
+    Kept for every span (steps and the containers that are not steps), so a
+    step's agent can be found whatever order the spans arrive in.
+    """
+
+    span_id: str
+    parent_id: str | None
+    start_ns: int
+    agent: str | None = None  # the agent the span names itself (agent_of)
+    agents: tuple[AgentInfo, ...] = ()  # agents it describes: itself when described, the team members it lists
+    explicit: bool = False  # `agents` is the run's list as given (faultlens.agents)
+    task: str | None = None  # the first user message of a model call: the run's task if the root gives none
+    output: str | None = None  # `tool:`/`chain:` + digest of its text output (a chain that only repeats a tool's is no step)
+
+    def row(self, waiting_on: str | None = None) -> dict[str, Any]:
+        describes = {"agents": [a.model_dump(mode="json") for a in self.agents], "explicit": self.explicit} if self.agents or self.explicit else None
+        return {"span_id": self.span_id, "parent_id": self.parent_id, "start_ns": self.start_ns, "agent": self.agent,
+                "describes": json.dumps(describes, sort_keys=True) if describes else None, "task": self.task, "output": self.output,
+                "waiting_on": waiting_on}
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> SpanLink:
+        describes = json.loads(row["describes"]) if row.get("describes") else {}
+        return cls(span_id=row["span_id"], parent_id=row.get("parent_id"), start_ns=int(row.get("start_ns") or 0), agent=row.get("agent"),
+                   agents=tuple(AgentInfo.model_validate(a) for a in describes.get("agents", [])), explicit=bool(describes.get("explicit")), task=row.get("task"), output=row.get("output"))
+
+
+def _listed(value: Any) -> list[str]:
+    value = maybe_json(value)
+    if isinstance(value, (list, tuple)):
+        return [str(v) for v in value]
+    return [str(value)] if value else []
+
+
+def _described_agents(record: SpanRecord) -> tuple[list[AgentInfo], bool]:
+    """The agents a span describes, and whether that is the run's whole list (faultlens.agents)."""
+    attrs = record.attributes
+    if TRACE_AGENTS in attrs:
+        try:
+            value = _json_attr(attrs, TRACE_AGENTS)
+            return [AgentInfo.model_validate(a) for a in value], True
+        except (_Bad, ValidationError, TypeError):
+            return [], True  # header_from_record reports the bad value
+    found: list[AgentInfo] = []
+    own = agent_of(record)
+    if own is not None and attrs.get(AGENT_DESCRIPTION):
+        # (an agent's name alone is in SpanLink.agent)
+        found.append(AgentInfo(name=own, description=str(attrs[AGENT_DESCRIPTION])))
+    # smolagents lists the managed agents on the manager's span.
+    for managed in _flattened(attrs, "smolagents.managed_agents"):
+        if managed.get("name"):
+            found.append(AgentInfo(name=str(managed["name"]), description=str(managed.get("description") or "")))
+    # AutoGen AgentChat lists a team's participants on its run_stream span.
+    names, descriptions = _listed(attrs.get("participant_names")), _listed(attrs.get("participant_descriptions"))
+    for i, name in enumerate(names):
+        found.append(AgentInfo(name=name, description=descriptions[i] if i < len(descriptions) and descriptions[i] != "None" else ""))
+    return found, False
+
+
+def _first_user_text(record: SpanRecord) -> str | None:
+    for message in messages_of(record, "input") or []:
+        if not isinstance(message, dict) or message.get("role", "user") == "user":
+            return message_text(message) or None
+    value = record.attributes.get("input.value")
+    return _input_value_text(value) if value is not None else None
+
+
+# Keys under which frameworks put the request in a JSON `input.value`
+# (smolagents and AutoGen: `task`; AG2: `message`).
+_INPUT_KEYS = ("task", "message", "query", "question", "input", "prompt", "content")
+
+
+def _input_value_text(value: Any) -> str | None:
+    """The request an `input.value` holds: plain text, or the text under a known key / in the first user message."""
+    parsed = maybe_json(value)
+    if isinstance(parsed, str):
+        return parsed.strip() or None
+    if isinstance(parsed, dict):
+        if parsed.get("role") is not None and parsed.get("content") is not None:
+            return message_text(parsed) or None
+        for key in _INPUT_KEYS:
+            found = parsed.get(key)
+            if isinstance(found, str) and found.strip():
+                return found.strip()
+            if isinstance(found, (dict, list)) and (text := _input_value_text(json.dumps(found))):
+                return text
+        return None
+    if isinstance(parsed, list):
+        for item in parsed:
+            if isinstance(item, dict) and item.get("role", "user") == "user":
+                return message_text(item) or None
+            if isinstance(item, str):
+                return item
+    return None
+
+
+def link_of(record: SpanRecord) -> SpanLink:
+    agents, explicit = _described_agents(record)
+    return SpanLink(
+        span_id=record.span_id,
+        parent_id=record.parent_id,
+        start_ns=record.start_ns,
+        agent=agent_of(record),
+        agents=tuple(agents),
+        explicit=explicit,
+        task=_first_user_text(record) if record.operation == CHAT else None,
+        output=_output_key(record),
+    )
+
+
+def _digest(text: str | None) -> str | None:
+    return hashlib.sha1(text.encode()).hexdigest() if text else None
+
+
+def _output_key(record: SpanRecord) -> str | None:
+    """`tool:<digest>` / `chain:<digest>` of a tool's or an observing chain's text output."""
+    op = record.operation
+    if op not in (TOOL, CHAIN) or (op == CHAIN and STEP_KIND in record.attributes):
+        return None
+    digest = _digest(_plain_output(record))
+    return f"{'tool' if op == TOOL else 'chain'}:{digest}" if digest else None
+
+
+def repeats_a_tool(record: SpanRecord, children: Iterable[SpanLink]) -> bool:
+    """A chain whose text output only repeats one of its tools' (smolagents' ToolCallingAgent `Step N`)."""
+    key = _output_key(record)
+    if record.operation != CHAIN or key is None:
+        return False
+    return any(child.output == "tool:" + key.split(":", 1)[1] and child.parent_id == record.span_id for child in children)
+
+
+def resolve_agent(span_id: str, lookup: Callable[[str], SpanLink | None]) -> tuple[str | None, str | None]:
+    """(agent, missing): the agent of the nearest span at or above `span_id` that names one.
+
+    When the walk up reaches a span not known yet, the agent is None and
+    `missing` is that span's id: resolution resumes from it when it arrives.
+    Both None: the tree above holds no agent.
+    """
+    seen: set[str] = set()
+    current: str | None = span_id
+    while current is not None and current not in seen:
+        seen.add(current)
+        link = lookup(current)
+        if link is None:
+            return None, current
+        if link.agent:
+            return link.agent, None
+        current = link.parent_id
+    return None, None
+
+
+def run_agents(links: Iterable[SpanLink]) -> list[AgentInfo]:
+    """The run's agents: the run's own list if a span gives one (faultlens.agents), else
+    the agents that own spans, in order of their first span, then those only listed
+    (a managed agent or participant that never ran); descriptions from wherever given."""
+    ordered = sorted(links, key=lambda link: (link.start_ns, link.span_id))
+    explicit = [link for link in ordered if link.explicit]
+    if explicit:
+        return list(explicit[0].agents)
+    described: dict[str, str] = {}
+    for link in ordered:
+        for info in link.agents:
+            if info.description and not described.get(info.name):
+                described[info.name] = info.description
+    names = list(dict.fromkeys(link.agent for link in ordered if link.agent))
+    names += [n for n in dict.fromkeys(info.name for link in ordered for info in link.agents) if n not in names]
+    return [AgentInfo(name=n, description=described.get(n, "")) for n in names]
+
+
+def run_task(links: Iterable[SpanLink]) -> str | None:
+    """The first user message of the run's earliest model call: its task when the root states none."""
+    hints = sorted((link for link in links if link.task), key=lambda link: (link.start_ns, link.span_id))
+    return hints[0].task if hints else None

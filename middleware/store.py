@@ -25,7 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import sqlite_utils
 
-from .model import Attribution, Lesson, Outcome, Step, Trace
+from .model import AgentInfo, Attribution, Lesson, Outcome, Step, Trace
 from .redact import redact
 
 DEFAULT_DB = Path(".faultlens") / "faultlens.db"
@@ -146,6 +146,19 @@ class SQLiteStore:
                     PRIMARY KEY (trace_id, key))"""
             )
             db.execute("CREATE INDEX IF NOT EXISTS steps_agent ON steps(agent)")
+            # Every span's place in its run's tree (steps and the containers that
+            # are not steps), so a step's agent is found whatever order spans
+            # arrive in (see spans.ingest). `waiting_on`: the ancestor a step's
+            # agent waits for.
+            db.execute(
+                """CREATE TABLE IF NOT EXISTS span_links (
+                    trace_id TEXT NOT NULL REFERENCES traces(id) ON DELETE CASCADE,
+                    span_id TEXT NOT NULL, parent_id TEXT, start_ns INTEGER,
+                    agent TEXT, describes TEXT, task TEXT, output TEXT, waiting_on TEXT,
+                    PRIMARY KEY (trace_id, span_id))"""
+            )
+            db.execute("CREATE INDEX IF NOT EXISTS span_links_waiting ON span_links(trace_id, waiting_on) WHERE waiting_on IS NOT NULL")
+            db.execute("CREATE INDEX IF NOT EXISTS span_links_parent ON span_links(trace_id, parent_id)")
             db.execute(
                 """CREATE TABLE IF NOT EXISTS attributions (
                     id TEXT PRIMARY KEY, trace_id TEXT, method TEXT, model TEXT, status TEXT,
@@ -228,6 +241,84 @@ class SQLiteStore:
             position = step.started_at if step.started_at is not None else float(seq)
             _upsert(db, "steps", self._step_row(trace_id, step, seq, position), ("trace_id", "key"))
             db.execute("UPDATE traces SET updated_at = ? WHERE id = ?", [time.time(), trace_id])
+
+    # -- span links: the tree a run's agents are resolved from (spans.ingest) --
+    _LINK_COLUMNS = ("span_id", "parent_id", "start_ns", "agent", "describes", "task", "output", "waiting_on")
+
+    def save_span_links(self, trace_id: str, rows: Iterable[dict[str, Any]]) -> None:
+        with self._write() as db:
+            for row in rows:
+                _upsert(db, "span_links", {"trace_id": trace_id, **{c: row.get(c) for c in self._LINK_COLUMNS}}, ("trace_id", "span_id"))
+
+    def span_links(
+        self, trace_id: str, *, span_ids: list[str] | None = None, parent_id: str | None = None, describing: bool = False, with_task: bool = False
+    ) -> list[dict[str, Any]]:
+        """Stored links of a run: those of `span_ids`, the children of `parent_id`, those that name or describe agents, or those that state a task."""
+        where, params = ["trace_id = ?"], [trace_id]
+        if parent_id is not None:
+            where.append("parent_id = ?")
+            params.append(parent_id)
+        if span_ids is not None:
+            where.append(f"span_id IN ({', '.join('?' for _ in span_ids)})")
+            params += span_ids
+        if with_task:
+            where.append("task IS NOT NULL")
+        columns = ", ".join(self._LINK_COLUMNS)
+        sql = f"SELECT {columns} FROM span_links WHERE {' AND '.join(where)}"
+        if describing:
+            # Each agent's first span (SQLite takes the bare columns from the MIN row), and the spans that describe agents.
+            first = columns.replace("start_ns", "MIN(start_ns)")
+            sql = (f"SELECT {first} FROM span_links WHERE {' AND '.join(where)} AND agent IS NOT NULL GROUP BY agent"
+                   f" UNION ALL {sql} AND describes IS NOT NULL")
+            params = params + params
+        return [dict(zip(self._LINK_COLUMNS, row)) for row in self._db().execute(sql, params).fetchall()]
+
+    def steps_waiting_on(self, trace_id: str, span_ids: list[str]) -> list[tuple[str, str]]:
+        """(step span id, the ancestor it waits on) for steps waiting on any of `span_ids`."""
+        found: list[tuple[str, str]] = []
+        for start in range(0, len(span_ids), 500):  # SQLite's bound-parameter limit
+            chunk = span_ids[start : start + 500]
+            found += self._db().execute(
+                f"SELECT span_id, waiting_on FROM span_links WHERE trace_id = ? AND waiting_on IN ({', '.join('?' for _ in chunk)})",
+                [trace_id, *chunk],
+            ).fetchall()
+        return [(a, b) for a, b in found]
+
+    def set_step_agents(self, trace_id: str, agents: dict[str, str], waiting: dict[str, str | None]) -> None:
+        """Give stored steps (by span id) their agent once the span tree names it, and move what the others wait on."""
+        with self._write() as db:
+            for span_id, waiting_on in waiting.items():
+                db.execute("UPDATE span_links SET waiting_on = ? WHERE trace_id = ? AND span_id = ?", [waiting_on, trace_id, span_id])
+            for span_id, agent in agents.items():
+                db.execute(
+                    "UPDATE steps SET agent = ?, data = json_set(data, '$.agent', ?) WHERE trace_id = ? AND key = ?",
+                    [agent, agent, trace_id, span_id],
+                )
+            db.execute("UPDATE traces SET updated_at = ? WHERE id = ?", [time.time(), trace_id])
+
+    def delete_step(self, trace_id: str, key: str) -> None:
+        """Remove one step (by span id), e.g. a chain step that turned out to repeat its tool's output."""
+        with self._write() as db:
+            db.execute("DELETE FROM steps WHERE trace_id = ? AND key = ?", [trace_id, key])
+
+    def set_run_agents(self, trace_id: str, agents: list[AgentInfo]) -> None:
+        with self._write() as db:
+            data = redact([a.model_dump(mode="json") for a in agents])
+            db.execute("UPDATE traces SET agents = ?, updated_at = ? WHERE id = ?", [_dumps(data), time.time(), trace_id])
+
+    def fill_run_query(self, trace_id: str, query: str) -> None:
+        """Set a run's task query if it has none yet (a task given by the run itself is kept)."""
+        if not query:
+            return
+        row = self._db().execute("SELECT query FROM traces WHERE id = ?", [trace_id]).fetchone()
+        if row is None or row[0]:
+            return  # a read, so that every model call of a run does not take the write lock
+        query = redact(query)
+        with self._write() as db:
+            db.execute(
+                "UPDATE traces SET query = ?, task = json_set(task, '$.query', ?), updated_at = ? WHERE id = ? AND (query IS NULL OR query = '')",
+                [query, query, time.time(), trace_id],
+            )
 
     def set_outcome(self, trace_id: str, outcome: Outcome) -> None:
         with self._write() as db:
@@ -336,6 +427,7 @@ class SQLiteStore:
     def delete_trace(self, trace_id: str) -> None:
         with self._write() as db:
             db.execute("DELETE FROM steps WHERE trace_id = ?", [trace_id])
+            db.execute("DELETE FROM span_links WHERE trace_id = ?", [trace_id])
             db.execute("DELETE FROM traces WHERE id = ?", [trace_id])
 
     # -- attributions ------------------------------------------------------

@@ -35,3 +35,5 @@ def test_capture_examples_run_in_order(tmp_path, monkeypatch, capsys):
     assert "[(0, 'researcher', 'tool_call'), (1, 'researcher', 'llm_call'), (2, 'researcher', 'message'), (3, 'researcher', 'final_answer')]" in out
     assert "[('answerer', '{\"answer\": \"HELLO\"}')]" in out
     assert (tmp_path / "trace.otlp.json").exists()
+    # from any framework: OpenInference spans sent span by span to the server
+    assert "Weather in Paris? ['Triage', 'Weather Specialist'] [('Triage', 'Handing over.'), ('Weather Specialist', 'Sunny, 21C')]" in out

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from faultlens.middleware import InputError, StepKind, open_store
-from faultlens.middleware.spans import SpanRecord, ingest, span_to_step
+from faultlens.middleware.spans import SpanLink, SpanRecord, agent_of, ingest, link_of, resolve_agent, run_agents, span_to_step, traces_from_records
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 
@@ -53,3 +53,136 @@ def test_ingest_of_a_bad_batch_writes_nothing(tmp_path):
     with pytest.raises(InputError, match="faultlens.step.kind"):
         ingest(store, [good, bad])
     assert store.count_traces() == 0
+
+
+# -- agent identity from the span tree (OpenInference) ------------------------
+def oi(span_id, name, kind, parent=None, start=1, end=2, **attributes):
+    return record(span_id, name, parent=parent, start=start, end=end, **{"openinference.span.kind": kind, **attributes})
+
+
+def sid(n):
+    return f"{n:016x}"
+
+
+def test_resolve_agent_walks_up_and_says_where_it_stopped():
+    links = {link.span_id: link for link in [
+        link_of(oi(sid(1), "Agent workflow", "AGENT")),
+        link_of(oi(sid(2), "Triage", "AGENT", parent=sid(1), **{"agent.name": "Triage"})),
+        link_of(oi(sid(3), "turn", "CHAIN", parent=sid(2))),
+        link_of(oi(sid(4), "generation", "LLM", parent=sid(3))),
+        link_of(oi(sid(5), "generation", "LLM", parent=sid(9))),
+    ]}
+    assert resolve_agent(sid(4), links.get) == ("Triage", None)
+    assert resolve_agent(sid(1), links.get) == (None, None)  # the root names no agent
+    assert resolve_agent(sid(5), links.get) == (None, sid(9))  # parent not arrived yet
+    looped = {sid(7): SpanLink(sid(7), sid(8), 0), sid(8): SpanLink(sid(8), sid(7), 0)}
+    assert resolve_agent(sid(7), looped.get) == (None, None)
+
+
+def test_framework_agent_names():
+    assert agent_of(oi(sid(1), "weather_agent.run", "AGENT")) == "weather_agent"  # smolagents
+    assert agent_of(oi(sid(1), "researcher.on_messages_stream", "AGENT", **{"graph.node.id": "researcher"})) == "researcher"  # AutoGen
+    assert agent_of(oi(sid(1), "Agent workflow", "AGENT")) is None  # openai-agents' root
+    assert agent_of(oi(sid(1), "turn", "CHAIN")) is None
+    assert agent_of(oi(sid(1), "OpenAIModel.generate", "LLM")) is None  # only agent spans are named by their span name
+    # AG2's speaker-selection helpers speak for the chat manager above them
+    assert agent_of(oi(sid(1), "checking_agent.initiate_chat", "AGENT", **{"agent.name": "checking_agent"})) is None
+    assert agent_of(oi(sid(1), "MagenticOneGroupChat.run_stream", "CHAIN", participant_names=["a", "b"])) == "MagenticOneOrchestrator"
+    assert agent_of(oi(sid(1), "SelectorGroupChat.run_stream", "CHAIN", participant_names=["a"])) == "SelectorGroupChatManager"
+
+
+def test_steps_get_their_agent_when_the_ancestor_arrives_later(tmp_path):
+    store = open_store(tmp_path / "i.db")
+    root = oi(sid(1), "Agent workflow", "AGENT", start=1, end=9)
+    agent = oi(sid(2), "Triage", "AGENT", parent=sid(1), start=2, end=8, **{"agent.name": "Triage"})
+    turn = oi(sid(3), "turn", "CHAIN", parent=sid(2), start=3, end=7)
+    llm = oi(sid(4), "generation", "LLM", parent=sid(3), start=4, end=5, **{
+        "llm.input_messages.0.message.role": "user", "llm.input_messages.0.message.content": "Weather in Paris?",
+        "llm.output_messages.0.message.role": "assistant", "llm.output_messages.0.message.content": "Handing over."})
+    tool = oi(sid(5), "get_weather", "TOOL", parent=sid(3), start=5, end=6, **{"tool.name": "get_weather", "input.value": '{"city": "Paris"}', "output.value": "Sunny"})
+    trace_id = TRACE
+    ingest(store, [llm])
+    trace = store.get_trace(trace_id)
+    assert [s.agent for s in trace.steps] == ["agent"]  # no service name on these records: the default
+    assert trace.task.query == "Weather in Paris?"  # the first user message, until the root says otherwise
+    ingest(store, [tool])
+    ingest(store, [turn])  # still no agent above: both steps now wait on Triage
+    assert [s.agent for s in store.get_trace(trace_id).steps] == ["agent", "agent"]
+    ingest(store, [agent])
+    trace = store.get_trace(trace_id)
+    assert [(s.agent, s.tool_name, s.content) for s in trace.steps] == [("Triage", None, "Handing over."), ("Triage", "get_weather", "Sunny")]
+    assert trace.steps[1].tool_arguments == {"city": "Paris"}
+    assert store.list_traces(agent="Triage")[0].agents == ["Triage"]  # the stored columns, not only the read trace
+    ingest(store, [root])
+    trace = store.get_trace(trace_id)
+    assert trace.agent_names == ["Triage"] and trace.task.query == "Weather in Paris?"
+    # the same spans at once give the same run
+    other = open_store(tmp_path / "j.db")
+    ingest(other, [root, agent, turn, llm, tool])
+    assert other.get_trace(trace_id).model_dump() == trace.model_dump()
+
+
+def test_an_explicit_task_and_agent_list_are_kept(tmp_path):
+    store = open_store(tmp_path / "i.db")
+    llm = oi(sid(4), "generation", "LLM", parent=sid(1), start=2, end=3, **{"agent.name": "b", "llm.input_messages.0.message.role": "user", "llm.input_messages.0.message.content": "hint"})
+    root = record(sid(1), "invoke_workflow w", start=1, end=4, **{"gen_ai.operation.name": "invoke_workflow", "faultlens.task": json.dumps({"query": "the task"}),
+                                                               "faultlens.agents": json.dumps([{"name": "a"}, {"name": "b", "role": "solver"}])})
+    ingest(store, [llm])
+    ingest(store, [root])
+    trace = store.get_trace(TRACE)
+    assert trace.task.query == "the task"
+    assert [(a.name, a.role) for a in trace.agents] == [("a", ""), ("b", "solver")]
+
+
+def test_run_agents_order_and_descriptions():
+    links = [
+        link_of(oi(sid(2), "weather_agent.run", "AGENT", start=2)),
+        link_of(oi(sid(1), "CodeAgent.run", "AGENT", start=1, **{"smolagents.managed_agents.0.name": "weather_agent", "smolagents.managed_agents.0.description": "Finds weather.",
+                                                                 "smolagents.managed_agents.1.name": "idle_agent"})),
+    ]
+    assert [(a.name, a.description) for a in run_agents(links)] == [("CodeAgent", ""), ("weather_agent", "Finds weather."), ("idle_agent", "")]
+
+
+def test_grouping_chains_are_no_steps_but_observations_are():
+    assert span_to_step(oi(sid(1), "turn", "CHAIN")) is None
+    assert span_to_step(oi(sid(1), "run_stream", "CHAIN", **{"output.value": '{"messages": []}', "output.mime_type": "application/json"})) is None
+    step = span_to_step(oi(sid(1), "Step 1", "CHAIN", start=1, end=3, **{"output.value": "Execution logs:\n5"}))
+    assert step.kind is StepKind.tool_result and step.content == "Execution logs:\n5" and step.started_at == 3.0  # said when the step ends
+    # a chain that only repeats its tool's output (smolagents' ToolCallingAgent steps) is none
+    chain = oi(sid(1), "Step 1", "CHAIN", start=1, end=3, **{"output.value": "Sunny"})
+    tool = oi(sid(2), "SimpleTool", "TOOL", parent=sid(1), **{"tool.name": "get_weather", "output.value": "Sunny"})
+    (trace,) = traces_from_records([chain, tool])
+    assert [s.tool_name for s in trace.steps] == ["get_weather"]
+
+
+def test_tool_arguments_from_each_instrumentation():
+    smol = span_to_step(oi(sid(1), "FinalAnswerTool", "TOOL", **{"tool.name": "final_answer", "input.value": json.dumps({"args": ["5"], "sanitize_inputs_outputs": False, "kwargs": {}}),
+                                                                 "tool.parameters": json.dumps({"answer": {"type": "any"}}), "output.value": "5"}))
+    assert smol.tool_arguments == {"answer": "5"} and smol.content == "5" and smol.tool_result == 5
+    autogen = span_to_step(oi(sid(1), "researcher.lookup", "TOOL", **{"tool.name": "lookup", "tool.parameters": '{"city": "Paris"}', "input.value": '{"city": "Paris"}'}))
+    assert autogen.tool_arguments == {"city": "Paris"} and "tool_parameters" not in autogen.metadata
+
+
+def test_task_from_a_root_input_value():
+    for value, query in [('{"task": "Do it", "stream": false}', "Do it"), ('{"message": "Hi", "sender": "a"}', "Hi"), ("plain words", "plain words"),
+                         ('[{"role": "system", "content": "s"}, {"role": "user", "content": "Q?"}]', "Q?")]:
+        (trace,) = traces_from_records([oi(sid(1), "CodeAgent.run", "AGENT", **{"input.value": value})])
+        assert trace.task.query == query, value
+
+
+def test_deleting_a_run_deletes_its_span_links(tmp_path):
+    store = open_store(tmp_path / "i.db")
+    ingest(store, [oi(sid(4), "generation", "LLM", parent=sid(3))])
+    assert store.span_links(TRACE)
+    store.delete_trace(TRACE)
+    assert store.span_links(TRACE) == []
+
+
+def test_an_explicit_agent_list_from_an_earlier_batch_is_kept(tmp_path):
+    store = open_store(tmp_path / "i.db")
+    root = record(sid(1), "invoke_workflow w", start=1, end=4, **{"gen_ai.operation.name": "invoke_workflow", "faultlens.agents": json.dumps([{"name": "a", "role": "lead"}])})
+    late = oi(sid(2), "helper.run", "AGENT", parent=sid(1), start=2, end=3, **{"output.value": "done"})
+    ingest(store, [root])
+    ingest(store, [late])  # an agent span after the header: the given list stays as given
+    assert [(a.name, a.role) for a in store.get_trace(TRACE).agents] == [("a", "lead"), ("helper", "")]  # (the step's agent is added on read)
+    assert store.list_traces()[0].agents == ["a"]
