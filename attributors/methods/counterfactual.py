@@ -11,6 +11,8 @@
    succeeds, the rerun budget runs out, or the trace cannot be re-run, the
    verdict is the base's top step, `verified` is false and
    `details["fallback"]` says why. Nothing is guessed.
+4. The mode of a verified step is read from what its correction changed
+   (`methods.correction`); otherwise it is the base's (`details["mode_from"]`).
 
 The budget is counted in reruns (`max_reruns` per trace, default `k`), not just
 tokens: `details["reruns"]` is what was spent, `details["trials"]` what each
@@ -30,6 +32,7 @@ from faultlens.middleware.rerun import NotRerunnable, Rerunner, Trial, rerunner_
 from .. import render
 from ..base import Attributor, BaseAttributor
 from ..registry import get, register
+from .correction import mode_of_correction
 
 PROMPT_VERSION = "counterfactual/v1"
 CORRECTOR_SYSTEM = (
@@ -98,7 +101,7 @@ class Counterfactual(BaseAttributor):
             return ranked.model_copy(update={"method": self.name,
                                              "details": {**details, "fallback": f"the base {base_name} gave no step"}})
         cost = ranked.cost
-        verdict, fallback = None, None
+        verdict, fallback, corrected = None, None, None
         rerunner = self.rerunner or rerunner_for(trace)
         if rerunner is None:
             fallback = f"no rerunner can re-run this trace (source.benchmark={trace.source.benchmark!r})"
@@ -121,7 +124,7 @@ class Counterfactual(BaseAttributor):
                 details["reruns"] += 1
                 details["trials"].append(trial.to_json())
                 if trial.success:
-                    verdict = step
+                    verdict, corrected = step, (replacement if replacement is not None else trial.regenerated)
                     break
             else:
                 fallback = fallback or f"no correction of the top {self.k} candidate steps made the run succeed"
@@ -135,9 +138,12 @@ class Counterfactual(BaseAttributor):
         ranking += [c for c in ranked.ranking if c.step != verdict]
         how = (f"correcting step {verdict} made the run succeed on rerun" if details["verified"]
                else f"not verified ({fallback}); {base_name}'s top step")
+        # A verified correction shows what was wrong; the base's classifier saw only the failing step.
+        mode = mode_of_correction(trace, verdict, corrected) if corrected else None
+        details["mode_from"] = "correction" if mode else base_name
         return Attribution(
             trace_id=trace.id, method=self.name, backend="rerun", status=AttributionStatus.ok,
-            agent=trace.steps[verdict].agent, step=verdict, mode=self._mode_at(trace, ranked, verdict),
+            agent=trace.steps[verdict].agent, step=verdict, mode=mode or self._mode_at(trace, ranked, verdict),
             reason=f"{how}. {ranked.reason or ''}".strip(),
             confidence=1.0 if details["verified"] else ranked.confidence, ranking=ranking, cost=cost,
             model=self.corrector, prompt_version=PROMPT_VERSION, raw=ranked.raw, details=details,
