@@ -139,6 +139,7 @@ class EnvironmentRerunner:
             raise ValueError(f"resample must be one of {', '.join(RESAMPLE)}, not {resample!r}")
         self.resample = resample
         self.lessons = lessons
+        self._draws: dict[tuple[str, int], int] = {}
         self._last: tuple[str, str, _Prepared] | None = None  # (trace id, content fingerprint, what its trials need)
 
     @staticmethod
@@ -212,7 +213,9 @@ class EnvironmentRerunner:
         if replacement is not None:
             overrides[step] = lambda record: _answer(record, replacement)
         elif self.resample == "fresh" and prep.recording[step].kind == "model":
-            overrides[step] = lambda record: _fresh_draw(record.request, f"{trace.id}/{step}")
+            # Each rerun of a step is a new draw: the n-th rerun of (trace, step) in this rerunner gets the n-th salt.
+            draw = self._draws[trace.id, step] = self._draws.get((trace.id, step), -1) + 1
+            overrides[step] = lambda record: _fresh_draw(record.request, f"{trace.id}/{step}/{draw}")
         session = Session(prep.recording, replay_until=step, overrides=overrides, reuse_unchanged_from=step + 1)
         try:
             result = prep.env.run(prep.task, model=prep.model, session=session, sim=prep.sim, lessons=prep.lessons,

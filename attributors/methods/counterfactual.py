@@ -14,6 +14,10 @@
 4. The mode of a verified step is read from what its correction changed
    (`methods.correction`); otherwise it is the base's (`details["mode_from"]`).
 
+With `draws=n`, a re-sampled candidate whose new draw changed it without
+fixing the run is drawn again, up to n draws in all (a slip downstream may
+have undone the correction); every draw is a rerun.
+
 The budget is counted in reruns (`max_reruns` per trace, default `k`), not just
 tokens: `details["reruns"]` is what was spent, `details["trials"]` what each
 trial did, and `cost.reruns` carries the count into benchmark reports.
@@ -47,8 +51,10 @@ class Counterfactual(BaseAttributor):
     name = "counterfactual"
 
     def __init__(self, base: str | Attributor = "learned", k: int = 3, max_reruns: int | None = None,
-                 corrector: str | None = None, rerunner: Rerunner | None = None, **base_options: Any):
-        k, max_reruns = int(k), int(max_reruns) if max_reruns is not None else None
+                 corrector: str | None = None, rerunner: Rerunner | None = None, draws: int = 1, **base_options: Any):
+        k, max_reruns, draws = int(k), int(max_reruns) if max_reruns is not None else None, int(draws)
+        if draws < 1:
+            raise FaultlensError(f"counterfactual: draws must be at least 1, not {draws}")
         if k < 1:
             raise FaultlensError(f"counterfactual: k must be at least 1, not {k}")
         if max_reruns is not None and max_reruns < 0:
@@ -56,7 +62,7 @@ class Counterfactual(BaseAttributor):
         if isinstance(base, str) and base == self.name:
             raise FaultlensError("counterfactual cannot rank with itself; choose another base, e.g. base=learned")
         self.base = get(base, **base_options) if isinstance(base, str) else base
-        self.k, self.max_reruns = k, (k if max_reruns is None else max_reruns)
+        self.k, self.max_reruns, self.draws = k, (k if max_reruns is None else max_reruns), draws
         self.corrector = corrector
         self.rerunner = rerunner
         self._client = None
@@ -118,11 +124,19 @@ class Counterfactual(BaseAttributor):
                     continue
                 try:
                     trial = rerunner.rerun(trace, step, replacement)
+                    details["reruns"] += 1
+                    details["trials"].append(trial.to_json())
+                    # A new draw that changed the step yet did not fix the run may have been undone by a slip
+                    # downstream: draw again, up to `draws` times in all.
+                    for _ in range(self.draws - 1):
+                        if trial.success or replacement is not None or not trial.changed or details["reruns"] >= self.max_reruns:
+                            break
+                        trial = rerunner.rerun(trace, step, None)
+                        details["reruns"] += 1
+                        details["trials"].append(trial.to_json())
                 except NotRerunnable as exc:
                     fallback = f"not re-runnable: {exc}"
                     break
-                details["reruns"] += 1
-                details["trials"].append(trial.to_json())
                 if trial.success:
                     verdict, corrected = step, (replacement if replacement is not None else trial.regenerated)
                     break
