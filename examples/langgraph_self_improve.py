@@ -76,7 +76,7 @@ class OracleAttributor:
         return self.attribute(trace)
 
 
-def make_attributor(name: str, store):
+def make_attributor(name: str, store, candidates: int = CANDIDATES, draws: int = DRAWS):
     """The attribution arm's attributor. ``counterfactual`` re-runs the team (see the module docstring)."""
     from faultlens.attributors import get
     from faultlens.injectors.rerun import EnvironmentRerunner
@@ -86,7 +86,7 @@ def make_attributor(name: str, store):
     # The simulated agents are deterministic: asked again the same way, an agent slips the same way.
     # `resample="fresh"` draws the candidate step anew; `lessons=` shows the rerun what its run was shown.
     rerunner = EnvironmentRerunner(resample="fresh", lessons=store.get_lesson)
-    return get("counterfactual", base="learned", k=CANDIDATES, draws=DRAWS, max_reruns=CANDIDATES * DRAWS, rerunner=rerunner)
+    return get("counterfactual", base="learned", k=candidates, draws=draws, max_reruns=candidates * draws, rerunner=rerunner)
 
 
 def _quiet_litellm(env_name: str) -> None:
@@ -104,7 +104,7 @@ def _quiet_litellm(env_name: str) -> None:
 
 
 def run_arm(arm: str, seed: int, rounds: int, per_round: int, *, model: str | None, attributor: str,
-            reflector: str | None, progress=None) -> list[float]:
+            reflector: str | None, progress=None, candidates: int = CANDIDATES, draws: int = DRAWS) -> list[float]:
     """Success rate per round of one arm on one seed's tasks."""
     from faultlens.feedback import FeedbackLoop, LessonMemory, TerminalReflector
     from faultlens.injectors.envs import get
@@ -119,7 +119,7 @@ def run_arm(arm: str, seed: int, rounds: int, per_round: int, *, model: str | No
     if arm == "terminal":
         loop = FeedbackLoop(store=store, attributor=None, memory=memory, reflector=TerminalReflector())
     elif arm == "attribution":
-        loop = FeedbackLoop(store=store, attributor=make_attributor(attributor, store), memory=memory, reflector=reflector)
+        loop = FeedbackLoop(store=store, attributor=make_attributor(attributor, store, candidates, draws), memory=memory, reflector=reflector)
     elif arm == "oracle":
         loop = FeedbackLoop(store=store, attributor=OracleAttributor(), memory=memory, reflector=reflector)
     rates = []
@@ -196,13 +196,15 @@ def plot(results: dict[str, list[list[float]]], out: Path, title: str) -> None:
 @click.option("--seeds", default=5, show_default=True, help="Independent repetitions (different tasks and agent randomness).")
 @click.option("--arms", default=",".join(ARMS), show_default=True, help="Comma-separated arms to run.")
 @click.option("--attributor", default="counterfactual", show_default=True, help="Attribution method of the attribution arm: counterfactual (re-runs the team) or any name `attributors.get` accepts.")
+@click.option("--candidates", default=CANDIDATES, show_default=True, help="counterfactual: how many of learned's top steps to re-run.")
+@click.option("--draws", default=DRAWS, show_default=True, help="counterfactual: draws of a candidate that changed without fixing the run.")
 @click.option("--reflector", default=None, help="Reflection: offline (default) or a litellm model for LLM reflection.")
 @click.option("--model", default=None, help="Run real LLM agents through litellm with this model instead of the simulated agents.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=Path("docs/feedback_self_improve.png"), show_default=True, help="Where to write the plot (PNG).")
 @click.option("--workers", default=2, show_default=True, help="Processes running arms and seeds in parallel (1: all in this process).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write the per-seed, per-round success rates as JSON.")
-def main(rounds: int, per_round: int, seeds: int, arms: str, attributor: str, reflector: str | None, model: str | None,
-         plot_path: Path, workers: int, json_path: Path | None) -> None:
+def main(rounds: int, per_round: int, seeds: int, arms: str, attributor: str, candidates: int, draws: int,
+         reflector: str | None, model: str | None, plot_path: Path, workers: int, json_path: Path | None) -> None:
     """Run the research_desk LangGraph team for several rounds in each arm and compare success rates."""
     from rich.console import Console
     from rich.progress import Progress
@@ -219,7 +221,7 @@ def main(rounds: int, per_round: int, seeds: int, arms: str, attributor: str, re
     total = len(chosen) * seeds * rounds * per_round
     jobs = [(arm, seed) for seed in range(seeds) for arm in chosen]
     per_job: dict[tuple[str, int], list[float]] = {}
-    options = dict(model=model, attributor=attributor, reflector=reflector)
+    options = dict(model=model, attributor=attributor, reflector=reflector, candidates=candidates, draws=draws)
     with Progress(console=console, transient=True) as bar:
         task_bar = bar.add_task(f"{total} runs", total=total)
         if workers <= 1:
@@ -282,7 +284,7 @@ def main(rounds: int, per_round: int, seeds: int, arms: str, attributor: str, re
     if json_path is not None:
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps({"rounds": rounds, "tasks_per_round": per_round, "seeds": seeds, "model": model,
-                                         "attributor": attributor, "results": results, "lift": summary,
+                                         "attributor": attributor, "candidates": candidates, "draws": draws, "results": results, "lift": summary,
                                          "seconds": seconds}, indent=2))
 
 
