@@ -86,7 +86,8 @@ def make_attributor(name: str, store, candidates: int = CANDIDATES, draws: int =
     # The simulated agents are deterministic: asked again the same way, an agent slips the same way.
     # `resample="fresh"` draws the candidate step anew; `lessons=` shows the rerun what its run was shown.
     rerunner = EnvironmentRerunner(resample="fresh", lessons=store.get_lesson)
-    return get("counterfactual", base="learned", k=candidates, draws=draws, max_reruns=candidates * draws, rerunner=rerunner)
+    return get("counterfactual", base="learned", k=candidates, draws=draws, max_reruns=candidates * draws,
+               mode_from="correction", rerunner=rerunner)
 
 
 def _quiet_litellm(env_name: str) -> None:

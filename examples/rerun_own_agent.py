@@ -142,7 +142,8 @@ def main(model: str, db: str) -> None:
     print(f"outcome: {'success' if trace.outcome.success else 'failure'} ({trace.outcome.detail})")
     if trace.outcome.success:
         return
-    attribution = get("counterfactual", k=len(trace.steps)).attribute(trace)  # faultlens: verified by reruns
+    # faultlens: verified by reruns; the mode is read from what the verified correction changed
+    attribution = get("counterfactual", k=len(trace.steps), mode_from="correction").attribute(trace)
     store = open_store(db)
     store.save_trace(trace)
     store.save_attribution(attribution)

@@ -11,8 +11,13 @@
    succeeds, the rerun budget runs out, or the trace cannot be re-run, the
    verdict is the base's top step, `verified` is false and
    `details["fallback"]` says why. Nothing is guessed.
-4. The mode of a verified step is read from what its correction changed
-   (`methods.correction`); otherwise it is the base's (`details["mode_from"]`).
+4. The mode is the base's (its classifier's, for a step other than its top
+   one). With `mode_from="correction"`, the mode of a verified step is read
+   from what its correction changed (`methods.correction`) when the change
+   says something; `details["mode_from"]` says which. That reads natural slips
+   well (the feedback example's team) but the bundled benchmark's injected
+   errors of 22 modes worse than `learned` (mode F1 0.307 against 0.553), so it
+   is not the default.
 
 With `draws=n`, a re-sampled candidate whose new draw changed it without
 fixing the run is drawn again, up to n draws in all (a slip downstream may
@@ -39,6 +44,7 @@ from ..registry import get, register
 from .correction import mode_of_correction
 
 PROMPT_VERSION = "counterfactual/v1"
+MODE_FROM = ("base", "correction")
 CORRECTOR_SYSTEM = (
     "You fix one step of a failed agent run. Reply with the corrected content of that step only, written "
     "the way that agent writes it (an action stays an action in the same format), with no commentary."
@@ -51,10 +57,14 @@ class Counterfactual(BaseAttributor):
     name = "counterfactual"
 
     def __init__(self, base: str | Attributor = "learned", k: int = 3, max_reruns: int | None = None,
-                 corrector: str | None = None, rerunner: Rerunner | None = None, draws: int = 1, **base_options: Any):
+                 corrector: str | None = None, rerunner: Rerunner | None = None, draws: int = 1, mode_from: str = "base",
+                 **base_options: Any):
         k, max_reruns, draws = int(k), int(max_reruns) if max_reruns is not None else None, int(draws)
         if draws < 1:
             raise FaultlensError(f"counterfactual: draws must be at least 1, not {draws}")
+        if mode_from not in MODE_FROM:
+            raise FaultlensError(f"counterfactual: mode_from must be one of {', '.join(MODE_FROM)}, not {mode_from!r}")
+        self.mode_from = mode_from
         if k < 1:
             raise FaultlensError(f"counterfactual: k must be at least 1, not {k}")
         if max_reruns is not None and max_reruns < 0:
@@ -153,7 +163,7 @@ class Counterfactual(BaseAttributor):
         how = (f"correcting step {verdict} made the run succeed on rerun" if details["verified"]
                else f"not verified ({fallback}); {base_name}'s top step")
         # A verified correction shows what was wrong; the base's classifier saw only the failing step.
-        mode = mode_of_correction(trace, verdict, corrected) if corrected else None
+        mode = mode_of_correction(trace, verdict, corrected) if corrected and self.mode_from == "correction" else None
         details["mode_from"] = "correction" if mode else base_name
         return Attribution(
             trace_id=trace.id, method=self.name, backend="rerun", status=AttributionStatus.ok,

@@ -79,8 +79,12 @@ def test_verdict_is_the_earliest_candidate_whose_correction_fixes_the_run(rerunn
     assert a.details["trials"][0]["changed"] is False and a.details["trials"][1]["changed"] is True
     assert a.details["reruns"] == 2 and a.cost.reruns == 2
     assert a.ranking[0].step == 2 and a.confidence == 1.0
-    # the correction turned "12" into "2", a number no input holds: a calculation error, read from the change
+    assert a.mode is None and a.details["mode_from"] == "ranked"  # the base named the mode of step 4, not of step 2
+    # with mode_from=correction: "12" became "2", a number no input holds, so a calculation error
+    a = get("counterfactual", base=Ranked([4, 2, 0]), k=3, rerunner=rerunner, mode_from="correction").attribute(trace)
     assert a.mode == "R.3" and a.details["mode_from"] == "correction"
+    with pytest.raises(FaultlensError, match="mode_from"):
+        get("counterfactual", base=Ranked([2]), mode_from="guess")
 
 
 def test_budget_in_reruns_and_fallback_to_the_ranking(rerunner):

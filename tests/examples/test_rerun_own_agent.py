@@ -36,7 +36,7 @@ def test_counterfactual_verifies_the_calculator_and_records_its_trials(failed, t
     real = example.ToyShopModel.completion
     monkeypatch.setattr(example.ToyShopModel, "completion",
                         lambda self, model, messages, *a, **k: asked.append(messages[0]["content"].split(".")[0]) or real(self, model, messages, *a, **k))
-    a = get("counterfactual", k=len(failed.steps)).attribute(failed)
+    a = get("counterfactual", k=len(failed.steps), mode_from="correction").attribute(failed)
     assert (a.step, a.agent, a.mode, a.details["verified"]) == (4, "calculator", "R.3", True)
     trials = a.details["trials"]
     assert [t["step"] for t in trials] == [0, 1, 2, 3, 4] and [t["success"] for t in trials] == [False] * 4 + [True]
