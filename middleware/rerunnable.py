@@ -23,8 +23,9 @@ What it does:
   trace (step i is call i). Outside them both are plain calls.
 - `desk.record(task)` runs `run(task)` live, judges the answer with
   `judge(task, answer)` (a bool or an `Outcome`) and returns the `Trace`, whose
-  `metadata["recording"]` holds every call's request and response, so the run
-  can be re-run later from a store. A run that raises is a failed run.
+  `metadata["recording"]` holds every call's request (secrets such as
+  `api_key` redacted; the call itself gets them) and response, so the run can
+  be re-run later from a store. A run that raises is a failed run.
 - `desk.rerun(trace, t, replacement)` (what `counterfactual` calls) replays
   calls 0..t-1 from the recording (no model or tool is called, and a program
   that asks something else raises `Drift`: the trace is `NotRerunnable`),
@@ -54,6 +55,7 @@ from typing import Any, TypeVar
 
 from .errors import FaultlensError
 from .model import AgentInfo, Outcome, Source, Step, StepKind, Task, Trace, new_id
+from .redact import redact
 from .replay import CallRecord, Drift, Recording, Session
 from .rerun import NotRerunnable, Trial, register_rerunner
 
@@ -65,10 +67,11 @@ Judge = Callable[[str, Any], "bool | Outcome"]
 
 @dataclass
 class _Active:
-    """The session of the run being recorded or re-run, and the steps it produced so far."""
+    """The session of the run being recorded or re-run, the steps it produced so far, and the call being made."""
 
     session: Session
     steps: list[Step] = field(default_factory=list)
+    call: dict[str, Any] = field(default_factory=dict)  # the litellm arguments as given (keys, objects and all)
 
 
 def _message_dict(message: Any) -> dict[str, Any]:
@@ -119,12 +122,11 @@ class LitellmRerunner:
             return litellm.completion(**kwargs)
         if kwargs.get("stream"):
             raise FaultlensError(f"{self.name}: streamed completions cannot be recorded; call without stream=True")
-        request = _jsonable(kwargs)
-
-        def live(req: dict[str, Any]) -> dict[str, Any]:
-            return _message_dict(litellm.completion(**req).choices[0].message)
-
-        response = active.session.call("model", agent, request, live)
+        # What is recorded (and compared on replay) has its secrets redacted; the call itself gets them.
+        request = redact(_jsonable(kwargs))
+        active.call = kwargs
+        response = active.session.call("model", agent, request,
+                                       lambda _: _message_dict(litellm.completion(**kwargs).choices[0].message))
         text = str(response.get("content") or "")
         calls = response.get("tool_calls") or []
         step = Step(index=len(active.steps), agent=agent, kind=StepKind.tool_call if calls else StepKind.llm_call,
@@ -225,14 +227,15 @@ class LitellmRerunner:
         return recording
 
     def _resample(self, record: CallRecord) -> dict[str, Any]:
+        """Call t of a rerun, asked anew (only model calls are re-sampled)."""
         import litellm
 
-        if record.kind == "tool":
-            raise AssertionError("tool calls are re-run live, not re-sampled")  # never: only model calls get here
-        request = dict(record.request)
+        active = self._active.get()
+        assert active is not None  # overrides run inside `session.call`, inside `_execute`
+        kwargs = dict(active.call)
         if self.resample_temperature is not None:
-            request["temperature"] = self.resample_temperature
-        return _message_dict(litellm.completion(**request).choices[0].message)
+            kwargs["temperature"] = self.resample_temperature
+        return _message_dict(litellm.completion(**kwargs).choices[0].message)
 
     def rerun(self, trace: Trace, step: int, replacement: str | None = None) -> Trial:
         """Replay up to `step`, regenerate it (or put `replacement` there), continue live and judge."""

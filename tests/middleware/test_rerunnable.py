@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import litellm
@@ -21,12 +22,14 @@ class Adder(CustomLLM):
     def __init__(self):
         super().__init__()
         self.calls: list[tuple[str, float]] = []
+        self.keys: list[str | None] = []
 
     def completion(self, model, messages, *args, **kwargs):
         system, user = messages[0]["content"], messages[-1]["content"]
         temperature = float((kwargs.get("optional_params") or {}).get("temperature", 0) or 0)
         agent = re.match(r"You are the (\w+)", system).group(1)
         self.calls.append((agent, temperature))
+        self.keys.append(kwargs.get("api_key"))
         numbers = [int(n) for n in re.findall(r"\d+", user)]
         if agent == "reader":
             text = " ".join(str(n) for n in numbers)
@@ -52,7 +55,7 @@ def right(task: str, answer: str) -> bool:
     return answer == "Answer: " + str(sum(int(n) for n in re.findall(r"\d+", task)))
 
 
-def make_desk(register: bool = False) -> LitellmRerunner:
+def make_desk(register: bool = False, **call: object) -> LitellmRerunner:
     desk = LitellmRerunner("adding-desk", judge=right, register=register)
 
     @desk.tool(agent="reader")
@@ -60,7 +63,7 @@ def make_desk(register: bool = False) -> LitellmRerunner:
         return numbers.strip()
 
     def ask(agent: str, text: str) -> str:
-        reply = desk.completion(agent=agent, model="adder-double/x", temperature=0,
+        reply = desk.completion(agent=agent, model="adder-double/x", temperature=0, **call,
                                 messages=[{"role": "system", "content": f"You are the {agent}."}, {"role": "user", "content": text}])
         return reply.choices[0].message.content
 
@@ -151,3 +154,13 @@ def test_a_run_that_raises_is_a_failed_run_and_a_judge_may_return_an_outcome(mod
 def test_outside_a_recorded_run_the_calls_are_plain(model):
     desk = make_desk()
     assert desk.run(TASK) == "Answer: 5" and len(model.calls) == 3
+
+
+def test_secrets_reach_the_model_but_not_the_recording(model):
+    key = "sk-test-0123456789abcdefghijklmn"
+    desk = make_desk(api_key=key)
+    trace = desk.record(TASK)
+    assert model.keys == [key] * 3  # every live call got the key
+    assert key not in json.dumps(trace.metadata["recording"]) and trace.metadata["recording"][0]["request"]["api_key"] == "[REDACTED]"
+    model.keys.clear()
+    assert desk.rerun(trace, 2).success and model.keys == [key] * 2  # the re-sampled call and the writer's, keys and all
