@@ -8,10 +8,15 @@ four arms, each with its own empty lesson memory:
 - ``none``: no feedback.
 - ``terminal``: Reflexion-style. After a failed run, one lesson written from the
   task and the final answer alone (`TerminalReflector`), shown to every agent.
-- ``attribution``: faultlens. A failed run is attributed in the background
-  (the ``heuristic`` attributor by default), the offline reflector writes a
-  lesson for the blamed agent, and the memory retrieves it for that agent on
-  similar tasks (`FeedbackLoop`, `LessonMemory`).
+- ``attribution``: faultlens. A failed run is attributed in the background,
+  the offline reflector writes a lesson for the blamed agent, and the memory
+  retrieves it for that agent on similar tasks (`FeedbackLoop`, `LessonMemory`).
+  The team can be re-run, so the attributor is ``counterfactual`` over
+  ``learned`` (`make_attributor`): it re-runs the failed run with each of
+  learned's top steps drawn anew from its agent (earliest first, at most two
+  draws a step; the recorded prefix replayed, the agents shown the same
+  lessons), blames the first step whose new draw makes the task succeed, and
+  names the mode from what that correction changed. `--attributor NAME` uses another method instead.
 - ``oracle``: the same loop fed the gold label of each failure (found by
   checking every step against the task's registry, `gold_label`) instead of
   an attributor's guess.
@@ -29,7 +34,8 @@ right agent.
     python examples/langgraph_self_improve.py --model openai/gpt-4o-mini --seeds 1 --tasks 8
 
 Prints the success rate per round and arm (mean ± standard deviation over
-seeds), the lift over no feedback, and writes a plot.
+seeds), the lift over no feedback, the share of the oracle's lift each arm
+reaches, and writes a plot.
 """
 
 from __future__ import annotations
@@ -46,6 +52,8 @@ import click
 
 ARMS = ("none", "terminal", "attribution", "oracle")
 ENV = "research_desk"
+CANDIDATES = 10  # counterfactual tries learned's top 10 steps (a run has 9 to 15), earliest first
+DRAWS = 2  # a candidate whose new draw changed it without fixing the run is drawn once more
 
 
 class OracleAttributor:
@@ -68,6 +76,20 @@ class OracleAttributor:
         return self.attribute(trace)
 
 
+def make_attributor(name: str, store, candidates: int = CANDIDATES, draws: int = DRAWS):
+    """The attribution arm's attributor. ``counterfactual`` re-runs the team (see the module docstring)."""
+    from faultlens.attributors import get
+    from faultlens.injectors.rerun import EnvironmentRerunner
+
+    if name != "counterfactual":
+        return get(name)
+    # The simulated agents are deterministic: asked again the same way, an agent slips the same way.
+    # `resample="fresh"` draws the candidate step anew; `lessons=` shows the rerun what its run was shown.
+    rerunner = EnvironmentRerunner(resample="fresh", lessons=store.get_lesson)
+    return get("counterfactual", base="learned", k=candidates, draws=draws, max_reruns=candidates * draws,
+               mode_from="correction", rerunner=rerunner)
+
+
 def _quiet_litellm(env_name: str) -> None:
     import logging
 
@@ -83,7 +105,7 @@ def _quiet_litellm(env_name: str) -> None:
 
 
 def run_arm(arm: str, seed: int, rounds: int, per_round: int, *, model: str | None, attributor: str,
-            reflector: str | None, progress=None) -> list[float]:
+            reflector: str | None, progress=None, candidates: int = CANDIDATES, draws: int = DRAWS) -> list[float]:
     """Success rate per round of one arm on one seed's tasks."""
     from faultlens.feedback import FeedbackLoop, LessonMemory, TerminalReflector
     from faultlens.injectors.envs import get
@@ -98,7 +120,7 @@ def run_arm(arm: str, seed: int, rounds: int, per_round: int, *, model: str | No
     if arm == "terminal":
         loop = FeedbackLoop(store=store, attributor=None, memory=memory, reflector=TerminalReflector())
     elif arm == "attribution":
-        loop = FeedbackLoop(store=store, attributor=attributor, memory=memory, reflector=reflector)
+        loop = FeedbackLoop(store=store, attributor=make_attributor(attributor, store, candidates, draws), memory=memory, reflector=reflector)
     elif arm == "oracle":
         loop = FeedbackLoop(store=store, attributor=OracleAttributor(), memory=memory, reflector=reflector)
     rates = []
@@ -174,14 +196,16 @@ def plot(results: dict[str, list[list[float]]], out: Path, title: str) -> None:
 @click.option("--tasks", "per_round", default=12, show_default=True, help="Tasks per round.")
 @click.option("--seeds", default=5, show_default=True, help="Independent repetitions (different tasks and agent randomness).")
 @click.option("--arms", default=",".join(ARMS), show_default=True, help="Comma-separated arms to run.")
-@click.option("--attributor", default="heuristic", show_default=True, help="Attribution method of the attribution arm (`attributors.get`).")
+@click.option("--attributor", default="counterfactual", show_default=True, help="Attribution method of the attribution arm: counterfactual (re-runs the team) or any name `attributors.get` accepts.")
+@click.option("--candidates", default=CANDIDATES, show_default=True, help="counterfactual: how many of learned's top steps to re-run.")
+@click.option("--draws", default=DRAWS, show_default=True, help="counterfactual: draws of a candidate that changed without fixing the run.")
 @click.option("--reflector", default=None, help="Reflection: offline (default) or a litellm model for LLM reflection.")
 @click.option("--model", default=None, help="Run real LLM agents through litellm with this model instead of the simulated agents.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), default=Path("docs/feedback_self_improve.png"), show_default=True, help="Where to write the plot (PNG).")
 @click.option("--workers", default=2, show_default=True, help="Processes running arms and seeds in parallel (1: all in this process).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Also write the per-seed, per-round success rates as JSON.")
-def main(rounds: int, per_round: int, seeds: int, arms: str, attributor: str, reflector: str | None, model: str | None,
-         plot_path: Path, workers: int, json_path: Path | None) -> None:
+def main(rounds: int, per_round: int, seeds: int, arms: str, attributor: str, candidates: int, draws: int,
+         reflector: str | None, model: str | None, plot_path: Path, workers: int, json_path: Path | None) -> None:
     """Run the research_desk LangGraph team for several rounds in each arm and compare success rates."""
     from rich.console import Console
     from rich.progress import Progress
@@ -198,7 +222,7 @@ def main(rounds: int, per_round: int, seeds: int, arms: str, attributor: str, re
     total = len(chosen) * seeds * rounds * per_round
     jobs = [(arm, seed) for seed in range(seeds) for arm in chosen]
     per_job: dict[tuple[str, int], list[float]] = {}
-    options = dict(model=model, attributor=attributor, reflector=reflector)
+    options = dict(model=model, attributor=attributor, reflector=reflector, candidates=candidates, draws=draws)
     with Progress(console=console, transient=True) as bar:
         task_bar = bar.add_task(f"{total} runs", total=total)
         if workers <= 1:
@@ -244,6 +268,15 @@ def main(rounds: int, per_round: int, seeds: int, arms: str, attributor: str, re
             summary[arm] = {"lift": m, "sd": d, "min": min(diffs), "sem": sem}
             verdict = "outside the noise (lift > 2 standard errors)" if m > 2 * sem else "within the noise"
             console.print(f"lift of {arm} over none, rounds 2–{rounds}: {m:+.3f} (sd {d:.3f} over seeds, smallest {min(diffs):+.3f}) — {verdict}")
+        oracle = summary.get("oracle", {}).get("lift")
+        for arm in [a for a in summary if a != "oracle"]:
+            if oracle is not None and oracle > 0:
+                # Both lifts are means of paired-by-seed differences over the same seeds, so their ratio compares like with like.
+                summary[arm]["share_of_oracle"] = summary[arm]["lift"] / oracle
+                console.print(f"{arm} reaches {summary[arm]['share_of_oracle']:.0%} of the oracle's lift "
+                              f"({summary[arm]['lift']:+.3f} of {oracle:+.3f}, rounds 2–{rounds}, paired by seed)")
+            elif oracle is not None:
+                console.print(f"the oracle arm has no lift over none ({oracle:+.3f}): no share of it to report for {arm}")
     console.print(f"{total} runs in {seconds:.0f} s")
 
     title = f"research_desk (LangGraph team), {agents}: mean ± sd over {seeds} seeds"
@@ -252,7 +285,7 @@ def main(rounds: int, per_round: int, seeds: int, arms: str, attributor: str, re
     if json_path is not None:
         json_path.parent.mkdir(parents=True, exist_ok=True)
         json_path.write_text(json.dumps({"rounds": rounds, "tasks_per_round": per_round, "seeds": seeds, "model": model,
-                                         "attributor": attributor, "results": results, "lift": summary,
+                                         "attributor": attributor, "candidates": candidates, "draws": draws, "results": results, "lift": summary,
                                          "seconds": seconds}, indent=2))
 
 

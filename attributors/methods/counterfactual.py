@@ -11,6 +11,17 @@
    succeeds, the rerun budget runs out, or the trace cannot be re-run, the
    verdict is the base's top step, `verified` is false and
    `details["fallback"]` says why. Nothing is guessed.
+4. The mode is the base's (its classifier's, for a step other than its top
+   one). With `mode_from="correction"`, the mode of a verified step is read
+   from what its correction changed (`methods.correction`) when the change
+   says something; `details["mode_from"]` says which. That reads natural slips
+   well (the feedback example's team) but the bundled benchmark's injected
+   errors of 22 modes worse than `learned` (mode F1 0.307 against 0.553), so it
+   is not the default.
+
+With `draws=n`, a re-sampled candidate whose new draw changed it without
+fixing the run is drawn again, up to n draws in all (a slip downstream may
+have undone the correction); every draw is a rerun.
 
 The budget is counted in reruns (`max_reruns` per trace, default `k`), not just
 tokens: `details["reruns"]` is what was spent, `details["trials"]` what each
@@ -30,8 +41,10 @@ from faultlens.middleware.rerun import NotRerunnable, Rerunner, Trial, rerunner_
 from .. import render
 from ..base import Attributor, BaseAttributor
 from ..registry import get, register
+from .correction import mode_of_correction
 
 PROMPT_VERSION = "counterfactual/v1"
+MODE_FROM = ("base", "correction")
 CORRECTOR_SYSTEM = (
     "You fix one step of a failed agent run. Reply with the corrected content of that step only, written "
     "the way that agent writes it (an action stays an action in the same format), with no commentary."
@@ -44,8 +57,14 @@ class Counterfactual(BaseAttributor):
     name = "counterfactual"
 
     def __init__(self, base: str | Attributor = "learned", k: int = 3, max_reruns: int | None = None,
-                 corrector: str | None = None, rerunner: Rerunner | None = None, **base_options: Any):
-        k, max_reruns = int(k), int(max_reruns) if max_reruns is not None else None
+                 corrector: str | None = None, rerunner: Rerunner | None = None, draws: int = 1, mode_from: str = "base",
+                 **base_options: Any):
+        k, max_reruns, draws = int(k), int(max_reruns) if max_reruns is not None else None, int(draws)
+        if draws < 1:
+            raise FaultlensError(f"counterfactual: draws must be at least 1, not {draws}")
+        if mode_from not in MODE_FROM:
+            raise FaultlensError(f"counterfactual: mode_from must be one of {', '.join(MODE_FROM)}, not {mode_from!r}")
+        self.mode_from = mode_from
         if k < 1:
             raise FaultlensError(f"counterfactual: k must be at least 1, not {k}")
         if max_reruns is not None and max_reruns < 0:
@@ -53,7 +72,7 @@ class Counterfactual(BaseAttributor):
         if isinstance(base, str) and base == self.name:
             raise FaultlensError("counterfactual cannot rank with itself; choose another base, e.g. base=learned")
         self.base = get(base, **base_options) if isinstance(base, str) else base
-        self.k, self.max_reruns = k, (k if max_reruns is None else max_reruns)
+        self.k, self.max_reruns, self.draws = k, (k if max_reruns is None else max_reruns), draws
         self.corrector = corrector
         self.rerunner = rerunner
         self._client = None
@@ -98,7 +117,7 @@ class Counterfactual(BaseAttributor):
             return ranked.model_copy(update={"method": self.name,
                                              "details": {**details, "fallback": f"the base {base_name} gave no step"}})
         cost = ranked.cost
-        verdict, fallback = None, None
+        verdict, fallback, corrected = None, None, None
         rerunner = self.rerunner or rerunner_for(trace)
         if rerunner is None:
             fallback = f"no rerunner can re-run this trace (source.benchmark={trace.source.benchmark!r})"
@@ -115,13 +134,21 @@ class Counterfactual(BaseAttributor):
                     continue
                 try:
                     trial = rerunner.rerun(trace, step, replacement)
+                    details["reruns"] += 1
+                    details["trials"].append(trial.to_json())
+                    # A new draw that changed the step yet did not fix the run may have been undone by a slip
+                    # downstream: draw again, up to `draws` times in all.
+                    for _ in range(self.draws - 1):
+                        if trial.success or replacement is not None or not trial.changed or details["reruns"] >= self.max_reruns:
+                            break
+                        trial = rerunner.rerun(trace, step, None)
+                        details["reruns"] += 1
+                        details["trials"].append(trial.to_json())
                 except NotRerunnable as exc:
                     fallback = f"not re-runnable: {exc}"
                     break
-                details["reruns"] += 1
-                details["trials"].append(trial.to_json())
                 if trial.success:
-                    verdict = step
+                    verdict, corrected = step, (replacement if replacement is not None else trial.regenerated)
                     break
             else:
                 fallback = fallback or f"no correction of the top {self.k} candidate steps made the run succeed"
@@ -135,9 +162,12 @@ class Counterfactual(BaseAttributor):
         ranking += [c for c in ranked.ranking if c.step != verdict]
         how = (f"correcting step {verdict} made the run succeed on rerun" if details["verified"]
                else f"not verified ({fallback}); {base_name}'s top step")
+        # A verified correction shows what was wrong; the base's classifier saw only the failing step.
+        mode = mode_of_correction(trace, verdict, corrected) if corrected and self.mode_from == "correction" else None
+        details["mode_from"] = "correction" if mode else base_name
         return Attribution(
             trace_id=trace.id, method=self.name, backend="rerun", status=AttributionStatus.ok,
-            agent=trace.steps[verdict].agent, step=verdict, mode=self._mode_at(trace, ranked, verdict),
+            agent=trace.steps[verdict].agent, step=verdict, mode=mode or self._mode_at(trace, ranked, verdict),
             reason=f"{how}. {ranked.reason or ''}".strip(),
             confidence=1.0 if details["verified"] else ranked.confidence, ranking=ranking, cost=cost,
             model=self.corrector, prompt_version=PROMPT_VERSION, raw=ranked.raw, details=details,

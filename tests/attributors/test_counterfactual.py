@@ -8,7 +8,7 @@ from faultlens.attributors import get
 from faultlens.attributors.base import BaseAttributor
 from faultlens.middleware.errors import FaultlensError
 from faultlens.middleware.model import Attribution, Candidate, Outcome, Source, Step, StepKind, Task, Trace
-from faultlens.middleware.rerun import CallableRerunner, NotRerunnable, register_rerun, rerunner_for
+from faultlens.middleware.rerun import CallableRerunner, NotRerunnable, Trial, register_rerun, rerunner_for
 
 N = 6
 
@@ -79,7 +79,12 @@ def test_verdict_is_the_earliest_candidate_whose_correction_fixes_the_run(rerunn
     assert a.details["trials"][0]["changed"] is False and a.details["trials"][1]["changed"] is True
     assert a.details["reruns"] == 2 and a.cost.reruns == 2
     assert a.ranking[0].step == 2 and a.confidence == 1.0
-    assert a.mode is None  # the base named the mode of step 4, not of step 2, and cannot name others
+    assert a.mode is None and a.details["mode_from"] == "ranked"  # the base named the mode of step 4, not of step 2
+    # with mode_from=correction: "12" became "2", a number no input holds, so a calculation error
+    a = get("counterfactual", base=Ranked([4, 2, 0]), k=3, rerunner=rerunner, mode_from="correction").attribute(trace)
+    assert a.mode == "R.3" and a.details["mode_from"] == "correction"
+    with pytest.raises(FaultlensError, match="mode_from"):
+        get("counterfactual", base=Ranked([2]), mode_from="guess")
 
 
 def test_budget_in_reruns_and_fallback_to_the_ranking(rerunner):
@@ -139,3 +144,28 @@ def test_bad_options_are_errors():
         get("counterfactual", base=Ranked([0]), k=0)
     with pytest.raises(FaultlensError, match="itself"):
         get("counterfactual", base="counterfactual")
+
+
+def test_draws_try_a_changed_but_unfixed_step_again_within_the_budget():
+    class Flaky(CallableRerunner):
+        """Step 2's first new draw changes it but a slip downstream undoes it; the second draw fixes the run."""
+
+        def __init__(self):
+            super().__init__("counter-team", rerun_counter)
+            self.draws = 0
+
+        def rerun(self, trace, step, replacement=None):
+            if step != 2:
+                return Trial(step=step, success=False, changed=False)
+            self.draws += 1
+            return Trial(step=step, success=self.draws == 2, changed=True, regenerated="2")
+
+    trace = counter_run(bad=2)
+    a = get("counterfactual", base=Ranked([2, 0]), k=2, draws=2, max_reruns=4, rerunner=Flaky()).attribute(trace)
+    # step 0 did not change: it is not drawn again; step 2 changed without fixing the run: drawn a second time
+    assert [(t["step"], t["success"]) for t in a.details["trials"]] == [(0, False), (2, False), (2, True)]
+    assert a.details["verified"] and a.step == 2 and a.cost.reruns == 3
+    a = get("counterfactual", base=Ranked([2]), k=1, rerunner=Flaky()).attribute(trace)
+    assert not a.details["verified"] and a.details["reruns"] == 1  # draws=1 (the default): one draw a step
+    with pytest.raises(FaultlensError, match="draws"):
+        get("counterfactual", base=Ranked([2]), draws=0)

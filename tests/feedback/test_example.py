@@ -32,6 +32,33 @@ def test_the_oracle_attributor_uses_the_gold_label():
     assert trace.steps[attribution.step].agent == "analyst"
 
 
+def test_the_attribution_arm_reruns_the_team_with_counterfactual():
+    from faultlens.attributors.methods.counterfactual import Counterfactual
+    from faultlens.injectors.envs import get
+    from faultlens.middleware.store import open_store
+
+    store = open_store(":memory:")
+    attributor = example.make_attributor("counterfactual", store)
+    assert isinstance(attributor, Counterfactual) and attributor.base.name == "learned"
+    assert attributor.rerunner.resample == "fresh" and attributor.draws == example.DRAWS
+    env = get("research_desk")
+    sim = {"seed": 1, "tendencies": {"analyst": {"R.3": 0.5}, "reviewer": {"V.2": 1.0}}}
+    for task in env.tasks(5, 20):
+        trace = env.run(task, sim=sim).trace
+        if not trace.outcome.success:
+            break
+    a = attributor.attribute(trace)
+    # the simulated analyst slipped; a new draw of its step, approved by the reviewer, makes the run succeed
+    assert a.details["verified"] and (a.agent, a.mode) == ("analyst", "R.3") and a.details["mode_from"] == "correction"
+    assert a.cost.reruns == len(a.details["trials"]) >= 1
+    assert example.make_attributor("heuristic", store).name == "heuristic"
+
+
+def test_an_arm_with_the_counterfactual_attributor_is_deterministic():
+    first = example.run_arm("attribution", 1, 2, 4, model=None, attributor="counterfactual", reflector=None)
+    assert first == example.run_arm("attribution", 1, 2, 4, model=None, attributor="counterfactual", reflector=None)
+
+
 @pytest.mark.slow
 def test_the_command_prints_every_arm_and_writes_the_plot(tmp_path):
     out, data = tmp_path / "plot.png", tmp_path / "results.json"
@@ -44,6 +71,25 @@ def test_the_command_prints_every_arm_and_writes_the_plot(tmp_path):
     assert out.stat().st_size > 10_000
     saved = json.loads(data.read_text())
     assert set(saved["results"]) == set(example.ARMS) and all(len(per_seed) == 2 for per_seed in saved["results"].values())
+    assert saved["attributor"] == "counterfactual"
+    lift = saved["lift"]
+    if lift["oracle"]["lift"] > 0:  # the share is the ratio of the paired lifts, as printed
+        assert lift["attribution"]["share_of_oracle"] == pytest.approx(lift["attribution"]["lift"] / lift["oracle"]["lift"])
+        assert f"{lift['attribution']['share_of_oracle']:.0%} of the oracle's lift" in result.output
+    else:  # a tiny run where the oracle did not help: no ratio is made up
+        assert "share_of_oracle" not in lift["attribution"] and "no share of it to report for attribution" in result.output
+
+
+def test_the_share_of_the_oracle_is_reported_from_the_paired_lifts(tmp_path, monkeypatch):
+    rates = {"none": [0.5, 0.25, 0.25], "attribution": [0.5, 0.5, 0.5], "oracle": [0.5, 0.75, 0.75]}
+    monkeypatch.setattr(example, "run_arm", lambda arm, seed, rounds, per_round, **kw: rates[arm])
+    monkeypatch.setattr(example, "plot", lambda *args: None)
+    data = tmp_path / "results.json"
+    result = CliRunner().invoke(example.main, ["--seeds", "2", "--rounds", "3", "--workers", "1", "--arms",
+                                               "none,attribution,oracle", "--json", str(data)])
+    assert result.exit_code == 0, result.output
+    assert "attribution reaches 50% of the oracle's lift (+0.250 of +0.500, rounds 2–3, paired by seed)" in result.output
+    assert json.loads(data.read_text())["lift"]["attribution"]["share_of_oracle"] == 0.5
 
 
 class DeskModelTestDouble(CustomLLM):

@@ -74,3 +74,57 @@ def test_rerun_judges_with_the_world_task_not_the_blinded_one(kept):
     renamed = blind.model_copy(update={"task": blind.task.model_copy(update={"id": "someone-else"})})
     with pytest.raises(NotRerunnable, match="does not name"):
         EnvironmentRerunner().rerun(renamed, 0)
+
+
+# -- a team whose failures are its own slips (the feedback example's): fresh draws and lessons shown again
+
+@pytest.fixture(scope="module")
+def desk_failure():
+    from faultlens.injectors.envs import get as get_env
+    from faultlens.injectors.envs.research_desk import gold_label
+
+    env = get_env("research_desk")
+    sim = {"seed": 1, "tendencies": {"analyst": {"R.3": 0.5}, "reviewer": {"V.2": 1.0}}}
+    for task in env.tasks(5, 20):
+        trace = env.run(task, sim=sim).trace
+        gold = gold_label(task, trace)
+        if gold is not None and gold.agent == "analyst":
+            return env, sim, task, trace, gold
+    pytest.fail("no analyst slip in 20 tasks")
+
+
+def test_recorded_resampling_repeats_a_natural_slip_and_fresh_draws_anew(desk_failure):
+    env, sim, task, trace, gold = desk_failure
+    same = EnvironmentRerunner().rerun(trace, gold.step)
+    assert same.changed is False and not same.success  # asked the same way, the simulated analyst slips the same way
+    fresh = EnvironmentRerunner(resample="fresh")
+    draws = [fresh.rerun(trace, gold.step) for _ in range(6)]
+    assert any(d.changed for d in draws) and len({d.regenerated for d in draws}) > 1  # every rerun is a new draw
+    # the reviewer always approves, so a draw without the slip makes the run succeed, and one with it does not
+    from faultlens.injectors.envs.research_desk import parse_calc
+
+    def right(text: str) -> bool:
+        x, sign, y, result = parse_calc(text)
+        return result == (x - y if sign == "-" else x + y)
+
+    assert all(d.success == right(d.regenerated) for d in draws)
+    assert any(d.success for d in draws)
+    with pytest.raises(ValueError, match="resample"):
+        EnvironmentRerunner(resample="sometimes")
+
+
+def test_a_rerun_shows_the_agents_the_lessons_their_run_showed(desk_failure):
+    from faultlens.middleware.model import Lesson
+
+    env, sim, task, _, gold = desk_failure
+    lesson = Lesson(id="l-1", agent="reporter", mode="A.4", situation="any question", mistake="wrote words", advice="Write the bare number.")
+    trace = env.run(task, sim=sim, lessons={"reporter": [lesson]}).trace
+    assert any(s.lessons == ["l-1"] for s in trace.steps)
+    with pytest.raises(NotRerunnable, match="lessons"):
+        EnvironmentRerunner().rerun(trace, 0)
+    rerunner = EnvironmentRerunner(lessons={"l-1": lesson}.__getitem__)
+    rerunner.rerun(trace, 0)
+    reporter_calls = [c for c in rerunner._last[2].recording.calls if c.agent == "reporter"]
+    assert reporter_calls and all("Write the bare number." in c.request["messages"][0]["content"] for c in reporter_calls)
+    with pytest.raises(NotRerunnable, match="cannot be found"):
+        EnvironmentRerunner(lessons={}.__getitem__).rerun(trace, 0)

@@ -1,0 +1,51 @@
+"""`mode_of_correction`: the failure mode read from what a verified correction changed."""
+
+from __future__ import annotations
+
+import pytest
+
+from faultlens.attributors.methods.correction import mode_of_correction
+from faultlens.middleware.model import Step, StepKind, Task, Trace
+
+QUESTION = "By how much did the revenue of Brival Corp change from 2018 to 2022?"
+
+
+def desk(step: Step) -> Trace:
+    before = [
+        Step(index=0, agent="planner", kind=StepKind.plan, content="- lookup: Brival Corp | revenue | 2018\n- lookup: Brival Corp | revenue | 2022"),
+        Step(index=1, agent="researcher", kind=StepKind.tool_result, content="Brival Corp, revenue, 2018: 792", tool_name="lookup"),
+        Step(index=2, agent="researcher", kind=StepKind.tool_result, content="Brival Corp, revenue, 2022: 545", tool_name="lookup"),
+        Step(index=3, agent="analyst", kind=StepKind.message, content="Calculation: 545 - 792 = -247"),
+    ]
+    return Trace(task=Task(query=QUESTION), steps=[*before[: step.index], step])
+
+
+@pytest.mark.parametrize("step, corrected, mode", [
+    (Step(index=0, agent="planner", kind=StepKind.plan, content="- lookup: Brival Corp | revenue | 2019"),
+     "- lookup: Brival Corp | revenue | 2018", "R.4"),  # brings back the year the task states
+    (Step(index=0, agent="planner", kind=StepKind.plan, content="- lookup: Brival Corp | revenue"),
+     "- lookup: Brival Corp | revenue\n- compute: difference", "PL.1"),
+    (Step(index=1, agent="researcher", kind=StepKind.tool_call, content="Action: lookup\nBrivel Corp | revenue | 2018"),
+     "Action: lookup\nBrival Corp | revenue | 2018", "A.2"),
+    (Step(index=1, agent="researcher", kind=StepKind.tool_call, content="Action: search\nBrival Corp"),
+     "Action: lookup\nBrival Corp | revenue | 2018", "A.1"),
+    (Step(index=3, agent="researcher", kind=StepKind.message, content="Findings: 2018: 297, 2022: 545"),
+     "Findings: 2018: 792, 2022: 545", "C.2"),  # restores a value its inputs held
+    (Step(index=3, agent="analyst", kind=StepKind.message, content="Calculation: 545 - 792 = -248"),
+     "Calculation: 545 - 792 = -247", "R.3"),  # a number no input holds
+    (Step(index=4, agent="reporter", kind=StepKind.final_answer, content="Answer: about -0.25 thousand"),
+     "Answer: -247", "A.4"),  # the value was worked out already
+    (Step(index=3, agent="analyst", kind=StepKind.message, content="The figures look odd."),
+     "The figures look fine.", None),  # no number, no tool, no plan: the change says nothing
+    (Step(index=3, agent="analyst", kind=StepKind.message, content="Calculation: 545 - 792 = -247"),
+     "Calculation: 545 - 792 = -247", None),  # nothing changed
+])
+def test_the_mode_follows_from_the_change(step, corrected, mode):
+    assert mode_of_correction(desk(step), step.index, corrected) == mode
+
+
+def test_a_single_agent_that_loses_a_value_it_had_is_context_loss():
+    steps = [Step(index=0, agent="solo", kind=StepKind.tool_result, content="population: 1512"),
+             Step(index=1, agent="solo", kind=StepKind.message, content="The population is 1215.")]
+    trace = Trace(task=Task(query="What is the population?"), steps=steps)
+    assert mode_of_correction(trace, 1, "The population is 1512.") == "V.1"
