@@ -3,13 +3,25 @@ import threading
 import pytest
 
 from faultlens.middleware import Attribution, Lesson, Outcome, Step, Task, Trace, open_store
+from faultlens.middleware.pg_store import PostgresStore
 from faultlens.middleware.store import TraceNotFound
 from tests.middleware.test_model import sample_trace
 
 
 @pytest.fixture
-def store(tmp_path):
-    return open_store(tmp_path / "f.db")
+def store(store_target):
+    """The same suite on both backends: SQLite, then PostgreSQL (tests/conftest.py)."""
+    s = open_store(store_target)
+    yield s
+    s.close()
+
+
+def raw(store, sql: str) -> list:
+    """Rows straight from the backend's tables (no model in between)."""
+    if isinstance(store, PostgresStore):
+        with store._pool.connection() as conn:
+            return conn.execute(sql).fetchall()
+    return store._db().execute(sql).fetchall()
 
 
 def test_save_and_get_trace(store):
@@ -21,7 +33,8 @@ def test_save_and_get_trace(store):
     assert store.list_traces(agent="viewer")[0].n_steps == 4
 
 
-def test_wal_mode(store):
+def test_wal_mode(tmp_path):
+    store = open_store(tmp_path / "f.db")
     assert store._db().execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
@@ -58,8 +71,8 @@ def test_secrets_are_redacted_before_storage(store):
     )
     store.save_trace(trace)
     stored = store.get_trace(trace.id)
-    raw = store._db().execute("SELECT data FROM steps").fetchone()[0] + store._db().execute("SELECT task FROM traces").fetchone()[0]
-    assert "hunter2" not in raw and "abcdefghijklmnopqrstuv" not in raw and "ghijklmnop" not in raw
+    text = raw(store, "SELECT data FROM steps")[0][0] + raw(store, "SELECT task FROM traces")[0][0]
+    assert "hunter2" not in text and "abcdefghijklmnopqrstuv" not in text and "ghijklmnop" not in text
     assert stored.steps[0].tool_arguments == {"api_key": "[REDACTED]", "q": "x"}
 
 
