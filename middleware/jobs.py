@@ -141,9 +141,10 @@ class JobQueue:
         max_attempts: int = 3,
         poll: float = 0.5,
         max_queued: int | None = None,
-        retry_backoff: float = 2.0,
+        retry_backoff: float = 1.0,
         after: Callable[[Job, float], Any] | None = None,
         name: str = "faultlens-worker",
+        no_handler: str = "no handler: nothing attributes failed runs here",
     ):
         if workers < 0:
             raise ValueError(f"workers must be 0 or more, not {workers}")
@@ -159,6 +160,7 @@ class JobQueue:
         self.retry_backoff = retry_backoff
         self.after = after
         self.name = name
+        self.no_handler = no_handler
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -175,7 +177,7 @@ class JobQueue:
     def submit(self, trace_id: str) -> Job:
         """Queue a failed run. A run already queued or running is not queued twice;
         one already done is queued again (a new generation: a new attribution)."""
-        reason = None if self.enabled else "nothing attributes failed runs here: the server only stores"
+        reason = None if self.enabled else self.no_handler
         job = self.store.submit_job(trace_id, max_queued=self.max_queued, drop_reason=reason)
         if job.state == "dropped":
             with self._counts_lock:
@@ -211,7 +213,8 @@ class JobQueue:
             return
         self._stopping.clear()
         for n in range(self.workers):
-            thread = threading.Thread(target=self._loop, args=(worker_name(f"{self.name}-{n}"),), name=f"{self.name}-{n}", daemon=True)
+            label = self.name if self.workers == 1 else f"{self.name}-{n}"
+            thread = threading.Thread(target=self._loop, args=(worker_name(label),), name=label, daemon=True)
             thread.start()
             self._threads.append(thread)
 
