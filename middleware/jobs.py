@@ -250,21 +250,21 @@ class JobQueue:
             heart.join()
             log.error("job %s (trace %s, attempt %d) failed: %s\n%s", job.key, job.trace_id, job.attempts, exc, traceback.format_exc())
             final = job.attempts >= self.max_attempts
+            with self._counts_lock:
+                self.failed += 1
             self.store.finish_job(
                 job, error=f"{type(exc).__name__}: {exc}",
                 retry_in=None if final else self.retry_backoff * 2 ** (job.attempts - 1),
             )
-            with self._counts_lock:
-                self.failed += 1
             return job
         beat.set()
         heart.join()
+        with self._counts_lock:  # counted before the row says done, so whoever sees `done` sees the count
+            self.processed += 1
         if not self.store.finish_job(job):
             # Our lease ran out and another worker holds the job now; what we
             # wrote is keyed by job.key, so its run overwrites ours, not adds to it.
             log.warning("job %s (trace %s): lease lost before it finished", job.key, job.trace_id)
-        with self._counts_lock:
-            self.processed += 1
         return job
 
     def _heartbeat(self, job: Job, done: threading.Event) -> None:
