@@ -177,6 +177,17 @@ class PostgresStore:
     def close(self) -> None:
         self._pool.close()
 
+    def __del__(self) -> None:
+        # Close the pool from the thread that drops the store: left to the
+        # garbage collector, the pool may be finalised on one of its own
+        # threads, which cannot join itself.
+        pool = getattr(self, "_pool", None)
+        if pool is not None and not pool.closed:
+            try:
+                pool.close(timeout=1.0)
+            except Exception:  # noqa: BLE001 - interpreter shutdown
+                pass
+
     def _migrate(self, conn: psycopg.Connection) -> None:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", [_MIGRATION_LOCK])
