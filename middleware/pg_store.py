@@ -92,6 +92,20 @@ _MIGRATIONS: dict[int, list[str]] = {
     ],
 }
 
+# A step's seq is the one it already has (same span again) or the next; a live step
+# is ordered by when its span started, one without a clock by arrival.
+_ADD_STEP = """
+WITH s AS (SELECT COALESCE(
+        (SELECT seq FROM steps WHERE trace_id = %(trace_id)s AND key = %(key)s),
+        (SELECT COALESCE(MAX(seq), -1) + 1 FROM steps WHERE trace_id = %(trace_id)s)) AS seq),
+  ins AS (
+    INSERT INTO steps (trace_id, key, position, seq, agent, kind, error, data)
+    SELECT %(trace_id)s, %(key)s, COALESCE(%(started)s::float8, s.seq::float8), s.seq, %(agent)s, %(kind)s, %(error)s, %(data)s FROM s
+    ON CONFLICT (trace_id, key) DO UPDATE SET position = EXCLUDED.position, seq = EXCLUDED.seq,
+        agent = EXCLUDED.agent, kind = EXCLUDED.kind, error = EXCLUDED.error, data = EXCLUDED.data)
+UPDATE traces SET updated_at = %(now)s WHERE id = %(trace_id)s
+"""
+
 _JOB_SELECT = f"SELECT {', '.join(JOB_COLUMNS)} FROM jobs"
 _NOW = "SELECT EXTRACT(EPOCH FROM clock_timestamp())::float8"
 
@@ -165,7 +179,9 @@ class PostgresStore:
         if getattr(self._local, "conn", None) is not None:
             yield self
             return
-        with self._pool.connection() as conn, conn.transaction():
+        # Pipeline mode: statements whose results are not read go out without waiting for
+        # the server, so a request's writes take a few round trips, not a few per span.
+        with self._pool.connection() as conn, conn.transaction(), conn.pipeline():
             for trace_id in sorted(set(trace_ids)):  # one order everywhere: no deadlock between batches
                 conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [_TRACE_SPACE, trace_id])
             self._local.conn = conn
@@ -230,29 +246,23 @@ class PostgresStore:
 
     def add_step(self, trace_id: str, step: Step) -> None:
         """Add or replace one step (idempotent by span id). The trace header must exist."""
-        key = step_key(step)
+        row = {k: _clean(v) for k, v in step_row(trace_id, step, 0, 0.0).items()}
+        row.update(started=step.started_at, now=time.time())
         with self._write() as conn:
-            # The trace's row lock makes concurrent writers of one trace take turns, so seq stays distinct.
-            if conn.execute("SELECT 1 FROM traces WHERE id = %s FOR UPDATE", [_clean(trace_id)]).fetchone() is None:
-                raise TraceNotFound(trace_id)
-            existing, following = conn.execute(
-                "SELECT (SELECT seq FROM steps WHERE trace_id = %s AND key = %s),"
-                " (SELECT COALESCE(MAX(seq), -1) + 1 FROM steps WHERE trace_id = %s)",
-                [_clean(trace_id), _clean(key), _clean(trace_id)],
-            ).fetchone()
-            seq = existing if existing is not None else following
-            # A live step is ordered by when its span started; one without a clock by arrival.
-            position = step.started_at if step.started_at is not None else float(seq)
-            _upsert(conn, "steps", step_row(trace_id, step, seq, position), ("trace_id", "key"))
-            conn.execute("UPDATE traces SET updated_at = %s WHERE id = %s", [time.time(), _clean(trace_id)])
+            # The trace's row lock makes concurrent writers of one trace take turns, so
+            # seq stays distinct; the statement after it sees what they committed.
+            conn.execute("SELECT 1 FROM traces WHERE id = %(trace_id)s FOR UPDATE", row)
+            # No result is read, so inside a batch (pipeline mode) neither statement waits for
+            # a round trip. A missing header fails the foreign key, as on SQLite.
+            conn.execute(_ADD_STEP, row)
 
     def set_outcome(self, trace_id: str, outcome: Outcome) -> None:
         with self._write() as conn:
-            cursor = conn.execute(
-                "UPDATE traces SET outcome = %s, success = %s, updated_at = %s WHERE id = %s",
+            found = conn.execute(
+                "UPDATE traces SET outcome = %s, success = %s, updated_at = %s WHERE id = %s RETURNING id",
                 [dumps(redact(outcome.model_dump(mode="json"))), int(outcome.success), time.time(), _clean(trace_id)],
-            )
-            if cursor.rowcount == 0:
+            ).fetchone()
+            if found is None:
                 raise TraceNotFound(trace_id)
 
     def has_trace(self, trace_id: str) -> bool:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -101,7 +102,9 @@ def client(urls: list[str], requests: int, spans: int, clients: int, seconds: fl
     for t in threads:
         t.join()
     wall = time.perf_counter() - started
-    return {"latencies": latencies, "statuses": statuses, "wall_seconds": wall, "spans_per_request": spans + 1}
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return {"latencies": latencies, "statuses": statuses, "wall_seconds": wall, "spans_per_request": spans + 1,
+            "client_cpu_seconds": usage.ru_utime + usage.ru_stime}
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -134,6 +137,7 @@ def _serve_processes(target: str, servers: int, args: argparse.Namespace) -> dic
     from faultlens.middleware.store import open_store
 
     open_store(target).close()  # tables first, so the servers do not race to create them
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     ports = [_free_port() for _ in range(servers)]
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     procs = [
@@ -159,6 +163,10 @@ def _serve_processes(target: str, servers: int, args: argparse.Namespace) -> dic
             proc.terminate()
         for proc in procs:
             proc.wait(30)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    children = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    # What the faultlens servers used (start-up included): every waited-for child minus the client.
+    result["server_cpu_seconds"] = children - result["client_cpu_seconds"]
     store = open_store(target)
     result["stored_runs"] = store.count_traces()
     result["stored_steps"] = sum(s.n_steps for s in store.list_traces(limit=None))
@@ -212,6 +220,7 @@ def _report(args: argparse.Namespace, result: dict, backend: str, servers: int) 
         "latency_ms_p99": round(1000 * _percentile(latencies, 99), 2),
         "latency_ms_max": round(1000 * max(latencies), 2),
         "latency_ms_mean": round(1000 * statistics.fmean(latencies), 2),
+        "server_cpu_ms_per_request": round(1000 * result["server_cpu_seconds"] / max(ok, 1), 2) if "server_cpu_seconds" in result else None,
         "stored_runs": result["stored_runs"],
         "stored_steps": result["stored_steps"],
         "expected_steps": ok * args.spans,
@@ -249,10 +258,12 @@ def main() -> None:
         for key, value in reports[0].items():
             print(f"{key:>20}  {value}")
     else:
-        print(f"{'backend':>10} {'servers':>7} {'stored spans/s':>14} {'requests/s':>10} {'p50 ms':>8} {'p99 ms':>8} {'stored/expected steps':>22}")
+        print(f"{'backend':>10} {'servers':>7} {'stored spans/s':>14} {'requests/s':>10} {'p50 ms':>8} {'p99 ms':>8} "
+              f"{'server CPU ms/request':>21} {'stored/expected steps':>22}")
         for r in reports:
             print(f"{r['backend']:>10} {r['servers']:>7} {r['spans_per_second']:>14} {r['requests_per_second']:>10} "
-                  f"{r['latency_ms_p50']:>8} {r['latency_ms_p99']:>8} {str(r['stored_steps']) + '/' + str(r['expected_steps']):>22}")
+                  f"{r['latency_ms_p50']:>8} {r['latency_ms_p99']:>8} {r['server_cpu_ms_per_request']!s:>21} "
+                  f"{str(r['stored_steps']) + '/' + str(r['expected_steps']):>22}")
     lost = [r for r in reports if r["stored_steps"] != r["expected_steps"]]
     if lost:
         sys.exit("lost spans: " + "; ".join(f"{r['backend']} x{r['servers']}: {r['expected_steps']} acknowledged, {r['stored_steps']} stored" for r in lost))
