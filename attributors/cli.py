@@ -130,7 +130,7 @@ def attribute(source, method, model, api_base, with_reference, budget_usd, max_c
         if result.step is not None:
             print_trace(trace, console, highlight=result.step, context=context)
         console.print(attribution_panel(result))
-        console.print(f"[dim]stored attribution {result.id} for trace {trace.id} in {db_path or default_db_path()}[/]")
+        console.print(f"[dim]stored attribution {result.id} for trace {trace.id} in {store.location}[/]")
     if result.status.value == "error":
         raise SystemExit(1)
 

@@ -130,6 +130,12 @@ def _send(urls: list[str], args: argparse.Namespace) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process, from /proc (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _serve_processes(target: str, servers: int, args: argparse.Namespace) -> dict:
     """`servers` x `faultlens serve --workers 0` over `target`; send; read the store back."""
     import httpx
@@ -137,7 +143,6 @@ def _serve_processes(target: str, servers: int, args: argparse.Namespace) -> dic
     from faultlens.middleware.store import open_store
 
     open_store(target).close()  # tables first, so the servers do not race to create them
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     ports = [_free_port() for _ in range(servers)]
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     procs = [
@@ -157,16 +162,15 @@ def _serve_processes(target: str, servers: int, args: argparse.Namespace) -> dic
                 if time.monotonic() > deadline:
                     raise SystemExit(f"faultlens serve did not start on port {port}")
                 time.sleep(0.2)
+        before = sum(_cpu_seconds(proc.pid) for proc in procs)
         result = _send([f"http://127.0.0.1:{port}/v1/traces" for port in ports], args)
+        # What the faultlens servers used while the client sent (not their start-up).
+        result["server_cpu_seconds"] = sum(_cpu_seconds(proc.pid) for proc in procs) - before
     finally:
         for proc in procs:
             proc.terminate()
         for proc in procs:
             proc.wait(30)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    children = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
-    # What the faultlens servers used (start-up included): every waited-for child minus the client.
-    result["server_cpu_seconds"] = children - result["client_cpu_seconds"]
     store = open_store(target)
     result["stored_runs"] = store.count_traces()
     result["stored_steps"] = sum(s.n_steps for s in store.list_traces(limit=None))
