@@ -225,7 +225,7 @@ class FeedbackLoop:
             trace = trace.model_copy(update={"outcome": outcome})
         updated = record_trace_outcome(self.memory, trace)
         if not outcome.success:
-            self.submit(trace_id)
+            self.submit(trace_id, again=False)
         return updated
 
     def run(self, task: Any, **options: Any) -> Any:
@@ -243,12 +243,13 @@ class FeedbackLoop:
         return self.tracer.run(task, **options)
 
     # -- the worker -----------------------------------------------------------
-    def submit(self, trace_id: str) -> Job:
-        """Queue a stored failed run for attribution and reflection."""
+    def submit(self, trace_id: str, *, again: bool = True) -> Job:
+        """Queue a stored failed run for attribution and reflection (again, if it was handled before;
+        outcomes the loop sees queue a run once: `again=False`)."""
         if self._closed:
             raise RuntimeError("this FeedbackLoop is closed")
         self.queue.start()
-        return self.queue.submit(trace_id)
+        return self.queue.submit(trace_id, again=again)
 
     def _handle(self, job: Job) -> None:
         try:

@@ -87,7 +87,7 @@ class Job:
 class JobStore(Protocol):
     """The job half of a store (both `SQLiteStore` and `PostgresStore` have it)."""
 
-    def submit_job(self, trace_id: str, *, hold: bool = False, max_queued: int | None = None, drop_reason: str | None = None) -> Job: ...
+    def submit_job(self, trace_id: str, *, hold: bool = False, again: bool = False, max_queued: int | None = None, drop_reason: str | None = None) -> Job: ...
     def claim_job(self, worker: str, *, lease: float, max_attempts: int) -> Job | None: ...
     def renew_job(self, job: Job, *, lease: float) -> bool: ...
     def finish_job(self, job: Job, *, error: str | None = None, retry_in: float | None = None) -> bool: ...
@@ -174,11 +174,11 @@ class JobQueue:
         return self.handler is not None
 
     # -- producing --------------------------------------------------------
-    def submit(self, trace_id: str) -> Job:
-        """Queue a failed run. A run already queued or running is not queued twice;
-        one already done is queued again (a new generation: a new attribution)."""
+    def submit(self, trace_id: str, *, again: bool = False) -> Job:
+        """Queue a failed run. A run already queued, running or finished is not queued
+        twice; with `again`, a finished one is (a new generation: a new attribution)."""
         reason = None if self.enabled else self.no_handler
-        job = self.store.submit_job(trace_id, max_queued=self.max_queued, drop_reason=reason)
+        job = self.store.submit_job(trace_id, again=again, max_queued=self.max_queued, drop_reason=reason)
         if job.state == "dropped":
             with self._counts_lock:
                 self.dropped += 1
@@ -298,15 +298,21 @@ def next_submission(
     queued: int,
     max_queued: int | None,
     drop_reason: str | None,
+    again: bool = False,
 ) -> Job | None:
-    """The row `submit_job` writes (None: leave `current` as it is). Both stores share this rule."""
+    """The row `submit_job` writes (None: leave `current` as it is). Both stores share this rule.
+
+    A run is queued once: a finished job (done or error) is queued again only
+    when asked to (`again`), as a new generation."""
     if current is not None and (current.state in ACTIVE or (hold and current.state == "waiting")):
         return None
-    again = current is not None and current.state in ("done", "error")
+    finished = current is not None and current.state in ("done", "error")
+    if finished and not again:
+        return None
     job = Job(
         trace_id=trace_id,
         state="waiting" if hold else "queued",
-        generation=(current.generation + int(again)) if current is not None else 1,
+        generation=(current.generation + int(finished)) if current is not None else 1,
         runs=current.runs if current is not None else 0,
         queued_at=now,
         not_before=now,

@@ -384,14 +384,14 @@ class PostgresStore:
         with self._read() as conn:
             return dict(conn.execute("SELECT state, COUNT(*) FROM jobs GROUP BY state").fetchall())
 
-    def submit_job(self, trace_id: str, *, hold: bool = False, max_queued: int | None = None, drop_reason: str | None = None) -> Job:
+    def submit_job(self, trace_id: str, *, hold: bool = False, again: bool = False, max_queued: int | None = None, drop_reason: str | None = None) -> Job:
         with self._write() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [_JOB_SPACE, _clean(trace_id)])
             row = conn.execute(_JOB_SELECT + " WHERE trace_id = %s", [_clean(trace_id)]).fetchone()
             current = None if row is None else Job.from_row(row)
             queued = conn.execute("SELECT COUNT(*) FROM jobs WHERE state = 'queued'").fetchone()[0] if max_queued is not None else 0
             now = conn.execute(_NOW).fetchone()[0]
-            job = next_submission(current, trace_id, now, hold=hold, queued=queued, max_queued=max_queued, drop_reason=drop_reason)
+            job = next_submission(current, trace_id, now, hold=hold, queued=queued, max_queued=max_queued, drop_reason=drop_reason, again=again)
             if job is None:
                 assert current is not None
                 return current

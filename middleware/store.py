@@ -354,12 +354,12 @@ class SQLiteStore:
     def job_counts(self) -> dict[str, int]:
         return dict(self._db().execute("SELECT state, COUNT(*) FROM jobs GROUP BY state").fetchall())
 
-    def submit_job(self, trace_id: str, *, hold: bool = False, max_queued: int | None = None, drop_reason: str | None = None) -> Job:
+    def submit_job(self, trace_id: str, *, hold: bool = False, again: bool = False, max_queued: int | None = None, drop_reason: str | None = None) -> Job:
         with self._write() as db:
             row = db.execute(self._JOB_SELECT + " WHERE trace_id = ?", [trace_id]).fetchone()
             current = None if row is None else Job.from_row(row)
             queued = db.execute("SELECT COUNT(*) FROM jobs WHERE state = 'queued'").fetchone()[0] if max_queued is not None else 0
-            job = next_submission(current, trace_id, time.time(), hold=hold, queued=queued, max_queued=max_queued, drop_reason=drop_reason)
+            job = next_submission(current, trace_id, time.time(), hold=hold, queued=queued, max_queued=max_queued, drop_reason=drop_reason, again=again)
             if job is None:
                 assert current is not None
                 return current

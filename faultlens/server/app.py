@@ -289,7 +289,7 @@ def create_app(
         trace = _trace(trace_id)
         if not trace.failed:
             raise HTTPException(409, f"run {trace_id!r} is not recorded as failed; post a failed outcome first")
-        status = worker.submit(trace_id)
+        status = worker.submit(trace_id, again=True)
         return {"trace_id": trace_id, "queued": status.state == "queued", "worker": status.as_dict()}
 
     @app.get("/api/runs/{trace_id}/attribution", tags=["runs"], summary="The run's attributions, newest last, and the worker's state")

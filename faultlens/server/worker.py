@@ -95,9 +95,9 @@ class FailureWorker:
     def stop(self, timeout: float = 10.0) -> None:
         self.queue.stop(timeout)
 
-    def submit(self, trace_id: str) -> JobStatus:
-        """Queue a trace; a trace already queued or running is not queued twice."""
-        return JobStatus.of(self.queue.submit(trace_id))
+    def submit(self, trace_id: str, *, again: bool = False) -> JobStatus:
+        """Queue a trace; one already queued, running or attributed is not queued twice (unless `again`)."""
+        return JobStatus.of(self.queue.submit(trace_id, again=again))
 
     def hold(self, trace_id: str) -> JobStatus:
         """Mark a failed run as waiting for its spans; `submit` it when they arrive."""

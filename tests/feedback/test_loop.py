@@ -209,7 +209,7 @@ def test_any_run_of_the_tracer_is_handled_once_and_not_after_close(tmp_path):
     tracer = Tracer(store=store, env_exporters=False)
     loop = FeedbackLoop(tracer, BlameTheAnalyst())
     handled: list[str] = []
-    loop.submit = lambda trace_id: handled.append(trace_id)  # the queue itself is tested above
+    loop.submit = lambda trace_id, **_: handled.append(trace_id)  # the queue itself is tested above
     with tracer.run("a plain run, not through loop.run") as run:
         assert current_tracer() is tracer
         run.record_outcome(False, detail="wrong")
