@@ -47,7 +47,6 @@ from .store_api import (
     describe,
     dumps,
     status_clause,
-    step_key,
     step_row,
     summary_from_row,
     trace_from_row,

@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import httpx
-import pytest
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
