@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 PYTHON ?= python3
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: demo test install install-dev bench clean
+.PHONY: demo test test-postgres install install-dev bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -26,8 +26,20 @@ install-dev: $(VENV)/.installed-dev
 demo: $(VENV)/.installed
 	$(VENV)/bin/faultlens demo
 
+# The store's suite, the server tests and the scale-out test also run on
+# PostgreSQL: tests/conftest.py starts a throwaway server (initdb + pg_ctl into
+# a temporary folder, as the `postgres` user when run as root; torn down after)
+# when PostgreSQL's server binaries are installed (apt-get install postgresql),
+# and skips those cases when they are not.
+PG_CTL := $(firstword $(wildcard /usr/lib/postgresql/*/bin/pg_ctl) $(shell command -v pg_ctl 2>/dev/null))
+
 test: $(VENV)/.installed-dev
+	@$(if $(PG_CTL),echo "PostgreSQL: $(PG_CTL) (the store tests run on SQLite and PostgreSQL)",echo "PostgreSQL not installed (apt-get install postgresql): its store tests are skipped")
 	$(PY) -m pytest -q
+
+# Only the tests that run on PostgreSQL, and fail (not skip) without it.
+test-postgres: $(VENV)/.installed-dev
+	FAULTLENS_REQUIRE_POSTGRES=1 $(PY) -m pytest -q tests/middleware/test_store.py tests/faultlens tests/feedback/test_loop.py -m "not local_llm and not browser"
 
 clean:
 	rm -rf $(VENV) .faultlens

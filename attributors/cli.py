@@ -73,7 +73,7 @@ def _list_methods(console: Console) -> None:
               help="How the answer's JSON schema is sent: schema (OpenAI json_schema), json_object (llama.cpp server), text (in the prompt); auto asks litellm.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the response cache.")
 @click.option("--context", "context", type=int, default=3, show_default=True, help="Steps shown around the blamed step.")
-@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), help="SQLite store [default: $FAULTLENS_DB or .faultlens/faultlens.db].")
+@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), help="Store: a SQLite file or a postgresql:// URL [default: $FAULTLENS_DB or .faultlens/faultlens.db].")
 @click.option("--option", "-O", "method_options", multiple=True, metavar="KEY=VALUE",
               help="A method option, repeatable, e.g. -O base=heuristic -O k=5 for counterfactual.")
 @click.option("--json", "as_json", is_flag=True, help="Print the attribution as JSON instead of the panel.")
@@ -131,7 +131,7 @@ def attribute(source, method, model, api_base, with_reference, budget_usd, max_c
         if result.step is not None:
             print_trace(trace, console, highlight=result.step, context=context)
         console.print(attribution_panel(result))
-        console.print(f"[dim]stored attribution {result.id} for trace {trace.id} in {db_path or default_db_path()}[/]")
+        console.print(f"[dim]stored attribution {result.id} for trace {trace.id} in {store.location}[/]")
     if result.status.value == "error":
         raise SystemExit(1)
 

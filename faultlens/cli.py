@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 
 from faultlens.middleware.errors import FaultlensError
-from faultlens.middleware.store import SQLiteStore, TraceNotFound, default_db_path, open_store
+from faultlens.middleware.store import Store, TraceNotFound, open_store
 
 console = Console()
 
@@ -27,12 +27,12 @@ db_option = click.option(
     "db_path",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="SQLite store to use [default: $FAULTLENS_DB or .faultlens/faultlens.db]",
+    help="Store to use: a SQLite file or a postgresql:// URL [default: $FAULTLENS_DB or .faultlens/faultlens.db]",
 )
 
 
-def get_store(db_path: Path | None) -> SQLiteStore:
-    return open_store(db_path or default_db_path())
+def get_store(db_path: Path | None) -> Store:
+    return open_store(db_path)
 
 
 class PluginGroup(click.Group):
@@ -83,6 +83,7 @@ COMMANDS = {
     "train": "faultlens.benchmark.cli:train",
     "inject": "faultlens.injectors.cli:inject",
     "serve": "faultlens.serve:serve",
+    "worker": "faultlens.worker:worker",
     "lessons": "faultlens.feedback.cli:lessons",
     "demo": "faultlens.demo:demo",
     "proxy": "faultlens.proxy:proxy",
@@ -112,12 +113,13 @@ def traces() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON lines instead of a table.")
 def list_traces(db_path, status, agent, limit, as_json):
     """List stored traces, newest first."""
-    summaries = get_store(db_path).list_traces(status=status, agent=agent, limit=limit)
+    store = get_store(db_path)
+    summaries = store.list_traces(status=status, agent=agent, limit=limit)
     if as_json:
         for s in summaries:
             click.echo(json.dumps(s.__dict__))
         return
-    table = Table(title=f"{len(summaries)} trace(s) in {db_path or default_db_path()}")
+    table = Table(title=f"{len(summaries)} trace(s) in {store.location}")
     for column in ("id", "outcome", "steps", "agents", "source", "task"):
         table.add_column(column, overflow="fold")
     for s in summaries:
@@ -182,8 +184,9 @@ def import_traces(db_path, spec, media_root):
         traces = load_dataset(spec, media_root=media_root)
     else:
         traces = load_traces(spec)
-    count = get_store(db_path).save_traces(traces)
-    console.print(f"imported {count} trace(s) from {spec} into {db_path or default_db_path()}")
+    store = get_store(db_path)
+    count = store.save_traces(traces)
+    console.print(f"imported {count} trace(s) from {spec} into {store.location}")
 
 
 def main() -> None:

@@ -5,6 +5,8 @@ behaviour as callables; this module builds them:
 
 - on_failure(trace_id): attribute the run (`attributors.get(method)`), save the
   attribution, reflect on it and keep the lessons (`feedback.loop.attribute_and_reflect`);
+  it runs on the failed-run queue in the store (`--workers` threads here, and
+  any `faultlens worker` process on the same store: `faultlens.worker`);
 - on_outcome(trace_id, outcome): credit the outcome to the lessons the run was shown;
 - lessons_for(agent, task, k): `LessonMemory.retrieve`.
 """
@@ -19,7 +21,7 @@ import click
 from faultlens.middleware.model import Outcome
 from faultlens.server import DEFAULT_MAX_BODY, create_app, otlp_http_exporter, resolve_token, run_server
 from faultlens.server.interop import EvaluationExporter
-from faultlens.middleware.store import SQLiteStore, default_db_path, open_store
+from faultlens.middleware.store import Store, open_store
 
 from faultlens.feedback.hooks import record_trace_outcome
 from faultlens.feedback.loop import attribute_and_reflect, resolve_attributor
@@ -27,8 +29,30 @@ from faultlens.feedback.memory import LessonMemory
 from faultlens.feedback.reflect import get_reflector
 
 
+def failure_handler(
+    store: Store,
+    *,
+    method: str = "heuristic",
+    model: str | None = None,
+    reflector: str | None = None,
+    method_options: dict[str, Any] | None = None,
+):
+    """on_failure(trace_id): attribute with `method`, save, reflect with `reflector`, keep the lessons.
+
+    Inside a queue job, what it writes is keyed by the job (`feedback.loop.reflect_on`),
+    so a job run twice (a retry, a worker that died) stores one attribution."""
+    attributor = resolve_attributor(method, **({"model": model} if model else {}), **(method_options or {}))
+    reflect = get_reflector(reflector)
+    memory = LessonMemory(store)
+
+    def on_failure(trace_id: str) -> None:
+        attribute_and_reflect(store, trace_id, attributor, reflect, memory)
+
+    return on_failure
+
+
 def build_app(
-    store: SQLiteStore,
+    store: Store,
     *,
     method: str = "heuristic",
     model: str | None = None,
@@ -41,12 +65,8 @@ def build_app(
 ):
     """The faultlens app over `store`, attributing failed runs with `method` (and `model`, and
     `method_options`) and reflecting with `reflector`."""
-    attributor = resolve_attributor(method, **({"model": model} if model else {}), **(method_options or {}))
-    reflect = get_reflector(reflector)
+    on_failure = failure_handler(store, method=method, model=model, reflector=reflector, method_options=method_options)
     memory = LessonMemory(store)
-
-    def on_failure(trace_id: str) -> None:
-        attribute_and_reflect(store, trace_id, attributor, reflect, memory)
 
     def on_outcome(trace_id: str, outcome: Outcome) -> None:
         record_trace_outcome(memory, store.get_trace(trace_id))
@@ -66,7 +86,7 @@ def build_app(
 @click.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on. Anything but loopback needs a token.")
 @click.option("--port", default=4318, show_default=True, help="Port (4318 is the OTLP/HTTP default, so exporters need only the host).")
-@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="SQLite store [default: $FAULTLENS_DB or .faultlens/faultlens.db].")
+@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="SQLite file or postgresql:// URL [default: $FAULTLENS_DB or .faultlens/faultlens.db].")
 @click.option("--token", default=None, help="Require 'Authorization: Bearer TOKEN' on every request [default: $FAULTLENS_TOKEN].")
 @click.option("--method", default="heuristic", show_default=True, help="Attribution method for failed runs (see `faultlens attribute --help`).")
 @click.option("--model", default=None, help="litellm model for LLM attribution methods, e.g. openai/gpt-4o-mini.")
@@ -79,7 +99,9 @@ def build_app(
 @click.option("--export-token", default=None, help="Bearer token for --export-otlp.")
 @click.option("--max-body", default=DEFAULT_MAX_BODY, show_default=True, help="Largest accepted /v1/traces body in bytes (also after decompression).")
 @click.option("--queue", "max_queue", default=1000, show_default=True, help="How many failed runs may wait for attribution.")
-def serve(db_path, host, port, token, method, model, method_options, reflector, reports_dir, media_root, export_endpoint, export_token, max_body, max_queue):
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(min=0),
+              help="Threads attributing failed runs in this process; 0 leaves them to `faultlens worker` processes on the same store.")
+def serve(db_path, host, port, token, method, model, method_options, reflector, reports_dir, media_root, export_endpoint, export_token, max_body, max_queue, workers):
     """Run the faultlens service: OTLP/HTTP ingest, background attribution, REST API and web UI.
 
     Point any OpenTelemetry SDK or Collector at it
@@ -92,7 +114,7 @@ def serve(db_path, host, port, token, method, model, method_options, reflector, 
     from faultlens.server import check_bind
 
     check_bind(host, token)  # before opening the store: refuse early and plainly
-    store = open_store(db_path or default_db_path())
+    store = open_store(db_path)
     app = build_app(
         store,
         method=method,
@@ -106,6 +128,8 @@ def serve(db_path, host, port, token, method, model, method_options, reflector, 
         media_root=media_root,
         max_body_bytes=max_body,
         max_queue=max_queue,
+        workers=workers,
     )
-    click.echo(f"faultlens serving {db_path or default_db_path()} on http://{host}:{port}/  (attribution: {method}{' ' + model if model else ''})")
+    attributing = f"attribution: {method}{' ' + model if model else ''} on {workers} worker(s)" if workers else "attribution: by `faultlens worker` processes"
+    click.echo(f"faultlens serving {store.location} on http://{host}:{port}/  ({attributing})")
     run_server(app, host=host, port=port, token=token)

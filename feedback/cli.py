@@ -17,7 +17,7 @@ console = Console()
 
 db_option = click.option(
     "--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-    help="SQLite store [default: $FAULTLENS_DB or .faultlens/faultlens.db].",
+    help="Store: a SQLite file or a postgresql:// URL [default: $FAULTLENS_DB or .faultlens/faultlens.db].",
 )
 
 

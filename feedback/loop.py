@@ -9,10 +9,14 @@ When a run's outcome is recorded:
 
 1. in the caller's thread, the outcome is saved and credited to the lessons the
    run was shown (`Step.lessons` → `helped`/`failed`, which may retire a lesson);
-2. if the run failed, its id goes on a queue. A worker thread takes it,
-   attributes the trace (`attributor`, default ``heuristic``), saves the
-   attribution, reflects (`reflector`, default `OfflineReflector`) and adds the
-   lessons to memory (merging near-duplicates).
+2. if the run failed, it becomes a job in the store's failed-run queue
+   (`middleware.jobs`, the same queue `faultlens serve` and `faultlens worker`
+   use). A worker thread claims it, attributes the trace (`attributor`,
+   default ``heuristic``), saves the attribution, reflects (`reflector`,
+   default `OfflineReflector`) and adds the lessons to memory (merging
+   near-duplicates). A job is retried if it raises, and claimed again if its
+   worker died; the attribution and lessons of one job are keyed by the job
+   (`Job.key`), so a second attempt replaces what a first one wrote.
 
 `attribute_and_reflect(store, trace_id, attributor, reflector)` is step 2 on its
 own, synchronously, for callers with their own scheduling (the HTTP server).
@@ -21,16 +25,17 @@ own, synchronously, for callers with their own scheduling (the HTTP server).
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 from faultlens.attributors.base import Attributor
 from faultlens.middleware.answer_key import attributor_view
 from faultlens.middleware.model import Attribution, AttributionStatus, Lesson, Outcome
-from faultlens.middleware.store import SQLiteStore
+from faultlens.middleware.jobs import Job, JobQueue, current_job
+from faultlens.middleware.store import Store
 
 from .hooks import record_trace_outcome
 from .memory import BaseLessonMemory, LessonMemory
@@ -68,25 +73,41 @@ def _attribute(attributor: Attributor, trace) -> Attribution:
                            status=AttributionStatus.error, error=f"{type(exc).__name__}: {exc}")
 
 
+def _stored(memory: BaseLessonMemory, lesson: Lesson) -> Lesson:
+    """Add a lesson to memory unless an earlier attempt at the same job already stored it (same id)."""
+    try:
+        return memory.get(lesson.id)
+    except KeyError:
+        return memory.add(lesson)
+
+
 def reflect_on(
-    store: SQLiteStore,
+    store: Store,
     trace_id: str,
     attributor: Attributor | None,
     reflector: Reflector,
     memory: BaseLessonMemory | None = None,
     *,
     min_confidence: float | None = None,
+    key: str | None = None,
 ) -> LoopResult:
     """Attribute one stored failed run, save the attribution, reflect, and add the lessons to memory.
 
     With `min_confidence`, an attribution that states a lower confidence is
     saved but not reflected on (status ``skipped``): a guess is not a lesson.
+    With `key` (a queue job's `Job.key`; by default the job this runs in, if
+    any), the attribution gets id `key` and the lessons ids derived from it,
+    so running the same job twice stores one attribution and one set of lessons.
     """
     started = time.perf_counter()
+    if key is None and (job := current_job()) is not None and job.trace_id == trace_id:
+        key = job.key
     trace = store.get_trace(trace_id)
     attribution = None
     if attributor is not None:
         attribution = _attribute(attributor, trace)
+        if key is not None:
+            attribution = attribution.model_copy(update={"id": key})
         store.save_attribution(attribution)
     confidence = attribution.confidence if attribution is not None else None
     if min_confidence is not None and confidence is not None and confidence < min_confidence:
@@ -95,13 +116,16 @@ def reflect_on(
     else:
         reflection = reflector.reflect(trace, attribution)
     memory = memory if memory is not None else LessonMemory(store)
-    lessons = memory.add_all(reflection.lessons)
+    new = reflection.lessons
+    if key is not None:
+        new = [l.model_copy(update={"id": uuid.uuid5(uuid.UUID(key), str(n)).hex}) for n, l in enumerate(new)]
+    lessons = [_stored(memory, l) for l in new]
     error = reflection.error if reflection.status != "ok" else None
     return LoopResult(trace_id, attribution, reflection, lessons, error, time.perf_counter() - started)
 
 
 def attribute_and_reflect(
-    store: SQLiteStore,
+    store: Store,
     trace_id: str,
     attributor: str | Attributor | None = "heuristic",
     reflector: str | Reflector | None = None,
@@ -136,6 +160,8 @@ class FeedbackLoop:
     model: passed to the attributor as `model=` when it is given by name.
     min_confidence: learn only from attributions at least this confident
         (those that state no confidence always count); default: learn from all.
+    workers: threads attributing queued runs; lease: seconds a claimed job is
+        held without a heartbeat (see `middleware.jobs.JobQueue`).
     """
 
     def __init__(
@@ -145,10 +171,12 @@ class FeedbackLoop:
         memory: BaseLessonMemory | None = None,
         reflector: str | Reflector | None = None,
         *,
-        store: SQLiteStore | None = None,
+        store: Store | None = None,
         model: str | None = None,
         attributor_options: dict[str, Any] | None = None,
         min_confidence: float | None = None,
+        workers: int = 1,
+        lease: float = 60.0,
     ):
         self.tracer = tracer
         store = store if store is not None else getattr(tracer, "store", None)
@@ -165,9 +193,10 @@ class FeedbackLoop:
         self.reflector: Reflector = reflector if isinstance(reflector, Reflector) else get_reflector(reflector)
         self.min_confidence = min_confidence
         self.results: list[LoopResult] = []
-        self._queue: queue.Queue[str | None] = queue.Queue()
+        # The one failed-run queue, in the store: a `faultlens serve` or
+        # `faultlens worker` on the same store shares it with this loop.
+        self.queue = JobQueue(store, self._handle, workers=workers, lease=lease, poll=0.05, name="faultlens-feedback")
         self._results_lock = threading.Lock()
-        self._worker: threading.Thread | None = None
         self._closed = False
         if tracer is not None:
             # Every run of the tracer that ends with an outcome is handled, whether or not it went through `run`.
@@ -197,7 +226,7 @@ class FeedbackLoop:
             trace = trace.model_copy(update={"outcome": outcome})
         updated = record_trace_outcome(self.memory, trace)
         if not outcome.success:
-            self.submit(trace_id)
+            self.submit(trace_id, again=False)
         return updated
 
     def run(self, task: Any, **options: Any) -> Any:
@@ -215,43 +244,30 @@ class FeedbackLoop:
         return self.tracer.run(task, **options)
 
     # -- the worker -----------------------------------------------------------
-    def submit(self, trace_id: str) -> None:
-        """Queue a stored failed run for attribution and reflection."""
+    def submit(self, trace_id: str, *, again: bool = True) -> Job:
+        """Queue a stored failed run for attribution and reflection (again, if it was handled before;
+        outcomes the loop sees queue a run once: `again=False`)."""
         if self._closed:
             raise RuntimeError("this FeedbackLoop is closed")
-        if self._worker is None or not self._worker.is_alive():
-            self._worker = threading.Thread(target=self._run, name="faultlens-feedback", daemon=True)
-            self._worker.start()
-        self._queue.put(trace_id)
+        self.queue.start()
+        return self.queue.submit(trace_id, again=again)
 
-    def _run(self) -> None:
-        while True:
-            trace_id = self._queue.get()
-            try:
-                if trace_id is None:
-                    return
-                try:
-                    result = reflect_on(self.store, trace_id, self.attributor, self.reflector, self.memory,
-                                        min_confidence=self.min_confidence)
-                except Exception as exc:  # the worker must survive one bad trace; the failure is recorded
-                    log.exception("feedback loop failed on trace %s", trace_id)
-                    result = LoopResult(trace_id, None, None, error=f"{type(exc).__name__}: {exc}")
+    def _handle(self, job: Job) -> None:
+        try:
+            result = reflect_on(self.store, job.trace_id, self.attributor, self.reflector, self.memory,
+                                min_confidence=self.min_confidence, key=job.key)
+        except Exception as exc:  # recorded here once the queue gives up on it; the queue retries before that
+            log.exception("feedback loop failed on trace %s", job.trace_id)
+            if job.attempts >= self.queue.max_attempts:
                 with self._results_lock:
-                    self.results.append(result)
-            finally:
-                self._queue.task_done()
+                    self.results.append(LoopResult(job.trace_id, None, None, error=f"{type(exc).__name__}: {exc}"))
+            raise
+        with self._results_lock:
+            self.results.append(result)
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Block until every queued run is handled. False if `timeout` (seconds) ran out first."""
-        if timeout is None:
-            self._queue.join()
-            return True
-        deadline = time.monotonic() + timeout
-        while self._queue.unfinished_tasks:
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.01)
-        return True
+        """Block until no run is queued or being handled. False if `timeout` (seconds) ran out first."""
+        return self.queue.wait_idle(timeout)
 
     def drain(self, timeout: float | None = None) -> list[LoopResult]:
         """Wait for the queue, then return and forget the results gathered so far."""
@@ -267,9 +283,9 @@ class FeedbackLoop:
         self._closed = True
         if self.tracer is not None:
             self.tracer.remove_run_listener(self._run_ended)
-        if self._worker is not None and self._worker.is_alive():
-            self._queue.put(None)
-            self._worker.join()
+        if self.queue.alive:
+            self.queue.wait_idle(None)
+            self.queue.stop()
 
     def __enter__(self) -> FeedbackLoop:
         return self

@@ -2,7 +2,7 @@
 
 Two backends share every rule (`BaseLessonMemory`):
 
-- `LessonMemory` keeps lessons in the faultlens store (`SQLiteStore`);
+- `LessonMemory` keeps lessons in the faultlens store (`Store`: SQLite or PostgreSQL);
 - `feedback.langgraph_store.LangGraphLessonMemory` keeps them in any LangGraph
   `BaseStore`, one namespace per agent.
 
@@ -38,7 +38,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from faultlens.middleware.model import Lesson
-from faultlens.middleware.store import SQLiteStore
+from faultlens.middleware.store import Store
 
 from .reflect import ALL_AGENTS
 from .similarity import similarities, similarity
@@ -188,7 +188,7 @@ class BaseLessonMemory:
 class LessonMemory(BaseLessonMemory):
     """Lessons kept in the faultlens store (the `lessons` table)."""
 
-    def __init__(self, store: SQLiteStore, **options):
+    def __init__(self, store: Store, **options):
         super().__init__(**options)
         self.store = store
 

@@ -110,8 +110,9 @@ def inject(env_names, seeds, per_seed, seed, agent_model, generator, noise, mode
         from faultlens.middleware.store import open_store
 
         # The runs were traced into the store as they ran; the kept ones now get their gold labels.
-        saved = open_store(db_path).save_traces(result.traces)
-        console.print(f"stored every seed and injected run in {db_path} ({saved} kept, with gold labels)")
+        store = open_store(db_path)
+        saved = store.save_traces(result.traces)
+        console.print(f"stored every seed and injected run in {store.location} ({saved} kept, with gold labels)")
     console.print(f"wrote {len(result.traces)} trace(s) to {out}")
     if summary_path:
         summary_path.write_text(json.dumps({"yield": rows, "seeds": result.seed_summary()}, indent=2) + "\n")

@@ -2,6 +2,7 @@
 
     jsonl:runs.jsonl        our native JSONL (also: a bare path ending in .jsonl or .jsonl.gz)
     otlp:spans.json         OTLP JSON as an OpenTelemetry Collector file exporter writes it
+    store:PATH_OR_URL       the traces in a faultlens store (a SQLite file or a postgresql:// URL)
     whowhen:DIR, bundled... contributed by other packages through the
                             `faultlens.sources` entry-point group
 
@@ -17,6 +18,7 @@ from pathlib import Path
 
 from .errors import InputError
 from .model import Trace
+from .store import open_store
 
 SourceLoader = Callable[[str], Iterable[Trace]]
 
@@ -54,7 +56,7 @@ def _guess(spec: str) -> tuple[str, str]:
 
 def split_spec(spec: str) -> tuple[str, str]:
     name, sep, arg = spec.partition(":")
-    if sep and name in available_sources() | {"jsonl": None, "otlp": None}:
+    if sep and name in available_sources() | {"jsonl": None, "otlp": None, "store": None}:
         return name, arg
     return _guess(spec)
 
@@ -65,6 +67,7 @@ def load_traces(spec: str) -> Iterable[Trace]:
     sources = available_sources()
     sources.setdefault("jsonl", load_jsonl_spec)
     sources.setdefault("otlp", load_otlp_spec)
+    sources.setdefault("store", load_store_spec)
     if name not in sources:
         raise InputError(spec, None, None, f"unknown source {name!r}; known: {', '.join(sorted(sources))}")
     return sources[name](arg)
@@ -87,3 +90,10 @@ def load_otlp_spec(arg: str) -> Iterable[Trace]:
     from .otlp import read_otlp_file
 
     return read_otlp_file(_existing(arg))
+
+
+def load_store_spec(arg: str) -> Iterable[Trace]:
+    """Every trace in the store at `arg` (a SQLite file or a postgresql:// URL), newest first."""
+    if not arg:
+        raise InputError("store:", None, None, "name the store: store:PATH or store:postgresql://USER@HOST/DB")
+    return open_store(arg).iter_traces()

@@ -1,4 +1,9 @@
-"""The embedded store: traces, steps, attributions and lessons in SQLite (via sqlite-utils).
+"""The embedded store: traces, steps, attributions, lessons and jobs in SQLite (via sqlite-utils).
+
+`open_store(target)` opens a store from a path (SQLite, the default) or a
+``postgresql://`` URL (`pg_store.PostgresStore`, for several servers and
+workers sharing one database). Both implement the `Store` protocol with the
+same semantics; the code above this module is typed against `Store`.
 
 One file, WAL mode, safe for several threads at once: each thread gets its own
 connection, and writes in this process are serialised by a lock so that SQLite
@@ -12,66 +17,45 @@ their spans *end*; a trace read back orders them by start time and numbers them
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import sqlite_utils
 
+from .jobs import JOB_COLUMNS, Job, job_row, next_submission
 from .model import AgentInfo, Attribution, Lesson, Outcome, Step, Trace
+from .pg_store import PostgresStore
 from .redact import redact
+from .store_api import (
+    DEFAULT_DB,
+    STORE_SCHEMA_VERSION,
+    SchemaTooNew,
+    Store,
+    TraceNotFound,
+    TraceSummary,
+    default_db,
+    default_db_path,
+    describe,
+    dumps as _dumps,
+    status_clause,
+    step_key,
+    step_row,
+    store_url,
+    summary_from_row,
+    trace_from_row,
+    trace_row,
+)
 
-DEFAULT_DB = Path(".faultlens") / "faultlens.db"
-
-
-def default_db_path() -> Path:
-    return Path(os.environ.get("FAULTLENS_DB") or DEFAULT_DB)
-
-
-@dataclass(frozen=True)
-class TraceSummary:
-    id: str
-    query: str
-    success: bool | None
-    n_steps: int
-    agents: list[str]
-    framework: str | None
-    benchmark: str | None
-    modality: str | None
-    created_at: float
-    updated_at: float
-
-
-@runtime_checkable
-class Store(Protocol):
-    """What the rest of faultlens needs from a store. `SQLiteStore` is the one we ship."""
-
-    def save_trace(self, trace: Trace) -> None: ...
-    def get_trace(self, trace_id: str) -> Trace: ...
-    def list_traces(self, *, status: str | None = None, agent: str | None = None, limit: int = 100, offset: int = 0, since: float | None = None) -> list[TraceSummary]: ...
-    def add_step(self, trace_id: str, step: Step) -> None: ...
-    def set_outcome(self, trace_id: str, outcome: Outcome) -> None: ...
-    def save_attribution(self, attribution: Attribution) -> None: ...
-    def attributions(self, trace_id: str) -> list[Attribution]: ...
-    def save_lesson(self, lesson: Lesson) -> None: ...
-    def lessons(self, *, agent: str | None = None, include_retired: bool = False) -> list[Lesson]: ...
-
-
-class TraceNotFound(KeyError):
-    def __init__(self, trace_id: str):
-        super().__init__(trace_id)
-        self.trace_id = trace_id
-
-    def __str__(self) -> str:
-        return f"no trace with id {self.trace_id!r} in the store (try `faultlens traces list`)"
-
+__all__ = [
+    "DEFAULT_DB", "STORE_SCHEMA_VERSION", "PostgresStore", "SQLiteStore", "SchemaTooNew", "Store", "TraceNotFound",
+    "TraceSummary", "default_db", "default_db_path", "describe", "open_store", "store_url",
+]
 
 def _upsert(db: sqlite_utils.Database, table: str, row: dict[str, Any], pk: tuple[str, ...]) -> None:
     # Plain SQL rather than Table.upsert: sqlite-utils commits inside its own
@@ -85,13 +69,55 @@ def _upsert(db: sqlite_utils.Database, table: str, row: dict[str, Any], pk: tupl
     )
 
 
-def _dumps(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+_SQLITE_MIGRATIONS: dict[int, list[str]] = {
+    1: [
+        """CREATE TABLE IF NOT EXISTS traces (
+            id TEXT PRIMARY KEY, schema_version TEXT, query TEXT, success INTEGER,
+            framework TEXT, benchmark TEXT, modality TEXT, format TEXT,
+            created_at REAL, updated_at REAL,
+            task TEXT, agents TEXT, outcome TEXT, source TEXT, gold TEXT, metadata TEXT)""",
+        """CREATE TABLE IF NOT EXISTS steps (
+            trace_id TEXT NOT NULL REFERENCES traces(id) ON DELETE CASCADE,
+            key TEXT NOT NULL, position REAL, seq INTEGER,
+            agent TEXT, kind TEXT, error INTEGER, data TEXT,
+            PRIMARY KEY (trace_id, key))""",
+        "CREATE INDEX IF NOT EXISTS steps_agent ON steps(agent)",
+        """CREATE TABLE IF NOT EXISTS attributions (
+            id TEXT PRIMARY KEY, trace_id TEXT, method TEXT, model TEXT, status TEXT,
+            agent TEXT, step INTEGER, mode TEXT, created_at REAL, data TEXT)""",
+        "CREATE INDEX IF NOT EXISTS attributions_trace ON attributions(trace_id)",
+        """CREATE TABLE IF NOT EXISTS lessons (
+            id TEXT PRIMARY KEY, agent TEXT, mode TEXT, retired INTEGER,
+            created_at REAL, updated_at REAL, data TEXT)""",
+        "CREATE INDEX IF NOT EXISTS lessons_agent ON lessons(agent)",
+    ],
+    2: [
+        """CREATE TABLE IF NOT EXISTS jobs (
+            trace_id TEXT PRIMARY KEY, state TEXT NOT NULL, generation INTEGER NOT NULL,
+            attempts INTEGER NOT NULL, runs INTEGER NOT NULL, worker TEXT,
+            lease_until REAL, not_before REAL, queued_at REAL, started_at REAL, finished_at REAL, error TEXT)""",
+        "CREATE INDEX IF NOT EXISTS jobs_state ON jobs(state, queued_at)",
+    ],
+    # Every span's place in its run's tree (steps and the containers that are
+    # not steps), so a step's agent is found whatever order spans arrive in
+    # (see spans.ingest). `waiting_on`: the ancestor a step's agent waits for.
+    3: [
+        """CREATE TABLE IF NOT EXISTS span_links (
+            trace_id TEXT NOT NULL REFERENCES traces(id) ON DELETE CASCADE,
+            span_id TEXT NOT NULL, parent_id TEXT, start_ns INTEGER,
+            agent TEXT, describes TEXT, task TEXT, output TEXT, waiting_on TEXT,
+            PRIMARY KEY (trace_id, span_id))""",
+        "CREATE INDEX IF NOT EXISTS span_links_waiting ON span_links(trace_id, waiting_on) WHERE waiting_on IS NOT NULL",
+        "CREATE INDEX IF NOT EXISTS span_links_parent ON span_links(trace_id, parent_id)",
+    ],
+}
 
 
 class SQLiteStore:
     def __init__(self, path: str | Path | None = None):
         self.path = str(default_db_path() if path is None else path)
+        self.location = self.path
         self._memory = self.path == ":memory:"
         if not self._memory:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -123,91 +149,44 @@ class SQLiteStore:
             with db.atomic():
                 yield db
 
+    @contextmanager
+    def batch(self, trace_ids: Iterable[str] = ()) -> Iterator[SQLiteStore]:
+        """Everything the store writes inside lands in one transaction, or nothing does.
+
+        `trace_ids` are the traces the batch reads and writes; on SQLite the
+        one writer lock already keeps other writers out, so they are not used.
+        """
+        with self._write():
+            yield self
+
     def close(self) -> None:
         db = getattr(self._local, "db", None)
         if db is not None:
             db.conn.close()
             self._local.db = None
 
+    def schema_version(self) -> int:
+        return self._db().execute("SELECT COALESCE(MAX(version), 0) FROM store_schema").fetchone()[0]
+
     def _create_tables(self) -> None:
         with self._write() as db:
-            db.execute(
-                """CREATE TABLE IF NOT EXISTS traces (
-                    id TEXT PRIMARY KEY, schema_version TEXT, query TEXT, success INTEGER,
-                    framework TEXT, benchmark TEXT, modality TEXT, format TEXT,
-                    created_at REAL, updated_at REAL,
-                    task TEXT, agents TEXT, outcome TEXT, source TEXT, gold TEXT, metadata TEXT)"""
-            )
-            db.execute(
-                """CREATE TABLE IF NOT EXISTS steps (
-                    trace_id TEXT NOT NULL REFERENCES traces(id) ON DELETE CASCADE,
-                    key TEXT NOT NULL, position REAL, seq INTEGER,
-                    agent TEXT, kind TEXT, error INTEGER, data TEXT,
-                    PRIMARY KEY (trace_id, key))"""
-            )
-            db.execute("CREATE INDEX IF NOT EXISTS steps_agent ON steps(agent)")
-            # Every span's place in its run's tree (steps and the containers that
-            # are not steps), so a step's agent is found whatever order spans
-            # arrive in (see spans.ingest). `waiting_on`: the ancestor a step's
-            # agent waits for.
-            db.execute(
-                """CREATE TABLE IF NOT EXISTS span_links (
-                    trace_id TEXT NOT NULL REFERENCES traces(id) ON DELETE CASCADE,
-                    span_id TEXT NOT NULL, parent_id TEXT, start_ns INTEGER,
-                    agent TEXT, describes TEXT, task TEXT, output TEXT, waiting_on TEXT,
-                    PRIMARY KEY (trace_id, span_id))"""
-            )
-            db.execute("CREATE INDEX IF NOT EXISTS span_links_waiting ON span_links(trace_id, waiting_on) WHERE waiting_on IS NOT NULL")
-            db.execute("CREATE INDEX IF NOT EXISTS span_links_parent ON span_links(trace_id, parent_id)")
-            db.execute(
-                """CREATE TABLE IF NOT EXISTS attributions (
-                    id TEXT PRIMARY KEY, trace_id TEXT, method TEXT, model TEXT, status TEXT,
-                    agent TEXT, step INTEGER, mode TEXT, created_at REAL, data TEXT)"""
-            )
-            db.execute("CREATE INDEX IF NOT EXISTS attributions_trace ON attributions(trace_id)")
-            db.execute(
-                """CREATE TABLE IF NOT EXISTS lessons (
-                    id TEXT PRIMARY KEY, agent TEXT, mode TEXT, retired INTEGER,
-                    created_at REAL, updated_at REAL, data TEXT)"""
-            )
-            db.execute("CREATE INDEX IF NOT EXISTS lessons_agent ON lessons(agent)")
+            db.execute("CREATE TABLE IF NOT EXISTS store_schema (version INTEGER PRIMARY KEY, applied_at REAL)")
+            found = db.execute("SELECT COALESCE(MAX(version), 0) FROM store_schema").fetchone()[0]
+            if found > STORE_SCHEMA_VERSION:
+                raise SchemaTooNew(self.path, found)
+            for version in range(found + 1, STORE_SCHEMA_VERSION + 1):
+                for statement in _SQLITE_MIGRATIONS[version]:
+                    db.execute(statement)
+                db.execute("INSERT INTO store_schema (version, applied_at) VALUES (?, ?)", [version, time.time()])
 
     # -- traces ----------------------------------------------------------
     @staticmethod
     def _trace_row(trace: Trace) -> dict[str, Any]:
-        data = redact(trace.model_dump(mode="json", exclude={"steps"}))
-        return {
-            "id": trace.id,
-            "schema_version": trace.schema_version,
-            "query": data["task"]["query"],
-            "success": None if trace.outcome is None else int(trace.outcome.success),
-            "framework": trace.source.framework,
-            "benchmark": trace.source.benchmark,
-            "modality": trace.source.modality,
-            "format": trace.source.format,
-            "created_at": trace.created_at,
-            "updated_at": time.time(),
-            "task": _dumps(data["task"]),
-            "agents": _dumps(data["agents"]),
-            "outcome": _dumps(data["outcome"]),
-            "source": _dumps(data["source"]),
-            "gold": _dumps(data["gold"]),
-            "metadata": _dumps(data["metadata"]),
-        }
+        return trace_row(trace)
 
     @staticmethod
     def _step_row(trace_id: str, step: Step, seq: int, position: float) -> dict[str, Any]:
-        data = redact(step.model_dump(mode="json"))
-        return {
-            "trace_id": trace_id,
-            "key": step.span_id or f"#{step.index}",
-            "position": position,
-            "seq": seq,
-            "agent": step.agent,
-            "kind": data["kind"],
-            "error": int(step.error is not None),
-            "data": _dumps(data),
-        }
+        return step_row(trace_id, step, seq, position)
 
     def save_trace(self, trace: Trace) -> None:
         """Store a whole trace, replacing any earlier version of it atomically."""
@@ -234,7 +213,7 @@ class SQLiteStore:
         """Add or replace one step (idempotent by span id). The trace header must exist."""
         with self._write() as db:
             seq = db.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM steps WHERE trace_id = ?", [trace_id]).fetchone()[0]
-            existing = db.execute("SELECT seq FROM steps WHERE trace_id = ? AND key = ?", [trace_id, step.span_id or f"#{step.index}"]).fetchone()
+            existing = db.execute("SELECT seq FROM steps WHERE trace_id = ? AND key = ?", [trace_id, step_key(step)]).fetchone()
             if existing:
                 seq = existing[0]
             # A live step is ordered by when its span started; one without a clock by arrival.
@@ -347,28 +326,8 @@ class SQLiteStore:
         ).fetchone()
         if row is None:
             raise TraceNotFound(trace_id)
-        steps = []
-        for index, (data,) in enumerate(
-            db.execute("SELECT data FROM steps WHERE trace_id = ? ORDER BY position, seq", [trace_id]).fetchall()
-        ):
-            step = json.loads(data)
-            step["index"] = index
-            steps.append(step)
-        schema_version, task, agents, outcome, source, gold, metadata, created_at = row
-        return Trace.model_validate(
-            {
-                "id": trace_id,
-                "schema_version": schema_version,
-                "task": json.loads(task),
-                "agents": json.loads(agents or "[]"),
-                "steps": steps,
-                "outcome": json.loads(outcome) if outcome else None,
-                "source": json.loads(source) if source else {},
-                "gold": json.loads(gold) if gold else None,
-                "metadata": json.loads(metadata or "{}"),
-                "created_at": created_at,
-            }
-        )
+        rows = db.execute("SELECT data FROM steps WHERE trace_id = ? ORDER BY position, seq", [trace_id]).fetchall()
+        return trace_from_row(trace_id, row, [data for (data,) in rows])
 
     def iter_traces(self, ids: Iterable[str] | None = None) -> Iterator[Trace]:
         for trace_id in ids if ids is not None else [s.id for s in self.list_traces(limit=None)]:
@@ -386,10 +345,7 @@ class SQLiteStore:
         """Newest first. status: 'failed', 'succeeded' or 'unknown'."""
         where, params = [], []
         if status is not None:
-            clauses = {"failed": "success = 0", "succeeded": "success = 1", "unknown": "success IS NULL"}
-            if status not in clauses:
-                raise ValueError(f"status must be one of {sorted(clauses)}, not {status!r}")
-            where.append(clauses[status])
+            where.append(status_clause(status))
         if agent is not None:
             where.append("id IN (SELECT trace_id FROM steps WHERE agent = ?)")
             params.append(agent)
@@ -405,21 +361,7 @@ class SQLiteStore:
         if limit is not None:
             sql += " LIMIT ? OFFSET ?"
             params += [limit, offset]
-        return [
-            TraceSummary(
-                id=r[0],
-                query=r[1],
-                success=None if r[2] is None else bool(r[2]),
-                agents=[a["name"] for a in json.loads(r[3] or "[]")],
-                framework=r[4],
-                benchmark=r[5],
-                modality=r[6],
-                created_at=r[7],
-                updated_at=r[8],
-                n_steps=r[9],
-            )
-            for r in self._db().execute(sql, params).fetchall()
-        ]
+        return [summary_from_row(r) for r in self._db().execute(sql, params).fetchall()]
 
     def count_traces(self) -> int:
         return self._db().execute("SELECT COUNT(*) FROM traces").fetchone()[0]
@@ -493,6 +435,74 @@ class SQLiteStore:
         return [Lesson.model_validate_json(r[0]) for r in self._db().execute(sql, params).fetchall()]
 
 
-def open_store(path: str | Path | None = None) -> SQLiteStore:
-    """Open (creating if needed) the store at `path`, `$FAULTLENS_DB`, or `.faultlens/faultlens.db`."""
-    return SQLiteStore(path)
+    # -- jobs (the failed-run queue, see jobs.py) --------------------------
+    _JOB_SELECT = f"SELECT {', '.join(JOB_COLUMNS)} FROM jobs"
+
+    def get_job(self, trace_id: str) -> Job | None:
+        row = self._db().execute(self._JOB_SELECT + " WHERE trace_id = ?", [trace_id]).fetchone()
+        return None if row is None else Job.from_row(row)
+
+    def job_counts(self) -> dict[str, int]:
+        return dict(self._db().execute("SELECT state, COUNT(*) FROM jobs GROUP BY state").fetchall())
+
+    def submit_job(self, trace_id: str, *, hold: bool = False, again: bool = False, max_queued: int | None = None, drop_reason: str | None = None) -> Job:
+        with self._write() as db:
+            row = db.execute(self._JOB_SELECT + " WHERE trace_id = ?", [trace_id]).fetchone()
+            current = None if row is None else Job.from_row(row)
+            queued = db.execute("SELECT COUNT(*) FROM jobs WHERE state = 'queued'").fetchone()[0] if max_queued is not None else 0
+            job = next_submission(current, trace_id, time.time(), hold=hold, queued=queued, max_queued=max_queued, drop_reason=drop_reason, again=again)
+            if job is None:
+                assert current is not None
+                return current
+            _upsert(db, "jobs", job_row(job), ("trace_id",))
+            return job
+
+    def claim_job(self, worker: str, *, lease: float, max_attempts: int) -> Job | None:
+        now = time.time()
+        with self._write() as db:
+            db.execute(
+                "UPDATE jobs SET state = 'error', finished_at = ?, runs = runs + 1, lease_until = NULL,"
+                " error = 'gave up after ' || attempts || ' attempts: the lease of ' || worker || ' ran out'"
+                " WHERE state = 'running' AND lease_until < ? AND attempts >= ?",
+                [now, now, max_attempts],
+            )
+            # One statement: the pick and the claim cannot be split by another writer.
+            row = db.execute(
+                "UPDATE jobs SET state = 'running', worker = ?, attempts = attempts + 1, lease_until = ?, started_at = ?"
+                " WHERE trace_id = (SELECT trace_id FROM jobs WHERE (state = 'queued' AND not_before <= ?)"
+                " OR (state = 'running' AND lease_until < ?) ORDER BY queued_at, trace_id LIMIT 1)"
+                f" RETURNING {', '.join(JOB_COLUMNS)}",
+                [worker, now + lease, now, now, now],
+            ).fetchone()
+            return None if row is None else Job.from_row(row)
+
+    def renew_job(self, job: Job, *, lease: float) -> bool:
+        with self._write() as db:
+            cursor = db.execute(
+                "UPDATE jobs SET lease_until = ? WHERE trace_id = ? AND state = 'running' AND worker = ? AND attempts = ?",
+                [time.time() + lease, job.trace_id, job.worker, job.attempts],
+            )
+            return cursor.rowcount == 1
+
+    def finish_job(self, job: Job, *, error: str | None = None, retry_in: float | None = None) -> bool:
+        now = time.time()
+        state = "done" if error is None else ("queued" if retry_in is not None else "error")
+        with self._write() as db:
+            cursor = db.execute(
+                "UPDATE jobs SET state = ?, error = ?, runs = runs + 1, lease_until = NULL, finished_at = ?, not_before = ?"
+                " WHERE trace_id = ? AND state = 'running' AND worker = ? AND attempts = ?",
+                [state, error, now, now + (retry_in or 0.0), job.trace_id, job.worker, job.attempts],
+            )
+            return cursor.rowcount == 1
+
+def open_store(target: str | os.PathLike[str] | None = None) -> Store:
+    """Open (creating if needed) the store at `target`, `$FAULTLENS_DB`, or `.faultlens/faultlens.db`.
+
+    `target` is a SQLite file path (or ``:memory:``), or a ``postgresql://``
+    URL for a `PostgresStore` (its tables are created in that database).
+    """
+    target = default_db() if target is None else target
+    url = store_url(target)
+    if url is None:
+        return SQLiteStore(target)
+    return PostgresStore(url)

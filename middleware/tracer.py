@@ -55,7 +55,7 @@ from pydantic import BaseModel
 
 from . import spans as S
 from .model import AgentInfo, Media, Outcome, Source, StepKind, Task, Trace, new_id
-from .store import SQLiteStore, open_store
+from .store import Store, open_store
 
 log = logging.getLogger("faultlens.tracer")
 
@@ -279,7 +279,7 @@ class StoreSpanProcessor(SpanProcessor):
     A failing write is logged and kept in `errors`; it never breaks the agent.
     """
 
-    def __init__(self, store: SQLiteStore):
+    def __init__(self, store: Store):
         self.store = store
         self.errors: list[BaseException] = []
         self._runs: dict[int, str] = {}
@@ -362,7 +362,7 @@ class Tracer:
 
     Args:
         store: the store to write to (default: `open_store(db)`).
-        db: path of the SQLite store when `store` is not given
+        db: a SQLite path or postgresql:// URL when `store` is not given
             (default `$FAULTLENS_DB` or `.faultlens/faultlens.db`).
         service_name: the OTel `service.name` resource attribute.
         set_global: also install this tracer's provider as the global one.
@@ -371,7 +371,7 @@ class Tracer:
 
     def __init__(
         self,
-        store: SQLiteStore | None = None,
+        store: Store | None = None,
         db: str | Path | None = None,
         *,
         service_name: str = "faultlens",

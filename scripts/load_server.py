@@ -1,12 +1,14 @@
 #!/usr/bin/env python
 """Load test for `faultlens serve` ingest (a measurement, not a test).
 
-Starts the faultlens server in this process on loopback over a fresh SQLite
-store, then a *second process* sends OTLP/HTTP protobuf exports to it (each
+Starts `faultlens serve` on loopback over a fresh store (by default SQLite in
+this process; with --backend/--servers, `faultlens serve` processes over a
+fresh SQLite file or a throwaway PostgreSQL server, see tests/postgres.py),
+then a *second process* sends OTLP/HTTP protobuf exports to it (each
 request is one whole agent run: a workflow span and N step spans, made with
 the OpenTelemetry SDK and encoded with its own OTLP encoder) from several
-threads with keep-alive connections. Bounded by a request count and a time
-limit. Reports:
+threads with keep-alive connections, spread round-robin over the servers.
+Bounded by a request count and a time limit. Reports:
 
 - ingest throughput: spans acknowledged per second (the server answers 200
   only after the spans are in the store), checked against the step count
@@ -14,6 +16,8 @@ limit. Reports:
 - latency of POST /v1/traces: p50, p99 and max.
 
     python scripts/load_server.py --requests 400 --spans 10 --clients 4
+    python scripts/load_server.py --backend postgres --servers 2     # two server processes, one PostgreSQL store
+    python scripts/load_server.py --compare                          # SQLite x1, PostgreSQL x1, PostgreSQL x2: one table
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -65,7 +70,7 @@ def _encoded_runs(count: int, spans: int) -> list[bytes]:
     return bodies
 
 
-def client(url: str, requests: int, spans: int, clients: int, seconds: float) -> dict:
+def client(urls: list[str], requests: int, spans: int, clients: int, seconds: float) -> dict:
     """The sending side (runs in the second process). Returns latencies and counts."""
     import httpx
 
@@ -84,7 +89,7 @@ def client(url: str, requests: int, spans: int, clients: int, seconds: float) ->
                 if index is None:
                     return
                 started = time.perf_counter()
-                response = http.post(url, content=bodies[index])
+                response = http.post(urls[index % len(urls)], content=bodies[index])
                 elapsed = time.perf_counter() - started
                 with lock:
                     latencies.append(elapsed)
@@ -97,7 +102,9 @@ def client(url: str, requests: int, spans: int, clients: int, seconds: float) ->
     for t in threads:
         t.join()
     wall = time.perf_counter() - started
-    return {"latencies": latencies, "statuses": statuses, "wall_seconds": wall, "spans_per_request": spans + 1}
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return {"latencies": latencies, "statuses": statuses, "wall_seconds": wall, "spans_per_request": spans + 1,
+            "client_cpu_seconds": usage.ru_utime + usage.ru_stime}
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -105,41 +112,106 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--requests", type=int, default=400, help="exports to send (one run each)")
-    parser.add_argument("--spans", type=int, default=10, help="step spans per run (plus one workflow span)")
-    parser.add_argument("--clients", type=int, default=4, help="concurrent sending threads in the client process")
-    parser.add_argument("--seconds", type=float, default=60.0, help="stop sending after this long")
-    parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
-    parser.add_argument("--client", metavar="URL", help=argparse.SUPPRESS)  # internal: run as the sending process
-    args = parser.parse_args()
+def _free_port() -> int:
+    import socket
 
-    if args.client:
-        print(json.dumps(client(args.client, args.requests, args.spans, args.clients, args.seconds)))
-        return
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
-    from faultlens.server import ServerThread, create_app
+
+def _send(urls: list[str], args: argparse.Namespace) -> dict:
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    proc = subprocess.run(
+        [sys.executable, __file__, "--client", ",".join(urls), "--requests", str(args.requests),
+         "--spans", str(args.spans), "--clients", str(args.clients), "--seconds", str(args.seconds)],
+        capture_output=True, text=True, env=env, check=True,
+    )
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process, from /proc (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _serve_processes(target: str, servers: int, args: argparse.Namespace) -> dict:
+    """`servers` x `faultlens serve --workers 0` over `target`; send; read the store back."""
+    import httpx
+
     from faultlens.middleware.store import open_store
 
-    with tempfile.TemporaryDirectory() as tmp:
-        store = open_store(Path(tmp) / "load.db")
-        with ServerThread(create_app(store), log_level="error") as server:
-            env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-            proc = subprocess.run(
-                [sys.executable, __file__, "--client", server.url + "/v1/traces", "--requests", str(args.requests),
-                 "--spans", str(args.spans), "--clients", str(args.clients), "--seconds", str(args.seconds)],
-                capture_output=True, text=True, env=env, check=True,
-            )
-            result = json.loads(proc.stdout.strip().splitlines()[-1])
-            stored_runs = store.count_traces()
-            stored_steps = sum(s.n_steps for s in store.list_traces(limit=None))
-        store.close()
+    open_store(target).close()  # tables first, so the servers do not race to create them
+    ports = [_free_port() for _ in range(servers)]
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    procs = [
+        subprocess.Popen([sys.executable, "-m", "faultlens.cli", "serve", "--db", target, "--port", str(port), "--workers", "0"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+        for port in ports
+    ]
+    try:
+        for port in ports:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    if httpx.get(f"http://127.0.0.1:{port}/api/health", timeout=2).status_code == 200:
+                        break
+                except httpx.HTTPError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"faultlens serve did not start on port {port}")
+                time.sleep(0.2)
+        before = sum(_cpu_seconds(proc.pid) for proc in procs)
+        result = _send([f"http://127.0.0.1:{port}/v1/traces" for port in ports], args)
+        # What the faultlens servers used while the client sent (not their start-up).
+        result["server_cpu_seconds"] = sum(_cpu_seconds(proc.pid) for proc in procs) - before
+    finally:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.wait(30)
+    store = open_store(target)
+    result["stored_runs"] = store.count_traces()
+    result["stored_steps"] = sum(s.n_steps for s in store.list_traces(limit=None))
+    store.close()
+    return result
 
+
+def measure(args: argparse.Namespace, backend: str | None, servers: int) -> dict:
+    """One configuration: backend None is the original in-process server over SQLite."""
+    with tempfile.TemporaryDirectory() as tmp:
+        if backend is None:
+            from faultlens.middleware.store import open_store
+            from faultlens.server import ServerThread, create_app
+
+            store = open_store(Path(tmp) / "load.db")
+            with ServerThread(create_app(store), log_level="error") as server:
+                result = _send([server.url + "/v1/traces"], args)
+                result["stored_runs"] = store.count_traces()
+                result["stored_steps"] = sum(s.n_steps for s in store.list_traces(limit=None))
+            store.close()
+        elif backend == "sqlite":
+            result = _serve_processes(str(Path(tmp) / "load.db"), servers, args)
+        elif args.pg_url:
+            result = _serve_processes(args.pg_url, servers, args)
+        else:
+            from tests.postgres import ThrowawayPostgres
+
+            # PostgreSQL's durable defaults (fsync and synchronous commit on), like SQLite's WAL with synchronous=NORMAL
+            # is durable across a process crash.
+            with ThrowawayPostgres(fast=False) as pg:
+                result = _serve_processes(pg.fresh_database_url(), servers, args)
+    return _report(args, result, backend or "sqlite (in-process server)", servers)
+
+
+def _report(args: argparse.Namespace, result: dict, backend: str, servers: int) -> dict:
     latencies = result["latencies"]
     ok = result["statuses"].get("200", 0)
     spans_sent = ok * result["spans_per_request"]
-    report = {
+    return {
+        "backend": backend,
+        "servers": servers,
         "requests": len(latencies),
         "ok": ok,
         "statuses": result["statuses"],
@@ -152,18 +224,53 @@ def main() -> None:
         "latency_ms_p99": round(1000 * _percentile(latencies, 99), 2),
         "latency_ms_max": round(1000 * max(latencies), 2),
         "latency_ms_mean": round(1000 * statistics.fmean(latencies), 2),
-        "stored_runs": stored_runs,
-        "stored_steps": stored_steps,
+        "server_cpu_ms_per_request": round(1000 * result["server_cpu_seconds"] / max(ok, 1), 2) if "server_cpu_seconds" in result else None,
+        "stored_runs": result["stored_runs"],
+        "stored_steps": result["stored_steps"],
         "expected_steps": ok * args.spans,
         "cpus": os.cpu_count(),
     }
-    if args.json:
-        print(json.dumps(report))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--requests", type=int, default=400, help="exports to send (one run each)")
+    parser.add_argument("--spans", type=int, default=10, help="step spans per run (plus one workflow span)")
+    parser.add_argument("--clients", type=int, default=4, help="concurrent sending threads in the client process")
+    parser.add_argument("--seconds", type=float, default=60.0, help="stop sending after this long")
+    parser.add_argument("--json", action="store_true", help="print one JSON object (per configuration) instead of a table")
+    parser.add_argument("--backend", choices=["sqlite", "postgres"], default=None,
+                        help="run `faultlens serve` processes over this store (default: one in-process server over SQLite)")
+    parser.add_argument("--servers", type=int, default=1, help="`faultlens serve` processes sharing the store (with --backend)")
+    parser.add_argument("--pg-url", default=None, help="use this PostgreSQL database instead of a throwaway server (its tables must be empty)")
+    parser.add_argument("--compare", action="store_true", help="SQLite x1, PostgreSQL x1 and PostgreSQL x2 servers, one after another")
+    parser.add_argument("--client", metavar="URL", help=argparse.SUPPRESS)  # internal: run as the sending process
+    args = parser.parse_args()
+
+    if args.client:
+        print(json.dumps(client(args.client.split(","), args.requests, args.spans, args.clients, args.seconds)))
         return
-    for key, value in report.items():
-        print(f"{key:>20}  {value}")
-    if stored_steps != ok * args.spans:
-        sys.exit(f"lost spans: {ok * args.spans} step spans acknowledged, {stored_steps} in the store")
+
+    if args.compare:
+        reports = [measure(args, "sqlite", 1), measure(args, "postgres", 1), measure(args, "postgres", 2)]
+    else:
+        reports = [measure(args, args.backend, args.servers)]
+    if args.json:
+        for report in reports:
+            print(json.dumps(report))
+    elif len(reports) == 1:
+        for key, value in reports[0].items():
+            print(f"{key:>20}  {value}")
+    else:
+        print(f"{'backend':>10} {'servers':>7} {'stored spans/s':>14} {'requests/s':>10} {'p50 ms':>8} {'p99 ms':>8} "
+              f"{'server CPU ms/request':>21} {'stored/expected steps':>22}")
+        for r in reports:
+            print(f"{r['backend']:>10} {r['servers']:>7} {r['spans_per_second']:>14} {r['requests_per_second']:>10} "
+                  f"{r['latency_ms_p50']:>8} {r['latency_ms_p99']:>8} {r['server_cpu_ms_per_request']!s:>21} "
+                  f"{str(r['stored_steps']) + '/' + str(r['expected_steps']):>22}")
+    lost = [r for r in reports if r["stored_steps"] != r["expected_steps"]]
+    if lost:
+        sys.exit("lost spans: " + "; ".join(f"{r['backend']} x{r['servers']}: {r['expected_steps']} acknowledged, {r['stored_steps']} stored" for r in lost))
 
 
 if __name__ == "__main__":

@@ -34,7 +34,7 @@ def run_team(tracer: Tracer) -> list[Trace]:
 
 
 @click.command("demo")
-@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="SQLite store to use [default: $FAULTLENS_DB or .faultlens/faultlens.db]")
+@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Store to use: a SQLite file or a postgresql:// URL [default: $FAULTLENS_DB or .faultlens/faultlens.db]")
 @click.option("--method", default="learned", show_default=True,
               help="Attribution method for the failed run (default: the best offline method, no key or network).")
 def demo(db_path: Path | None, method: str) -> None:
@@ -54,7 +54,7 @@ def demo(db_path: Path | None, method: str) -> None:
     for trace in traces:
         verdict = "[green]succeeded[/]" if trace.outcome and trace.outcome.success else "[red]failed[/]"
         console.print(f"{verdict}  {trace.id}  {len(trace.steps)} steps  {trace.task.query}")
-    console.print(f"stored {len(traces)} traces in {path}\n")
+    console.print(f"stored {len(traces)} traces in {tracer.store.location}\n")
     db_flag = f" --db {db_path}" if db_path else ""
     for trace in traces:
         if not trace.failed:

@@ -22,7 +22,7 @@ from starlette.concurrency import run_in_threadpool
 
 from faultlens.middleware.errors import InputError
 from faultlens.middleware.model import Lesson, Outcome, Source, Task, Trace
-from faultlens.middleware.store import SQLiteStore, TraceNotFound
+from faultlens.middleware.store import Store, TraceNotFound
 from .auth import TOKEN_COOKIE, host_name, is_loopback, resolve_token, token_matches
 from .ingest import Ingestor
 from .interop import EvaluationExporter, blamed_span as _blamed_span
@@ -67,7 +67,7 @@ def summary_dict(summary: Any) -> dict[str, Any]:
     return dict(summary.__dict__)
 
 
-def _store_lessons_for(store: SQLiteStore) -> LessonsFor:
+def _store_lessons_for(store: Store) -> LessonsFor:
     """Fallback retrieval without the feedback package: the agent's active lessons, best track record first."""
 
     def lessons_for(agent: str, task: str, k: int) -> list[Lesson]:
@@ -78,7 +78,7 @@ def _store_lessons_for(store: SQLiteStore) -> LessonsFor:
 
 
 def create_app(
-    store: SQLiteStore,
+    store: Store,
     *,
     token: str | None = None,
     on_failure: OnFailure | None = None,
@@ -91,6 +91,7 @@ def create_app(
     evaluation_exporter: EvaluationExporter | None = None,
     queue_root_errors: bool = True,
     title: str = "faultlens",
+    workers: int = 1,
 ) -> FastAPI:
     """The faultlens app over `store`.
 
@@ -101,6 +102,8 @@ def create_app(
         outcome is saved and queued.
     max_body_bytes: /v1/traces bodies larger than this (before or after decompression) get 413.
     max_queue: how many failed runs may wait for on_failure; beyond it they are marked dropped.
+    workers: threads of this process that run on_failure; the failed-run queue is in the store, so
+        `faultlens worker` processes on the same store share it (0: this server only queues).
     lessons_for: (agent, task, k) → lessons, for GET /api/lessons/for; default: the store's lessons for the agent.
     reports_dir: a `faultlens bench report` output directory shown at /reports.
     media_root: step media given as local paths are served only from under this directory.
@@ -120,7 +123,7 @@ def create_app(
             if attribution.created_at >= started - 1e-3:
                 exporter.export(trace, attribution, otel_trace_id=ingestor.spans.get(_blamed_span(trace, attribution)))
 
-    worker = FailureWorker(on_failure, max_queue=max_queue, after=export_new_attributions if exporter else None)
+    worker = FailureWorker(on_failure, store=store, workers=workers, max_queue=max_queue, after=export_new_attributions if exporter else None)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI):
@@ -286,7 +289,7 @@ def create_app(
         trace = _trace(trace_id)
         if not trace.failed:
             raise HTTPException(409, f"run {trace_id!r} is not recorded as failed; post a failed outcome first")
-        status = worker.submit(trace_id)
+        status = worker.submit(trace_id, again=True)
         return {"trace_id": trace_id, "queued": status.state == "queued", "worker": status.as_dict()}
 
     @app.get("/api/runs/{trace_id}/attribution", tags=["runs"], summary="The run's attributions, newest last, and the worker's state")

@@ -1,7 +1,8 @@
 """OTLP payload → store, through the shared span→step mapping (`middleware.spans`).
 
 The server adds only what a live service needs on top of `spans.ingest`:
-one batch at a time (so two clients racing on the same new trace cannot
+one batch at a time, in one store transaction (so two clients, or two
+servers on one PostgreSQL store, racing on the same new trace cannot
 overwrite its header with a placeholder), noticing which runs *became* failed
 with this batch (a root span with status ERROR fails the run, see
 `spans.header_from_record`), and remembering each span's OpenTelemetry trace id
@@ -18,7 +19,7 @@ from typing import Any
 
 from faultlens.middleware.spans import group_by_trace, ingest
 from faultlens.middleware.model import Outcome
-from faultlens.middleware.store import SQLiteStore
+from faultlens.middleware.store import Store
 
 SOURCE = "POST /v1/traces"
 
@@ -56,10 +57,9 @@ class SpanIndex:
 
 
 class Ingestor:
-    def __init__(self, store: SQLiteStore, spans: SpanIndex | None = None):
+    def __init__(self, store: Store, spans: SpanIndex | None = None):
         self.store = store
         self.spans = spans or SpanIndex()
-        self._lock = threading.Lock()
 
     def _outcome(self, trace_id: str) -> Outcome | None:
         return self.store.get_outcome(trace_id) if self.store.has_trace(trace_id) else None
@@ -70,7 +70,9 @@ class Ingestor:
 
         records = otlp_json_to_records(payload, source=SOURCE)
         ids = list(group_by_trace(records))
-        with self._lock:
+        # One transaction per request. The store makes other writers of the same runs wait
+        # (SQLite: its one writer; PostgreSQL: a lock per run, across servers).
+        with self.store.batch(ids):
             before = {trace_id: self._outcome(trace_id) for trace_id in ids}
             touched = ingest(self.store, records, source=SOURCE)
             after = {trace_id: self._outcome(trace_id) for trace_id in touched}

@@ -209,7 +209,7 @@ def test_any_run_of_the_tracer_is_handled_once_and_not_after_close(tmp_path):
     tracer = Tracer(store=store, env_exporters=False)
     loop = FeedbackLoop(tracer, BlameTheAnalyst())
     handled: list[str] = []
-    loop.submit = lambda trace_id: handled.append(trace_id)  # the queue itself is tested above
+    loop.submit = lambda trace_id, **_: handled.append(trace_id)  # the queue itself is tested above
     with tracer.run("a plain run, not through loop.run") as run:
         assert current_tracer() is tracer
         run.record_outcome(False, detail="wrong")
@@ -232,3 +232,42 @@ def test_a_failing_listener_does_not_break_the_run(tmp_path, caplog):
         run.record_outcome(True)
     assert tracer.store.get_trace(run.id).outcome.success
     assert "run listener" in caplog.text
+
+
+def test_a_job_run_twice_stores_one_attribution_and_one_set_of_lessons(store_target):
+    """At-least-once delivery: a worker that died after writing leaves the job to another; the rerun replaces, not adds."""
+    from faultlens.feedback.loop import reflect_on
+    from faultlens.feedback.reflect import get_reflector
+    from faultlens.middleware.jobs import JobQueue
+
+    store = open_store(store_target)
+    trace = failed_trace()
+    store.save_trace(trace)
+    store.submit_job(trace.id)
+    first = store.claim_job("dies-after-writing", lease=0.05, max_attempts=3)
+    reflect_on(store, trace.id, BlameTheAnalyst(), get_reflector(None), key=first.key)  # ...and never finishes the job
+    import time
+
+    time.sleep(0.1)
+    queue = JobQueue(store, lambda job: reflect_on(store, job.trace_id, BlameTheAnalyst(), get_reflector(None)), poll=0.02)
+    assert queue.run_one("survivor").attempts == 2
+    assert store.get_job(trace.id).state == "done"
+    [attribution] = store.attributions(trace.id)
+    assert attribution.id == first.key
+    lessons = LessonMemory(store).lessons(include_retired=True)
+    assert len(lessons) == 1 and lessons[0].merged == 0 and lessons[0].attribution_id == first.key
+    store.close()
+
+
+def test_the_loop_and_a_server_share_one_queue(store_target):
+    """A FeedbackLoop's failed runs are rows any worker on the store can see (here: on SQLite and PostgreSQL)."""
+    store = open_store(store_target)
+    trace = failed_trace()
+    trace.outcome = None
+    store.save_trace(trace)
+    with FeedbackLoop(store=store, attributor=BlameTheAnalyst()) as loop:
+        loop.record_outcome(trace.id, Outcome(success=False))
+        assert loop.wait(30)
+        job = store.get_job(trace.id)
+        assert job.state == "done" and store.attributions(trace.id)[0].id == job.key
+    store.close()

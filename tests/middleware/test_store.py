@@ -1,15 +1,28 @@
 import threading
+import time
 
 import pytest
 
 from faultlens.middleware import Attribution, Lesson, Outcome, Step, Task, Trace, open_store
-from faultlens.middleware.store import TraceNotFound
+from faultlens.middleware.pg_store import PostgresStore
+from faultlens.middleware.store import STORE_SCHEMA_VERSION, TraceNotFound
 from tests.middleware.test_model import sample_trace
 
 
 @pytest.fixture
-def store(tmp_path):
-    return open_store(tmp_path / "f.db")
+def store(store_target):
+    """The same suite on both backends: SQLite, then PostgreSQL (tests/conftest.py)."""
+    s = open_store(store_target)
+    yield s
+    s.close()
+
+
+def raw(store, sql: str) -> list:
+    """Rows straight from the backend's tables (no model in between)."""
+    if isinstance(store, PostgresStore):
+        with store._pool.connection() as conn:
+            return conn.execute(sql).fetchall()
+    return store._db().execute(sql).fetchall()
 
 
 def test_save_and_get_trace(store):
@@ -21,7 +34,8 @@ def test_save_and_get_trace(store):
     assert store.list_traces(agent="viewer")[0].n_steps == 4
 
 
-def test_wal_mode(store):
+def test_wal_mode(tmp_path):
+    store = open_store(tmp_path / "f.db")
     assert store._db().execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
@@ -58,8 +72,8 @@ def test_secrets_are_redacted_before_storage(store):
     )
     store.save_trace(trace)
     stored = store.get_trace(trace.id)
-    raw = store._db().execute("SELECT data FROM steps").fetchone()[0] + store._db().execute("SELECT task FROM traces").fetchone()[0]
-    assert "hunter2" not in raw and "abcdefghijklmnopqrstuv" not in raw and "ghijklmnop" not in raw
+    text = raw(store, "SELECT data FROM steps")[0][0] + raw(store, "SELECT task FROM traces")[0][0]
+    assert "hunter2" not in text and "abcdefghijklmnopqrstuv" not in text and "ghijklmnop" not in text
     assert stored.steps[0].tool_arguments == {"api_key": "[REDACTED]", "q": "x"}
 
 
@@ -102,3 +116,175 @@ def test_attributions_and_lessons(store):
     assert store.lessons(agent="x") == [lesson]
     assert len(store.lessons(include_retired=True)) == 2
     assert store.get_lesson(lesson.id) == lesson
+
+
+# -- the same semantics, both backends ---------------------------------------------------
+
+
+def test_a_batch_lands_together_or_not_at_all(store):
+    with store.batch(["b1"]):
+        store.begin_trace(Trace(id="b1", task=Task(query="q")))
+        store.add_step("b1", Step(index=0, agent="a", span_id="s1", started_at=1.0))
+        assert store.has_trace("b1")  # the batch reads its own writes
+    assert len(store.get_trace("b1").steps) == 1
+    with pytest.raises(RuntimeError):
+        with store.batch(["b2", "b1"]):
+            store.begin_trace(Trace(id="b2", task=Task(query="q")))
+            store.add_step("b1", Step(index=0, agent="a", span_id="s2", started_at=2.0))
+            raise RuntimeError("the request broke half way")
+    assert not store.has_trace("b2")
+    assert len(store.get_trace("b1").steps) == 1
+
+
+def test_text_with_nul_and_unicode_round_trips(store):
+    trace = Trace(task=Task(query="naïve \x00 query ☃"), steps=[Step(index=0, agent="a", content="zero \x00 byte, 日本語")])
+    store.save_trace(trace)
+    assert store.get_trace(trace.id) == trace
+
+
+def test_schema_version_is_recorded_and_reopening_keeps_data(store_target):
+    from faultlens.middleware.store import STORE_SCHEMA_VERSION
+
+    store = open_store(store_target)
+    assert store.schema_version() == STORE_SCHEMA_VERSION
+    store.save_trace(sample_trace())
+    store.close()
+    again = open_store(store_target)
+    assert again.schema_version() == STORE_SCHEMA_VERSION and again.count_traces() == 1
+    again.close()
+
+
+def test_a_store_from_a_newer_faultlens_is_refused(store_target):
+    from faultlens.middleware.store import STORE_SCHEMA_VERSION, SchemaTooNew
+
+    store = open_store(store_target)
+    if isinstance(store, PostgresStore):
+        with store._pool.connection() as conn:
+            conn.execute("INSERT INTO store_schema VALUES (%s, 0)", [STORE_SCHEMA_VERSION + 1])
+    else:
+        with store._write() as db:
+            db.execute("INSERT INTO store_schema VALUES (?, 0)", [STORE_SCHEMA_VERSION + 1])
+    store.close()
+    with pytest.raises(SchemaTooNew, match="upgrade faultlens"):
+        open_store(store_target)
+
+
+def test_a_sqlite_file_from_before_versions_is_migrated(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "old.db"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE traces (id TEXT PRIMARY KEY, schema_version TEXT, query TEXT, success INTEGER, framework TEXT, benchmark TEXT, modality TEXT, format TEXT, created_at REAL, updated_at REAL, task TEXT, agents TEXT, outcome TEXT, source TEXT, gold TEXT, metadata TEXT)")
+    conn.execute("INSERT INTO traces (id, schema_version, query, task, created_at, updated_at) VALUES ('old', '1', 'q', '{\"query\": \"q\"}', 1, 1)")
+    conn.commit()
+    conn.close()
+    store = open_store(path)
+    assert store.schema_version() == STORE_SCHEMA_VERSION and store.get_trace("old").task.query == "q"
+    assert store.get_job("old") is None  # the jobs table was added
+
+
+def test_urls_survive_pathlib_and_hide_passwords():
+    from pathlib import Path
+
+    from faultlens.middleware.store import describe, store_url
+
+    url = "postgresql://u:secret@db.example:5432/faultlens?sslmode=require"
+    assert store_url(Path(url)) == url and store_url(url) == url
+    assert store_url("runs.db") is None and store_url(Path("/tmp/x.db")) is None
+    assert describe(url) == "postgresql://u:***@db.example:5432/faultlens?sslmode=require"
+
+
+def test_faultlens_db_may_be_a_url(monkeypatch, pg_url):
+    monkeypatch.setenv("FAULTLENS_DB", pg_url)
+    store = open_store()
+    assert isinstance(store, PostgresStore)
+    store.close()
+
+
+def test_an_unreachable_database_is_named_in_the_error():
+    from faultlens.middleware.errors import FaultlensError
+
+    with pytest.raises(FaultlensError, match=r"cannot open the PostgreSQL store at postgresql://u:\*\*\*@127.0.0.1:1/x"):
+        open_store("postgresql://u:pw@127.0.0.1:1/x")
+
+
+# -- the job queue's rows ----------------------------------------------------------------
+
+
+def test_jobs_are_claimed_once_leased_and_finished(store):
+    assert store.submit_job("t1").state == "queued"
+    assert store.submit_job("t1").state == "queued"  # not queued twice
+    store.submit_job("t2")
+    first = store.claim_job("w1", lease=30, max_attempts=3)
+    second = store.claim_job("w2", lease=30, max_attempts=3)
+    assert {first.trace_id, second.trace_id} == {"t1", "t2"} and first.state == "running" and first.attempts == 1
+    assert store.claim_job("w3", lease=30, max_attempts=3) is None
+    assert store.renew_job(first, lease=30)
+    assert store.finish_job(first)
+    assert store.get_job(first.trace_id).state == "done" and store.get_job(first.trace_id).runs == 1
+    assert store.job_counts() == {"done": 1, "running": 1}
+
+
+def test_an_expired_lease_is_claimed_again_and_the_old_holder_is_fenced_off(store):
+    store.submit_job("t")
+    lost = store.claim_job("dead-worker", lease=0.05, max_attempts=3)
+    time.sleep(0.1)
+    again = store.claim_job("w2", lease=30, max_attempts=3)
+    assert again.trace_id == "t" and again.attempts == 2 and again.key == lost.key
+    assert not store.finish_job(lost) and not store.renew_job(lost, lease=30)
+    assert store.finish_job(again) and store.get_job("t").state == "done"
+
+
+def test_failures_are_retried_then_given_up(store):
+    store.submit_job("t")
+    job = store.claim_job("w", lease=30, max_attempts=2)
+    assert store.finish_job(job, error="boom", retry_in=0.05)
+    assert store.get_job("t").state == "queued" and store.claim_job("w", lease=30, max_attempts=2) is None  # backing off
+    time.sleep(0.1)
+    job = store.claim_job("w", lease=30, max_attempts=2)
+    assert job.attempts == 2
+    store.finish_job(job, error="boom again")
+    assert store.get_job("t").state == "error" and store.get_job("t").error == "boom again"
+    lost = store.submit_job("u")
+    store.claim_job("w", lease=0.01, max_attempts=1)
+    time.sleep(0.05)
+    assert store.claim_job("w", lease=30, max_attempts=1) is None
+    assert "gave up after 1 attempts" in store.get_job(lost.trace_id).error
+
+
+def test_queueing_a_finished_run_again_is_a_new_generation(store):
+    store.submit_job("t")
+    job = store.claim_job("w", lease=30, max_attempts=3)
+    store.finish_job(job)
+    assert store.submit_job("t").state == "done"  # a run is queued once...
+    again = store.submit_job("t", again=True)  # ...unless asked again
+    assert again.state == "queued" and again.generation == 2 and again.key != job.key and again.runs == 1
+
+
+def test_hold_then_submit_and_a_full_queue_drops(store):
+    assert store.submit_job("t", hold=True).state == "waiting"
+    assert store.submit_job("t").state == "queued"
+    dropped = store.submit_job("u", max_queued=1)
+    assert dropped.state == "dropped" and "queue full" in dropped.error
+    assert store.submit_job("v", drop_reason="nothing attributes here").error == "nothing attributes here"
+
+
+def test_many_threads_claim_each_job_exactly_once(store):
+    for n in range(40):
+        store.submit_job(f"t{n}")
+    claimed: list[str] = []
+    lock = threading.Lock()
+
+    def work(w):
+        while (job := store.claim_job(f"w{w}", lease=30, max_attempts=3)) is not None:
+            with lock:
+                claimed.append(job.trace_id)
+            store.finish_job(job)
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(claimed) == sorted(f"t{n}" for n in range(40))
+    assert store.job_counts() == {"done": 40}

@@ -18,7 +18,7 @@ from opentelemetry.trace import Status, StatusCode
 
 from faultlens.middleware.model import Attribution, Candidate
 from faultlens.server import ServerThread, create_app
-from faultlens.middleware.store import SQLiteStore, open_store
+from faultlens.middleware.store import Store, open_store
 
 
 # One client for all tests: creating an httpx client builds an SSL context (~0.1 s).
@@ -123,7 +123,7 @@ def run_team(provider: TracerProvider, *, query: str = "What is 17 * 23?", fail:
     return ids
 
 
-def blame_tool_step(store: SQLiteStore) -> Callable[[str], None]:
+def blame_tool_step(store: Store) -> Callable[[str], None]:
     """Test double for on_failure (stands in for attributors.get(...).attribute): blames the first tool step."""
 
     def on_failure(trace_id: str) -> None:
@@ -146,8 +146,9 @@ def blame_tool_step(store: SQLiteStore) -> Callable[[str], None]:
 
 
 @pytest.fixture
-def store(tmp_path) -> Iterator[SQLiteStore]:
-    s = open_store(tmp_path / "server.db")
+def store(store_target) -> Iterator[Store]:
+    """Every server test runs on SQLite and on PostgreSQL (tests/conftest.py: store_target)."""
+    s = open_store(store_target)
     yield s
     s.close()
 

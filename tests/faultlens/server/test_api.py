@@ -32,7 +32,7 @@ def test_failed_outcome_queues_on_failure_and_the_attribution_is_served(live, st
 
     stored = HTTP.get(f"{live.url}/api/runs/{trace.id}").json()
     assert stored["outcome"] == {"success": False, "score": 0.0, "detail": "expected 391", "evaluator": "api"}
-    body = wait_for(lambda: (b := HTTP.get(f"{live.url}/api/runs/{trace.id}/attribution").json())["latest"] and b)
+    body = wait_for(lambda: (b := HTTP.get(f"{live.url}/api/runs/{trace.id}/attribution").json())["latest"] and b["job"]["state"] == "done" and b)
     assert body["latest"]["method"] == "test-double"
     assert (body["latest"]["agent"], body["latest"]["step"], body["latest"]["mode"]) == ("solver", 1, "A.2")
     assert body["job"]["state"] == "done"
@@ -165,7 +165,7 @@ def test_an_outcome_before_the_spans_waits_for_them(live, store):
     assert HTTP.get(f"{live.url}/api/runs/{trace_id}/attribution").json()["job"]["state"] == "waiting"
 
     assert OTLPSpanExporter(endpoint=live.url + "/v1/traces").export(held.get_finished_spans()).name == "SUCCESS"
-    body = wait_for(lambda: (b := HTTP.get(f"{live.url}/api/runs/{trace_id}/attribution").json())["latest"] and b)
+    body = wait_for(lambda: (b := HTTP.get(f"{live.url}/api/runs/{trace_id}/attribution").json())["latest"] and b["job"]["state"] == "done" and b)
     assert body["latest"]["step"] == 1 and body["job"]["state"] == "done"
     run = HTTP.get(f"{live.url}/api/runs/{trace_id}").json()
     assert run["outcome"]["detail"] == "answered 544"  # kept when the root span's header arrived

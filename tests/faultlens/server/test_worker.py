@@ -77,14 +77,23 @@ def _until(predicate, timeout=5.0):
     return False
 
 
-def test_old_finished_statuses_are_forgotten():
-    worker = FailureWorker(lambda _id: None, keep_statuses=3)
-    worker.start()
+def test_jobs_live_in_the_store_not_in_the_process(tmp_path):
+    """A server that only queues (workers=0) and a worker elsewhere on the same store share one queue;
+    finished statuses outlive both (a restarted server still knows them)."""
+    from faultlens.middleware.store import open_store
+
+    seen = []
+    queue_only = FailureWorker(seen.append, store=open_store(tmp_path / "s.db"), workers=0)
+    queue_only.start()
+    assert queue_only.submit("t1").state == "queued"
+    assert not queue_only.wait_idle(0.3) and seen == []  # nothing here attributes
+    elsewhere = FailureWorker(seen.append, store=open_store(tmp_path / "s.db"), poll=0.05)
+    elsewhere.start()
     try:
-        for n in range(6):
-            worker.submit(f"t{n}")
-            assert worker.wait_idle(10)
-        assert [worker.status(f"t{n}") is None for n in range(6)] == [True, True, True, False, False, False]
-        assert worker.summary()["processed"] == 6
+        assert queue_only.wait_idle(10)
+        assert seen == ["t1"]
+        restarted = FailureWorker(seen.append, store=open_store(tmp_path / "s.db"))
+        assert restarted.status("t1").state == "done" and restarted.status("t1").runs == 1
     finally:
-        worker.stop()
+        elsewhere.stop()
+        queue_only.stop()

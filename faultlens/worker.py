@@ -1,0 +1,55 @@
+"""`faultlens worker`: attribute failed runs from the store's queue, in a process of its own.
+
+Any number of workers, on any number of machines, share the queue that
+`faultlens serve` (and `feedback.FeedbackLoop`) fill: each claims a job
+(``FOR UPDATE SKIP LOCKED`` on PostgreSQL), holds a lease on it while it
+attributes and reflects, and marks it done. A worker that dies leaves its job
+to be claimed again when the lease runs out; what a job writes is keyed by the
+job, so running it twice stores it once.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from pathlib import Path
+
+import click
+
+from faultlens.attributors.registry import parse_options
+from faultlens.middleware.jobs import JobQueue
+from faultlens.middleware.store import open_store
+
+from .serve import failure_handler
+
+
+@click.command("worker")
+@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="The store whose queue to work: a postgresql:// URL (or a SQLite file) [default: $FAULTLENS_DB or .faultlens/faultlens.db].")
+@click.option("--threads", default=1, show_default=True, type=click.IntRange(min=1), help="Jobs attributed at once in this process.")
+@click.option("--method", default="heuristic", show_default=True, help="Attribution method (see `faultlens attribute --help`).")
+@click.option("--model", default=None, help="litellm model for LLM attribution methods, e.g. openai/gpt-4o-mini.")
+@click.option("--option", "-O", "method_options", multiple=True, metavar="KEY=VALUE", help="An attribution method option, repeatable.")
+@click.option("--reflector", default=None, help="How lessons are written: offline (default), or a litellm model name.")
+@click.option("--lease", default=60.0, show_default=True, type=click.FloatRange(min=0.1),
+              help="Seconds a claimed job stays ours without a heartbeat; a dead worker's job is claimed again after it.")
+@click.option("--max-attempts", default=3, show_default=True, type=click.IntRange(min=1), help="Claims per job before it is marked error.")
+@click.option("--poll", default=0.5, show_default=True, type=click.FloatRange(min=0.01), help="Seconds between looks at an empty queue.")
+@click.option("--exit-when-idle", is_flag=True, help="Stop once the queue is empty (for batch jobs and scripts).")
+def worker(db_path, threads, method, model, method_options, reflector, lease, max_attempts, poll, exit_when_idle):
+    """Attribute failed runs queued in the store, until interrupted (Ctrl-C or SIGTERM finish the job in hand)."""
+    store = open_store(db_path)
+    handler = failure_handler(store, method=method, model=model, reflector=reflector, method_options=parse_options(method_options))
+    queue = JobQueue(store, lambda job: handler(job.trace_id), workers=threads, lease=lease, max_attempts=max_attempts, poll=poll)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    click.echo(f"faultlens worker on {store.location}: {threads} thread(s), attribution: {method}{' ' + model if model else ''}, lease {lease:g} s", err=True)
+    queue.start()
+    try:
+        while not stop.wait(poll):
+            if exit_when_idle and queue.wait_idle(0):
+                break
+    finally:
+        queue.stop(timeout=max(lease, 10.0))
+    click.echo(f"faultlens worker: {queue.processed} job(s) done, {queue.failed} failed attempt(s)", err=True)
