@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from faultlens.middleware.model import Trace
+from faultlens.middleware.errors import UnknownName
 
 from .metrics import length_bucket
 
@@ -170,7 +171,7 @@ def build_bundled(
     names = list(envs) if envs else registry.names()
     unknown = [n for n in names if n not in registry.names()]
     if unknown:
-        raise ValueError(f"unknown environment(s) {unknown}; known: {', '.join(registry.names())}")
+        raise UnknownName(f"unknown environment(s) {unknown}; known: {', '.join(registry.names())}")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
 

@@ -81,6 +81,7 @@ def step_within(predicted: dict, gold: dict, k: int) -> bool:
 
 
 def normalize_agent(name: Any) -> str:
+    """An agent name as scored: case-folded, without a trailing parenthetical ("Orchestrator (thought)" is "orchestrator")."""
     return _PAREN.sub("", str(name)).strip().casefold() if name is not None else ""
 
 

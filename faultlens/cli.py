@@ -18,21 +18,13 @@ from rich.console import Console
 from rich.table import Table
 
 from faultlens.middleware.errors import FaultlensError
-from faultlens.middleware.store import SQLiteStore, TraceNotFound, default_db_path, open_store
+from faultlens.middleware.options import db_label, db_option
+from faultlens.middleware.store import SQLiteStore, open_store
 
 console = Console()
 
-db_option = click.option(
-    "--db",
-    "db_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="SQLite store to use [default: $FAULTLENS_DB or .faultlens/faultlens.db]",
-)
-
-
-def get_store(db_path: Path | None) -> SQLiteStore:
-    return open_store(db_path or default_db_path())
+def get_store(db_path: str | None) -> SQLiteStore:
+    return open_store(db_path)
 
 
 class PluginGroup(click.Group):
@@ -65,7 +57,7 @@ class PluginGroup(click.Group):
         # as one line, not a traceback.
         try:
             return super().invoke(ctx)
-        except (FaultlensError, TraceNotFound) as exc:
+        except FaultlensError as exc:
             raise click.ClickException(str(exc)) from None
 
 
@@ -104,7 +96,7 @@ def traces() -> None:
 
 
 @traces.command("list")
-@db_option
+@db_option()
 @click.option("--status", type=click.Choice(["failed", "succeeded", "unknown"]), help="Only traces with this outcome.")
 @click.option("--agent", help="Only traces with a step by this agent.")
 @click.option("--limit", default=50, show_default=True, help="How many traces to show.")
@@ -116,7 +108,7 @@ def list_traces(db_path, status, agent, limit, as_json):
         for s in summaries:
             click.echo(json.dumps(s.__dict__))
         return
-    table = Table(title=f"{len(summaries)} trace(s) in {db_path or default_db_path()}")
+    table = Table(title=f"{len(summaries)} trace(s) in {db_label(db_path)}")
     for column in ("id", "outcome", "steps", "agents", "source", "task"):
         table.add_column(column, overflow="fold")
     for s in summaries:
@@ -126,7 +118,7 @@ def list_traces(db_path, status, agent, limit, as_json):
 
 
 @traces.command("show")
-@db_option
+@db_option()
 @click.argument("trace_id")
 @click.option("--step", type=int, default=None, help="Highlight this step.")
 def show_trace(db_path, trace_id, step):
@@ -141,7 +133,7 @@ def show_trace(db_path, trace_id, step):
 
 
 @traces.command("export")
-@db_option
+@db_option()
 @click.argument("trace_id")
 @click.option("--format", "fmt", type=click.Choice(["json", "otlp"]), default="json", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write to this file instead of stdout.")
@@ -162,7 +154,7 @@ def export_trace(db_path, trace_id, fmt, output):
 
 
 @traces.command("import")
-@db_option
+@db_option()
 @click.argument("spec")
 def import_traces(db_path, spec):
     """Import traces from SPEC into the store.
@@ -174,7 +166,7 @@ def import_traces(db_path, spec):
     from faultlens.middleware.sources import load_traces
 
     count = get_store(db_path).save_traces(load_traces(spec))
-    console.print(f"imported {count} trace(s) from {spec} into {db_path or default_db_path()}")
+    console.print(f"imported {count} trace(s) from {spec} into {db_label(db_path)}")
 
 
 def main() -> None:

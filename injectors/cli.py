@@ -11,6 +11,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from faultlens.middleware.options import db_option
+
 
 @click.command("inject")
 @click.option("--env", "env_names", multiple=True, metavar="NAME",
@@ -29,9 +31,8 @@ from rich.table import Table
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the kept traces here (JSONL).")
 @click.option("--summary", "summary_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the yield table here (JSON).")
-@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Also trace every seed and injected run into this faultlens store (OpenTelemetry tracer); the kept "
-                   "traces get their gold labels there (see `faultlens traces list --db`).")
+@db_option(help="Also trace every seed and injected run into this faultlens store (OpenTelemetry tracer); the kept "
+               "traces get their gold labels there (see `faultlens traces list --db`).")
 @click.option("--list-envs", is_flag=True, help="Print the environment names, one per line, and exit.")
 def inject(env_names, seeds, per_seed, seed, agent_model, generator, noise, modes, workers, out, summary_path, db_path,
            list_envs):
@@ -69,7 +70,7 @@ def inject(env_names, seeds, per_seed, seed, agent_model, generator, noise, mode
             raise click.BadParameter(f"unknown failure mode {code!r}", param_hint="--mode")
     config = InjectConfig(envs=names, seeds=seeds, per_seed=per_seed, seed=seed, agent_model=agent_model,
                           generator=generator, noise=noise, workers=workers,
-                          modes=[m.strip().upper() for m in modes] or None, db=str(db_path) if db_path else None)
+                          modes=[m.strip().upper() for m in modes] or None, db=db_path)
     console = Console(stderr=True)
     from tqdm import tqdm
 

@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from faultlens.middleware.model import StepKind
+from faultlens.middleware.errors import ConfigError
 from faultlens.middleware.replay import canonical
 from faultlens.middleware.taxonomy import get_mode
 
@@ -94,7 +95,7 @@ class SimContext:
         system = self.messages[0]["content"] if self.messages and self.messages[0].get("role") == "system" else ""
         match = _AGENT.match(system)
         if match is None:
-            raise ValueError(f"{SIM_PREFIX}/{env_name}: the system prompt must start with 'You are the <agent>'")
+            raise ConfigError(f"{SIM_PREFIX}/{env_name}: the system prompt must start with 'You are the <agent>'")
         self.agent = match.group(1)
         self.system = system
         self.lessons = parse_lessons(system)

@@ -25,6 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import sqlite_utils
 
+from .errors import NotFound
 from .model import Attribution, Lesson, Outcome, Step, Trace
 from .redact import redact
 
@@ -64,7 +65,7 @@ class Store(Protocol):
     def lessons(self, *, agent: str | None = None, include_retired: bool = False) -> list[Lesson]: ...
 
 
-class TraceNotFound(KeyError):
+class TraceNotFound(NotFound):
     def __init__(self, trace_id: str):
         super().__init__(trace_id)
         self.trace_id = trace_id

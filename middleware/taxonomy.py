@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .model import StepKind
+from .errors import UnknownName
 
 K = StepKind
 
@@ -140,7 +141,7 @@ def get_mode(code: str) -> FailureMode:
     try:
         return BY_CODE[code.strip().upper()]
     except KeyError:
-        raise KeyError(f"unknown failure mode {code!r}; known codes: {', '.join(CODES)}") from None
+        raise UnknownName(f"unknown failure mode {code!r}; known codes: {', '.join(CODES)}") from None
 
 
 def is_mode(code: str | None) -> bool:

@@ -19,6 +19,8 @@ import litellm
 from litellm import CustomLLM
 from litellm.types.utils import Choices, GenericStreamingChunk, Message, ModelResponse, Usage
 
+from faultlens.middleware.errors import UnknownName
+
 PROVIDER = "faultlens-demo"
 
 
@@ -58,7 +60,7 @@ PERSONAS: dict[str, Callable[[list[dict[str, Any]]], str]] = {"planner": plan, "
 def _answer(model: str, messages: list[dict[str, Any]]) -> tuple[str, int, int]:
     persona = model.split("/", 1)[-1]
     if persona not in PERSONAS:
-        raise ValueError(f"{PROVIDER} has no persona {persona!r}; known: {', '.join(PERSONAS)}")
+        raise UnknownName(f"{PROVIDER} has no persona {persona!r}; known: {', '.join(PERSONAS)}")
     reply = PERSONAS[persona](messages)
     # Word counts stand in for tokens; the simulator has no tokenizer.
     return reply, len(_text(messages).split()), len(reply.split())

@@ -11,6 +11,8 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
+from faultlens.middleware.errors import ConfigError, UnknownName
+
 from .base import Action, Environment, Runtime, RunResult, ToolSpec, parse_action, render_action
 
 __all__ = ["Action", "Environment", "RunResult", "Runtime", "ToolSpec", "get", "names", "parse_action", "register", "render_action"]
@@ -23,7 +25,7 @@ _discovered = False
 def register(cls: type[Environment]) -> type[Environment]:
     """Class decorator: make `cls` available as `get(cls.name)`."""
     if not cls.name:
-        raise ValueError(f"{cls.__qualname__} has no `name`")
+        raise ConfigError(f"{cls.__qualname__} has no `name`")
     _REGISTRY[cls.name] = cls
     return cls
 
@@ -48,7 +50,7 @@ def get(name: str) -> Environment:
     """The environment called `name` (one shared instance per process)."""
     _discover()
     if name not in _REGISTRY:
-        raise KeyError(f"unknown environment {name!r}; known: {', '.join(sorted(_REGISTRY)) or '(none)'}")
+        raise UnknownName(f"unknown environment {name!r}; known: {', '.join(sorted(_REGISTRY)) or '(none)'}")
     if name not in _INSTANCES:
         _INSTANCES[name] = _REGISTRY[name]()
     return _INSTANCES[name]
