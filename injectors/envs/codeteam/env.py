@@ -54,10 +54,32 @@ from typing import Any, TypedDict
 
 from faultlens.middleware.model import AgentInfo, Outcome, StepKind, Task
 
-from . import register
-from .base import Conversation, Environment, Runtime, ToolSpec, parse_action, render_action, stable_seed
-from .codeteam_specs import (FAMILIES, FUNCTION, TESTS_MARK, code_for, design_lines, expect_lines, expected, make_params,
-                             parse_design, run_tests, spec_text, test_inputs)
+from ...generators import slip_text
+from .. import register
+from ..base import (
+    Conversation,
+    Environment,
+    Runtime,
+    ToolSpec,
+    parse_action,
+    render_action,
+    stable_seed,
+)
+from . import errors
+from .world import (
+    FAMILIES,
+    FUNCTION,
+    TESTS_MARK,
+    code_for,
+    design_lines,
+    expect_lines,
+    expected,
+    make_params,
+    parse_design,
+    run_tests,
+    spec_text,
+    test_inputs,
+)
 
 MAX_ROUNDS = 2
 SPEC_CHECKED = "checked against the spec"
@@ -158,8 +180,6 @@ class TeamPolicy:
         return getattr(self, ctx.agent)(ctx)
 
     def architect(self, ctx) -> str:
-        from ..generators import slip_text
-
         text = ctx.task_text
         if text.startswith("Spec: ") and "Write the design" in text:
             asked = [m for m in ctx.messages if m["role"] == "assistant"]
@@ -184,8 +204,6 @@ class TeamPolicy:
         return slip_text(ctx, StepKind.final_answer, "No version passed the tests, so there is nothing to submit.\nAnswer: none")
 
     def coder(self, ctx) -> str:
-        from ..generators import slip_text
-
         msgs = ctx.messages
         design = ctx.task_text.split("Design from the architect:\n", 1)[-1]
         family, p = parse_design(design)
@@ -227,8 +245,6 @@ class TeamPolicy:
         return slip_text(ctx, StepKind.message, f"Version {k}:\n```python\n{code}\n```")
 
     def tester(self, ctx) -> str:
-        from ..generators import slip_text
-
         msgs = ctx.messages
         text = ctx.task_text
         design = text.split("Design:\n", 1)[-1].split("\n\nVersion ", 1)[0]
@@ -485,9 +501,7 @@ class CodeTeam(Environment):
         return [[">=", ">"], ["merit", "pass", "fail"]]
 
     def mutators(self):
-        from . import codeteam_errors
-
-        return codeteam_errors.MUTATORS
+        return errors.MUTATORS
 
 
 _HIDDEN_CACHE: dict[tuple[str, str], str] = {}

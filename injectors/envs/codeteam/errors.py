@@ -10,8 +10,8 @@ import re
 
 from faultlens.middleware.model import StepKind
 
-from ..generators import GenInput, Generated, change_a_number
-from .base import parse_action, render_action
+from ...generators import Generated, GenInput, change_a_number
+from ..base import parse_action, render_action
 
 
 def _design(inp: GenInput) -> bool:

@@ -3,7 +3,7 @@
 Each task has its own catalogue (`task.metadata["catalogue"]`): 16 products of
 one category (backpacks, headphones, tents, kettles or desk lamps), cheap
 accessories that match the same searches, and a few products of other
-categories. The site (`injectors.envs.webshop_site`) shows every page as an
+categories. The site (`injectors.envs.webshop.site`) shows every page as an
 accessibility-tree-like text: numbered elements (`[7] link "..."`,
 `[3] combobox "Sort by" value=... options: ...`) under a header with the URL
 and the cart. Actions: `click [id]`, `type [id] <text>`, `select [id] <option>`.
@@ -52,10 +52,32 @@ from urllib.parse import parse_qsl, urlsplit
 
 from faultlens.middleware.model import AgentInfo, Outcome, StepKind, Task
 
-from . import register
-from .base import Conversation, Environment, Runtime, ToolSpec, parse_action, render_action, stable_seed
-from .webshop_site import (CATEGORIES, COLOURS, RATING_FILTER, SORTS, act, decode_state, encode_state, make_catalogue, money,
-                           page_for, state_of)
+from ...generators import slip_text
+from .. import register
+from ..base import (
+    Conversation,
+    Environment,
+    Runtime,
+    ToolSpec,
+    parse_action,
+    render_action,
+    stable_seed,
+)
+from . import errors
+from .site import (
+    CATEGORIES,
+    COLOURS,
+    RATING_FILTER,
+    SORTS,
+    act,
+    decode_state,
+    encode_state,
+    make_catalogue,
+    money,
+    page_for,
+    state_of,
+)
+from .world import Plan, results, visible_ok
 
 MAX_TURNS = 36
 
@@ -158,45 +180,6 @@ def plan_from_task(query: str, rng: random.Random) -> str | None:
     return "\n".join(lines)
 
 
-class Plan:
-    def __init__(self, text: str) -> None:
-        def one(key: str) -> str | None:
-            m = re.search(rf"^- {key}: (.+?)\s*$", text, re.M)
-            return m.group(1) if m else None
-
-        self.text = text
-        self.search = one("search") or ""
-        self.filters = [tuple(x.strip() for x in f.split("=", 1)) for f in re.findall(r"^- filter: (.+?)\s*$", text, re.M) if "=" in f]
-        self.sort = one("sort")
-        self.want = one("want") or "cheapest"
-        self.needs = re.findall(r"^- need: (.+?)\s*$", text, re.M)
-        try:
-            self.qty = int(one("quantity") or "1")
-        except ValueError:
-            self.qty = 1
-        try:
-            self.budget = float((one("budget") or "inf").lstrip("$"))
-        except ValueError:
-            self.budget = math.inf
-        self.then = one("then") or ""
-        noun = self.search.lower()
-        self.category = next((k for k, v in CATEGORIES.items() if v[0] == noun), None)
-        self.accessory = "accessor" in self.want
-
-    def need(self, key: str) -> str | None:
-        for n in self.needs:
-            m = re.match(rf"^{re.escape(key)}\s*(=|>=)\s*(.+)$", n, re.I)
-            if m:
-                return m.group(2).strip()
-        return None
-
-    def in_stock(self) -> bool:
-        return any(n.lower() == "in stock" for n in self.needs)
-
-
-# ---------------------------------------------------------------- reading pages
-
-_LINK = re.compile(r'^\[(\d+)\] link "(.+?)" — (.+?) — (\w+) — \$([\d,.]+) — ([\d.]+) stars', re.M)
 _EL = re.compile(r'^\[(\d+)\] (\w+) "(.+?)"(?: value="(.*?)")?', re.M)
 
 
@@ -216,11 +199,6 @@ def value_of(page: str, label: str) -> str | None:
         if r == "combobox" and lab == label:
             return value
     return None
-
-
-def results(page: str) -> list[dict]:
-    return [{"id": int(i), "name": n, "kind": k, "colour": c, "price": float(p.replace(",", "")), "rating": float(r)}
-            for i, n, k, c, p, r in _LINK.findall(page)]
 
 
 def product_facts(page: str) -> dict:
@@ -250,14 +228,10 @@ def _base(url: str) -> tuple:
     return tuple(sorted(params.items()))
 
 
-# ---------------------------------------------------------------- the simulated shopper
-
 class ShopperPolicy:
     """The simulated shopper: plans, then acts on the page it sees, following its plan."""
 
     def respond(self, ctx) -> str:
-        from ..generators import slip_text
-
         msgs = ctx.messages
         mine = [m["content"] for m in msgs if m["role"] == "assistant"]
         plans = [text for text in mine if text.startswith("Plan:")]
@@ -348,7 +322,7 @@ class ShopperPolicy:
                 seen_urls.add(st[0])
                 for item in results(p):
                     seen[item["name"]] = {**item, "page": _page_no(p)}  # the latest listing wins
-        candidates = [i for i in seen.values() if self._visible_ok(plan, i) and i["name"] not in rejected]
+        candidates = [i for i in seen.values() if visible_ok(plan, i) and i["name"] not in rejected]
         if plan.want == "highest-rated":
             candidates.sort(key=lambda i: (-i["rating"], i["price"]))
             sorted_for_want = plan.sort == SORTS["rating"]
@@ -380,20 +354,6 @@ class ShopperPolicy:
             target += 1  # a slip of the pointer; noticed on the product page
         why = f"{money(best['price'])}, {best['rating']} stars"
         return render_action("click", f"[{target}]", f"Open {best['name']} ({why}), the best candidate so far."), StepKind.tool_call
-
-    def _visible_ok(self, plan: Plan, item: dict) -> bool:
-        if plan.accessory:
-            if item["kind"] != "accessory":
-                return False
-        elif plan.category and item["kind"] != plan.category:
-            return False
-        rating = plan.need("rating")
-        if rating and item["rating"] < float(rating):
-            return False
-        colour = plan.need("colour")
-        if colour and item["colour"] != colour:
-            return False
-        return item["price"] * plan.qty <= plan.budget
 
     def _product(self, ctx, plan: Plan, mine, page, rejected):
         facts = product_facts(page)
@@ -567,9 +527,7 @@ class WebShop(Environment):
         return groups
 
     def mutators(self):
-        from . import webshop_errors
-
-        return webshop_errors.MUTATORS
+        return errors.MUTATORS
 
 
 _ANSWER = re.compile(r"^Answer:\s*(.+?)\s*$", re.M)

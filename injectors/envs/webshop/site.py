@@ -23,7 +23,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 from faultlens.middleware.model import Task
 
-from .base import stable_seed
+from ..base import stable_seed
 
 PER_PAGE = 6
 COLOURS = ["black", "grey", "blue", "green", "red", "orange"]
