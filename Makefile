@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 PYTHON ?= python3
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: demo test install install-dev bench clean
+.PHONY: demo test lint install install-dev bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -29,5 +29,16 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-dev
 	$(PY) -m pytest -q
 
+# ruff over the repository; mypy over the installed packages. mypy cannot follow
+# setuptools' package-dir mapping, so it reads them through a tree of symlinks
+# laid out as they install (faultlens/, faultlens/middleware, ...).
+LINT_TREE := .lint/faultlens
+lint: $(VENV)/.installed-dev
+	$(VENV)/bin/ruff check .
+	rm -rf .lint && mkdir -p $(LINT_TREE)
+	for f in faultlens/*; do ln -s "$(CURDIR)/$$f" $(LINT_TREE)/; done
+	for d in middleware attributors injectors feedback benchmark; do ln -s "$(CURDIR)/$$d" $(LINT_TREE)/$$d; done
+	$(VENV)/bin/mypy
+
 clean:
-	rm -rf $(VENV) .faultlens
+	rm -rf $(VENV) .faultlens .lint

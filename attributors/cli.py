@@ -60,7 +60,8 @@ def _list_methods(console: Console) -> None:
 @click.command("attribute")
 @click.argument("source", required=False)
 @click.option("--method", "-m", default="heuristic", show_default=True, help="Attribution method (see --list).")
-@click.option("--model", help="Any litellm model string, e.g. openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest, ollama/llama3, local/smollm2, or openai/NAME with --api-base. Default: $FAULTLENS_MODEL.")
+@click.option("--model", help="Any litellm model string, e.g. openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest, ollama/llama3, "
+                               "local/smollm2, or openai/NAME with --api-base. Default: $FAULTLENS_MODEL.")
 @click.option("--api-base", help="URL of an OpenAI-compatible server (vLLM, llama.cpp, LM Studio, ...), e.g. http://127.0.0.1:8080/v1.")
 @click.option("--with-reference", is_flag=True, help="Show the task's reference answer to the method (the 'with ground truth' setting).")
 @click.option("--budget-usd", type=float, help="Stop (status error) before spending more than this.")

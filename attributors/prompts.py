@@ -79,9 +79,13 @@ def taxonomy_block(context_tokens: int) -> str:
     return "\n".join(lines)
 
 
-_DECISIVE = """The DECISIVE ERROR is the earliest step whose action, had it been done right, would have turned this failed run into a successful one. Blame the step where the mistake was MADE, not the later step where it became visible: a search with a misspelt name is the error, not the empty result it returns; an answer that copies a wrong number blames the step that first produced that number, unless the copying agent's role was to check it. A tool or environment failure is the error only if nothing the agents did caused it."""
+_DECISIVE = """The DECISIVE ERROR is the earliest step whose action, had it been done right, would have turned this failed run into a successful one. Blame the step where the \
+mistake was MADE, not the later step where it became visible: a search with a misspelt name is the error, not the empty result it returns; an answer that copies a wrong number \
+blames the step that first produced that number, unless the copying agent's role was to check it. A tool or environment failure is the error only if nothing the agents did caused \
+it."""
 
-_STEPS = """Steps are numbered from 0 as [step N]; each shows the agent that produced it and its kind (message, llm_call, tool_call, tool_result, plan, final_answer, human). Text marked "[... N characters cut ...]" was shortened for length."""
+_STEPS = """Steps are numbered from 0 as [step N]; each shows the agent that produced it and its kind (message, llm_call, tool_call, tool_result, plan, final_answer, human). Text \
+marked "[... N characters cut ...]" was shortened for length."""
 
 
 def system_prompt(method: str, context_tokens: int) -> str:

@@ -54,7 +54,7 @@ from typing import Any, TypedDict
 
 from faultlens.middleware.model import AgentInfo, GoldLabel, Outcome, StepKind, Task, Trace
 
-from . import register
+from .registry import register
 from .base import Conversation, Environment, Runtime, ToolSpec, parse_action, render_action
 
 ATTRIBUTES = {"revenue": "revenue", "headcount": "headcount", "stores": "store count"}

@@ -38,7 +38,7 @@ import re
 from faultlens.middleware.model import AgentInfo, Media, Outcome, StepKind, Task
 
 from ...generators import slip_text
-from .. import register
+from ..registry import register
 from ..arithmetic import calculate
 from ..base import (
     Conversation,

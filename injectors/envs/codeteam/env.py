@@ -55,7 +55,7 @@ from typing import Any, TypedDict
 from faultlens.middleware.model import AgentInfo, Outcome, StepKind, Task
 
 from ...generators import slip_text
-from .. import register
+from ..registry import register
 from ..base import (
     Conversation,
     Environment,

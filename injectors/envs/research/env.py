@@ -37,7 +37,7 @@ import re
 from faultlens.middleware.model import AgentInfo, Outcome, StepKind, Task
 
 from ...generators import perturb_number, slip_text
-from .. import register
+from ..registry import register
 from ..arithmetic import calculate
 from ..base import (
     Conversation,

@@ -36,7 +36,7 @@ from pathlib import Path
 from faultlens.middleware.model import AgentInfo, Outcome, StepKind, Task
 
 from ...generators import slip_text
-from .. import register
+from ..registry import register
 from ..base import (
     Conversation,
     Environment,

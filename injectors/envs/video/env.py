@@ -43,7 +43,7 @@ from functools import lru_cache
 from faultlens.middleware.model import AgentInfo, Media, Outcome, StepKind, Task
 
 from ...generators import slip_text
-from .. import register
+from ..registry import register
 from ..base import (
     Conversation,
     Environment,

@@ -53,7 +53,7 @@ from urllib.parse import parse_qsl, urlsplit
 from faultlens.middleware.model import AgentInfo, Outcome, StepKind, Task
 
 from ...generators import slip_text
-from .. import register
+from ..registry import register
 from ..base import (
     Conversation,
     Environment,

@@ -30,7 +30,8 @@ COLOURS = ["black", "grey", "blue", "green", "red", "orange"]
 # category: (noun, plural for the menu, boolean feature label, model names, size suffixes)
 CATEGORIES: dict[str, tuple[str, str, str, list[str], list[str]]] = {
     "backpack": ("backpack", "Backpacks", "Waterproof", ["Trail", "Summit", "Metro", "Ridge", "Nomad", "Canyon", "Alpine", "Urban", "Drift", "Harbor"], ["20L", "25L", "30L", "35L", "40L"]),
-    "headphones": ("headphones", "Headphones", "Noise cancelling", ["Pulse", "Echo", "Nova", "Quiet", "Aria", "Tempo", "Vibe", "Sonic", "Halo", "Orbit"], ["On-Ear", "Over-Ear", "Studio", "Mini", "Pro"]),
+    "headphones": ("headphones", "Headphones", "Noise cancelling", ["Pulse", "Echo", "Nova", "Quiet", "Aria", "Tempo", "Vibe", "Sonic", "Halo", "Orbit"],
+                   ["On-Ear", "Over-Ear", "Studio", "Mini", "Pro"]),
     "tent": ("tent", "Tents", "Freestanding", ["Basecamp", "Ridgeline", "Meadow", "Cascade", "Pine", "Glacier", "Dune", "Aspen", "Fjord", "Cedar"], ["1P", "2P", "3P", "4P", "Dome"]),
     "kettle": ("kettle", "Kettles", "Cordless", ["Brew", "Steam", "Copper", "Morning", "Swift", "Pebble", "Loft", "Kiln", "Lumen", "Tide"], ["1.0L", "1.2L", "1.5L", "1.7L", "Compact"]),
     "lamp": ("desk lamp", "Desk lamps", "Dimmable", ["Beam", "Arc", "Glow", "Studio", "Lumo", "Flex", "Atlas", "Ember", "Prism", "Vela"], ["LED", "Clamp", "Swing", "Mini", "Pro"]),
