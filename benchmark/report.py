@@ -7,7 +7,7 @@ baselines. Baselines scored on the same traces in several folders appear once.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ class ScoredRun:
     baseline: bool
     records: list[dict[str, Any]]
     status: str | None = None
-    metrics: dict | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)  # filled in by make_report
 
 
 def load_runs(folders: list[Path]) -> list[ScoredRun]:

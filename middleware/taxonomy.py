@@ -12,6 +12,7 @@ for coordination modes).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 from .model import StepKind
 from .errors import UnknownName
@@ -144,7 +145,7 @@ def get_mode(code: str) -> FailureMode:
         raise UnknownName(f"unknown failure mode {code!r}; known codes: {', '.join(CODES)}") from None
 
 
-def is_mode(code: str | None) -> bool:
+def is_mode(code: str | None) -> TypeGuard[str]:
     return code is not None and code.strip().upper() in BY_CODE
 
 

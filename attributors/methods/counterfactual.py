@@ -29,6 +29,7 @@ from faultlens.middleware.rerun import NotRerunnable, Rerunner, Trial, rerunner_
 
 from .. import render
 from ..base import Attributor, BaseAttributor
+from ..llm import LLMClient
 from ..registry import get, register
 
 PROMPT_VERSION = "counterfactual/v1"
@@ -56,7 +57,7 @@ class Counterfactual(BaseAttributor):
         self.k, self.max_reruns = k, (k if max_reruns is None else max_reruns)
         self.corrector = corrector
         self.rerunner = rerunner
-        self._client = None
+        self._client: LLMClient | None = None
 
     # -- the parts ---------------------------------------------------------
     def _candidates(self, ranked: Attribution) -> list[int]:
@@ -68,8 +69,6 @@ class Counterfactual(BaseAttributor):
         """A model's corrected content for `step`, or (None, no cost) when the agent is simply re-sampled."""
         if self.corrector is None:
             return None, Cost()
-        from ..llm import LLMClient
-
         if self._client is None:
             self._client = LLMClient(model=self.corrector, max_tokens=800)
         target = trace.steps[step]
