@@ -209,7 +209,7 @@ def build_bundled(
             extra = inject(top, progress=report(f"top-up {round_no} {env} {'/'.join(modes)}"))
             added: Counter = Counter()
             for trace in extra.traces:
-                key = (env, trace.gold.mode if trace.gold else "")
+                key = (env, (trace.gold.mode if trace.gold else "") or "")
                 if counts.get(key, 0) < min_per_mode:
                     traces.append(trace)
                     counts[key] = counts.get(key, 0) + 1
@@ -385,7 +385,7 @@ def datasheet(build: BuildResult, args: dict[str, Any], command: str) -> str:
                        ("Topology", lambda t: "multi-agent" if t.multi_agent else "single-agent"),
                        ("Trace length (steps)", lambda t: length_bucket(len(t.steps)))):
         out += ["", f"## {title}", ""]
-        counts = defaultdict(lambda: Counter())
+        counts: defaultdict[Any, Counter[str]] = defaultdict(Counter)
         for split in ("dev", "test"):
             for t in build.traces[split]:
                 counts[key(t)][split] += 1

@@ -87,7 +87,7 @@ def confusion(run: ScoredRun, path: Path) -> Path | None:
     ax.set_yticks(range(len(c["gold"])), c["gold"], fontsize=8)
     for (i, j), value in np.ndenumerate(matrix):
         if value:
-            ax.text(j, i, int(value), ha="center", va="center", fontsize=7,
+            ax.text(j, i, str(int(value)), ha="center", va="center", fontsize=7,
                     color="white" if value > matrix.max() / 2 else "black")
     ax.set_xlabel("predicted mode")
     ax.set_ylabel("gold mode")

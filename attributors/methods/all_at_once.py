@@ -91,7 +91,8 @@ class AllAtOnce(LLMAttributor):
         """The final call among window winners; too many to show at once are picked in groups, then among the group winners."""
         text = self.pick_text(trace, steps, budget)
         if text is None:
-            groups, group = [], []
+            groups: list[list[int]] = []
+            group: list[int] = []
             for step in steps:
                 if group and self.pick_text(trace, group + [step], budget) is None:
                     groups.append(group)

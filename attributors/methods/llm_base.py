@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -269,7 +270,7 @@ def _local_default() -> str:
     )
 
 
-def candidates_ranking(trace: Trace, entries: list[tuple[int, float, str | None]]) -> list[Candidate]:
+def candidates_ranking(trace: Trace, entries: Sequence[tuple[int, float, str | None]]) -> list[Candidate]:
     """Ranking entries (step, score, reason), best first, one per step."""
     seen: set[int] = set()
     out = []

@@ -177,7 +177,7 @@ class Environment:
         rt = Runtime(self, task, model=model or self.sim_model(), session=session or Session(), sim=sim, lessons=lessons)
         source = Source(framework="faultlens", benchmark=self.name, modality=self.modality, format="faultlens")
         trace_id = trace_id or f"{self.name}-{task.id}"
-        metadata = {"environment": self.name, "topology": self.topology, "model": rt.model}
+        metadata: dict[str, Any] = {"environment": self.name, "topology": self.topology, "model": rt.model}
         if rt.model.startswith(SIM_PREFIX + "/"):
             # The simulated agents' settings make them the same agents again: what a rerun needs.
             metadata["sim"] = rt.sim

@@ -14,6 +14,7 @@ import base64
 import io
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any
 
 from faultlens.middleware.model import Media
 

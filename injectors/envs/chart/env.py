@@ -34,6 +34,7 @@ the analyst mistypes the calculator expression and retries.
 from __future__ import annotations
 
 import re
+from typing import cast
 
 from faultlens.middleware.model import AgentInfo, Media, Outcome, StepKind, Task
 
@@ -331,7 +332,7 @@ class ChartQA(Environment):
     def _perceive(self, rt: Runtime, task: Task, instruction: str, vision: bool) -> tuple[str, str]:
         """The perceiver's turn: view the chart, read. Returns its readings and the caption it saw."""
         conv = Conversation().user(f"Instruction from the analyst: {instruction}\nChart: {task.metadata['chart_id']}")
-        caption_seen, media = "", []
+        caption_seen, media = "", cast(list[Media], [])
         for _ in range(3):
             reply = rt.ask("perceiver", conv.messages)
             action = parse_action(reply)

@@ -48,6 +48,7 @@ import json
 import math
 import random
 import re
+from typing import Any, cast
 from urllib.parse import parse_qsl, urlsplit
 
 from faultlens.middleware.model import AgentInfo, Outcome, StepKind, Task
@@ -473,7 +474,7 @@ class WebShop(Environment):
     def program(self, task: Task, rt: Runtime) -> str | None:
         home = page_for("/", [], task).render(task)
         conv = Conversation().user(f"Task: {task.query}\nYou are on the shop's home page.\nObservation:\n{home}\nReply with your plan first.")
-        url, cart = "/", []
+        url, cart = "/", cast(list[Any], [])
         orders: list[dict] = []
         reported = None
         for turn in range(MAX_TURNS):
