@@ -350,7 +350,7 @@ def last_assistant(messages: Sequence[dict[str, str]]) -> str | None:
 class Conversation:
     """A helper for programs: an agent's running message list."""
 
-    messages: list[dict[str, str]] = field(default_factory=list)
+    messages: list[dict[str, Any]] = field(default_factory=list)  # content: text, or text and image parts
 
     def user(self, text: str) -> Conversation:
         self.messages.append({"role": "user", "content": text})

@@ -266,6 +266,7 @@ class DeskPolicy:
         values = []
         for (e, a, y), out in zip(lookups, found):
             m = _LOOKUP_OUT.search(out)
+            assert m is not None  # `found` holds the lookups' outputs
             values.append(int(m[4]))
         if values and ctx.slip(StepKind.message) == "C.2":
             rng = ctx.rng("C.2")

@@ -170,6 +170,7 @@ class ChartPolicy:
             head = f"Check: {len(wanted)} reading(s), each on the chart and within 0 to {ymax}."
             if direct is not None:
                 return slip_text(ctx, StepKind.message, f"{head}\nResult: {direct}")
+            assert expr is not None  # compute gives an expression whenever it gives no direct result
             if ctx.noise("calc"):
                 expr = expr + " +"  # a recovered slip: the calculator rejects it and the analyst retries
             return slip_text(ctx, StepKind.tool_call, render_action("calculate", expr, head))

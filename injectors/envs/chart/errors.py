@@ -48,6 +48,7 @@ def _readings(inp: GenInput):
 
 def _render(inp: GenInput, name: str, pairs: list[tuple[str, int]]) -> str:
     m = READINGS.search(inp.text)
+    assert m is not None  # only called on a readings step
     body = ", ".join(f"{l} = {v}" for l, v in pairs)
     return inp.text[: m.start()] + f"Readings ({name}): {body}" + inp.text[m.end():]
 
@@ -228,6 +229,7 @@ def check_v2(inp: GenInput) -> Generated | None:
         if direct == "unknown":
             return None
         return Generated(f"{head}\nResult: {direct}", "the check passes a reading that is off the chart")
+    assert expr is not None  # compute gives an expression whenever it gives no direct result
     return Generated(render_action("calculate", expr, head), "the check passes a reading that is off the chart")
 
 

@@ -37,8 +37,8 @@ def make_task(seed: int, index: int) -> Task:
             labels = rng.sample(pool, n)
         measure, unit = rng.choice(MEASURES)
         dim = {id(REGIONS): "region", id(PRODUCTS): "product", id(MONTHS): "month"}[id(pool)]
-        values = rng.sample(range(5, 96), n)  # distinct, so max/min questions have one answer
-        series = [(measure.capitalize(), values)]
+        bar_values = rng.sample(range(5, 96), n)  # distinct, so max/min questions have one answer
+        series = [(measure.capitalize(), bar_values)]
         title = f"{measure.capitalize()} by {dim}"
         qkind = BAR_KINDS[(index // 9 + index) % len(BAR_KINDS)]
     else:

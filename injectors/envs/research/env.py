@@ -241,8 +241,8 @@ class TeamPolicy:
             return slip_text(ctx, StepKind.message, "Nothing to search for in this instruction.")
         rel, entity = parsed
         msgs = ctx.messages
-        actions = [parse_action(m["content"]) for m in msgs if m["role"] == "assistant"]
-        actions = [a for a in actions if a is not None]
+        tried = [parse_action(m["content"]) for m in msgs if m["role"] == "assistant"]
+        actions = [a for a in tried if a is not None]
         keyword = RELATIONS[rel][0]
         if not actions:
             query = entity

@@ -129,7 +129,9 @@ def delegation_pl3(inp: GenInput) -> Generated | None:
 def delegation_c1(inp: GenInput) -> Generated | None:
     if not _is_delegation(inp):
         return None
-    agent, instruction = _DELEGATION.match(inp.text).groups()
+    delegation = _DELEGATION.match(inp.text)
+    assert delegation is not None  # _is_delegation matched it
+    agent, instruction = delegation.groups()
     swap = {"searcher": ["calculator", "reader"], "calculator": ["searcher"], "answerer": []}.get(agent, [])
     if not swap:
         return None

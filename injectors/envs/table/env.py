@@ -205,8 +205,8 @@ class AnalystPolicy:
             text = render_plan(_plan_from_question(question) or [("compute", "count", "rows", "")])
             return slip_text(ctx, StepKind.plan, text)
         plan_text = plans[0]
-        actions = [(i, parse_action(a)) for i, a in enumerate(assistant)]
-        actions = [(i, a) for i, a in actions if a is not None and not a.argument.startswith("# look")]
+        parsed = [(i, parse_action(a)) for i, a in enumerate(assistant)]
+        actions = [(i, a) for i, a in parsed if a is not None and not a.argument.startswith("# look")]
         sql = plan_sql(plan_text)
         if not actions:
             return self._main(ctx, sql, first=True)

@@ -245,18 +245,18 @@ class WatcherPolicy:
             return self._observe(ctx, clip, checking=any(m.startswith("Let me look again") for m in mine))
         if last.startswith("Output of get_frames"):
             return slip_text(ctx, StepKind.message, "No frames were shown.")
-        plan = re.search(r"^- watch frames (.+)$", mine[0], re.M)
-        batches = [b for b in (plan.group(1).split(", ") if plan else [])]
-        track = re.search(r"^- track: (.+)$", mine[0], re.M)
-        if track and track.group(1) != "every shape":
-            names = [t.strip() for t in track.group(1).split(",")]  # the watcher follows its own plan
+        planned = re.search(r"^- watch frames (.+)$", mine[0], re.M)
+        planned_batches = [b for b in (planned.group(1).split(", ") if planned else [])]
+        tracked = re.search(r"^- track: (.+)$", mine[0], re.M)
+        if tracked and tracked.group(1) != "every shape":
+            names = [t.strip() for t in tracked.group(1).split(",")]  # the watcher follows its own plan
         notes = parse_notes([m for m in mine if m.startswith("Notes")])
         checked = any(m.startswith("Let me look again") for m in mine)
         settled = kind in ("first", "first_frame") and any(
             any(name == t for name, _ in objs) for objs in notes.values() for t in names)
         # one request per planned batch, in order: the watcher does not audit which frames it really got
         made = sum(1 for m in mine if parse_action(m) is not None and not m.startswith("Let me look again"))
-        todo = batches[made:]
+        todo = planned_batches[made:]
         if todo and not settled:
             return slip_text(ctx, StepKind.tool_call, render_action("get_frames", todo[0]))
         if not checked:

@@ -110,7 +110,7 @@ def _make_task(rng: random.Random, index: int, seed: int) -> Task | None:
         budget = math.ceil((answer.price * rng.uniform(1.1, 1.6)) / 5) * 5
         query = (f"Buy the cheapest {feature_label.lower()} {noun} rated at least {r} stars, spending at most ${budget}. "
                  "Reply with the order number.")
-        needs = {"feature": True, "rating": r, "budget": budget}
+        needs: dict[str, Any] = {"feature": True, "rating": r, "budget": budget}
     elif kind == "best":
         prices = sorted(p.price for p in targets)
         budget = math.ceil(prices[len(prices) // 2] / 5) * 5
@@ -238,14 +238,14 @@ class ShopperPolicy:
         plans = [text for text in mine if text.startswith("Plan:")]
         plan_text = plans[-1] if plans else None  # the latest plan (it may revise one it cannot follow)
         if plan_text is None:
-            plan = plan_from_task(ctx.task_text.split("Task: ", 1)[-1].split("\n", 1)[0], ctx.rng("plan"))
-            if plan is None:
+            first_plan = plan_from_task(ctx.task_text.split("Task: ", 1)[-1].split("\n", 1)[0], ctx.rng("plan"))
+            if first_plan is None:
                 return slip_text(ctx, StepKind.final_answer, "I do not understand what to buy.\nAnswer: none")
             if not mine and ctx.rng("explore").random() < 0.4:
                 # look around first: what does a plain search for the product show?
-                noun = Plan(plan).search
+                noun = Plan(first_plan).search
                 return slip_text(ctx, StepKind.tool_call, render_action("type", f"[1] {noun}", "Let me see what the shop has first."))
-            return slip_text(ctx, StepKind.plan, plan)
+            return slip_text(ctx, StepKind.plan, first_plan)
         plan = Plan(plan_text)
         outputs = [m["content"] for m in msgs if m["role"] == "user" and m["content"].startswith("Observation:")]
         stuck = 0

@@ -203,9 +203,10 @@ def page_for(url: str, cart: list[tuple[str, int]], task: Task) -> Page:
         return Page(url, cart, "Search results", els, texts)
     if parts.path.startswith("/product/"):
         sku = parts.path.rsplit("/", 1)[-1]
-        p = items.get(sku)
-        if p is None:
+        listed = items.get(sku)
+        if listed is None:
             return Page(url, cart, "Not found", [Element("link", "Home", "/"), cart_link], ['text "This product does not exist."'])
+        p = listed
         back = params.get("back", "") or "/"
         qty = params.get("qty", "1")
         feature = ("Yes" if p.feature else "No") if p.category != "accessories" else "n/a"
