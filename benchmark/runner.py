@@ -307,7 +307,7 @@ async def arun_benchmark(dataset_spec: str, method: str, options: RunOptions | N
     done_ids = {r["trace_id"] for r in read_predictions(pred_path)}
     todo = [t for t in traces if t.id not in done_ids]
     skipped = len(traces) - len(todo)
-    state = {"spent": 0.0, "hits": 0, "scored": 0, "stopped": None}
+    state: dict[str, Any] = {"spent": 0.0, "hits": 0, "scored": 0, "stopped": None}
     writer = _Appender(pred_path)
     queue: asyncio.Queue[Trace] = asyncio.Queue()
     for trace in todo:

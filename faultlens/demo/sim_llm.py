@@ -98,13 +98,14 @@ class SimLLM(CustomLLM):
             yield GenericStreamingChunk(
                 text=word + ("" if last else " "),
                 is_finished=last,
-                finish_reason="stop" if last else None,
+                finish_reason="stop" if last else None,  # type: ignore[typeddict-item]  # litellm's own chunks use None until the last
                 index=0,
                 tool_use=None,
                 usage={"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens} if last else None,
             )
 
-    async def astreaming(self, model: str, messages: list, *args: Any, **kwargs: Any) -> AsyncIterator[GenericStreamingChunk]:
+    # litellm types astreaming as a coroutine but iterates what it returns: an async generator is what it needs.
+    async def astreaming(self, model: str, messages: list, *args: Any, **kwargs: Any) -> AsyncIterator[GenericStreamingChunk]:  # type: ignore[override]
         for chunk in self.streaming(model, messages, *args, **kwargs):
             yield chunk
 

@@ -131,7 +131,7 @@ class LangGraphCallbackHandler(BaseCallbackHandler):
         with self._lock:
             self._spans[run_id] = (span, agent)
 
-    def _end(self, run_id: UUID, error: BaseException | None = None, **attributes: Any) -> None:
+    def _end(self, run_id: UUID, error: BaseException | None = None, /, **attributes: Any) -> None:
         with self._lock:
             entry = self._spans.pop(run_id, None)
         if entry is None:
