@@ -260,6 +260,24 @@ def order_number(task: Task, cart: list[tuple[str, int]]) -> str:
 _ARG = re.compile(r"^\[(\d+)\]\s*(.*)$", re.S)
 
 
+def _select(el: Element, index: int, rest: str, url: str, params: dict[str, str], cart: list[tuple[str, int]], task: Task) -> str:
+    """`select [index] rest`: a drop-down's option changes the quantity, the shipping or a search filter."""
+    if el.role != "combobox":
+        return f"Element [{index}] is a {el.role}, not a drop-down."
+    if rest not in el.options:
+        return f"'{rest}' is not an option of [{index}] ({' | '.join(el.options)})."
+    path = urlsplit(url).path
+    if el.label == "Quantity":
+        return page_for(f"{path}?{urlencode(sorted({**params, 'qty': rest}.items()), quote_via=quote)}", cart, task).render(task)
+    if el.label == "Shipping":
+        key = next(k for k, v in SHIPPING.items() if v[0] == rest)
+        return page_for(f"/checkout?ship={key}", cart, task).render(task)
+    key = {"Sort by": "sort", "Colour": "colour", "Rating": "rating"}.get(el.label, "feature")
+    value = {"sort": {v: k for k, v in SORTS.items()}, "rating": {v: k for k, v in RATING_FILTER.items()},
+             "colour": {"Any": ""}, "feature": {"Any": "", "Yes": "yes", "No": "no"}}[key].get(rest, rest)
+    return page_for(_search_url({**params, key: value, "page": "1"}), cart, task).render(task)
+
+
 def act(tool: str, argument: str, url: str, cart: list[tuple[str, int]], task: Task) -> str:
     """Do `tool` (click/type/select) with `argument` on the page at `url`; the new page as text."""
     page = page_for(url, cart, task)
@@ -276,20 +294,7 @@ def act(tool: str, argument: str, url: str, cart: list[tuple[str, int]], task: T
             return f"Element [{index}] is a {el.role}, not a text box."
         return page_for(_search_url({"q": rest}), cart, task).render(task)
     if tool == "select":
-        if el.role != "combobox":
-            return f"Element [{index}] is a {el.role}, not a drop-down."
-        if rest not in el.options:
-            return f"'{rest}' is not an option of [{index}] ({' | '.join(el.options)})."
-        path = urlsplit(url).path
-        if el.label == "Quantity":
-            return page_for(f"{path}?{urlencode(sorted({**params, 'qty': rest}.items()), quote_via=quote)}", cart, task).render(task)
-        if el.label == "Shipping":
-            key = next(k for k, v in SHIPPING.items() if v[0] == rest)
-            return page_for(f"/checkout?ship={key}", cart, task).render(task)
-        key = {"Sort by": "sort", "Colour": "colour", "Rating": "rating"}.get(el.label, "feature")
-        value = {"sort": {v: k for k, v in SORTS.items()}, "rating": {v: k for k, v in RATING_FILTER.items()},
-                 "colour": {"Any": ""}, "feature": {"Any": "", "Yes": "yes", "No": "no"}}[key].get(rest, rest)
-        return page_for(_search_url({**params, key: value, "page": "1"}), cart, task).render(task)
+        return _select(el, index, rest, url, params, cart, task)
     if tool != "click":
         return f"Unknown action {tool!r}."
     if el.role in ("textbox", "combobox"):
