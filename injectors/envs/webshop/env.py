@@ -229,6 +229,56 @@ def _base(url: str) -> tuple:
     return tuple(sorted(params.items()))
 
 
+def _misfits(plan: Plan, facts: dict[str, Any], page: str) -> list[str]:
+    """Why the product on `page` does not fit the plan, as the shopper reads it (empty: it fits)."""
+    problems = []
+    kind = re.search(r'^text "SKU [A-Z]{2}-\d{4} — (.+?)"$', page, re.M)
+    wanted = "accessory" if plan.accessory else plan.category
+    if kind and wanted and kind.group(1) != wanted:
+        problems.append(f"it is a {kind.group(1)}, not a {CATEGORIES[wanted][0] if wanted in CATEGORIES else wanted}")
+    for need in plan.needs:
+        m = re.match(r"^(.+?)\s*(=|>=)\s*(.+)$", need)
+        if need.lower() == "in stock":
+            if facts.get("Availability") != "In stock":
+                problems.append("it is out of stock")
+        elif m and m.group(1).lower() == "rating":
+            if facts["rating"] < float(m.group(3)):
+                problems.append(f"it is rated {facts['rating']}, below {m.group(3)}")
+        elif m and m.group(1).lower() == "colour":
+            if facts.get("Colour") != m.group(3):
+                problems.append(f"it is {facts.get('Colour')}, not {m.group(3)}")
+        elif m and m.group(1) in facts:
+            if facts[m.group(1)] != m.group(3):
+                problems.append(f"{m.group(1)}: {facts[m.group(1)]}")
+    if facts["price"] * plan.qty > plan.budget:
+        problems.append(f"{plan.qty} × {money(facts['price'])} is over the budget of {money(plan.budget)}")
+    if "is disabled" in page:
+        problems.append("it cannot be added to the cart")
+    return problems
+
+
+def _candidates(plan: Plan, pages: list[str], url: str, rejected) -> tuple[list[dict], set[str], bool]:
+    """The listings seen on this search's pages that fit the plan, best first; the pages' urls; whether the
+    site's order already is the plan's (so the first page's best is the best)."""
+    base = _base(url)
+    seen: dict[str, dict] = {}
+    seen_urls = set()
+    for p in pages:
+        st = state_of(p)
+        if st and urlsplit(st[0]).path == "/search" and _base(st[0]) == base:
+            seen_urls.add(st[0])
+            for item in results(p):
+                seen[item["name"]] = {**item, "page": _page_no(p)}  # the latest listing wins
+    candidates = [i for i in seen.values() if visible_ok(plan, i) and i["name"] not in rejected]
+    if plan.want == "highest-rated":
+        candidates.sort(key=lambda i: (-i["rating"], i["price"]))
+        sorted_for_want = plan.sort == SORTS["rating"]
+    else:
+        candidates.sort(key=lambda i: (i["price"], i["name"]))
+        sorted_for_want = plan.sort == SORTS["price_asc"]
+    return candidates, seen_urls, sorted_for_want
+
+
 class ShopperPolicy:
     """The simulated shopper: plans, then acts on the page it sees, following its plan."""
 
@@ -314,22 +364,7 @@ class ShopperPolicy:
                 return render_action("select", f"[{find(page, 'combobox', label)}] {want}", f"Filter: {label} = {want}."), StepKind.tool_call
         if plan.sort and value_of(page, "Sort by") != plan.sort and f"Sort by {plan.sort}." not in issued:
             return render_action("select", f"[{find(page, 'combobox', 'Sort by')}] {plan.sort}", f"Sort by {plan.sort}."), StepKind.tool_call
-        base = _base(url)
-        seen: dict[str, dict] = {}
-        seen_urls = set()
-        for p in pages:
-            st = state_of(p)
-            if st and urlsplit(st[0]).path == "/search" and _base(st[0]) == base:
-                seen_urls.add(st[0])
-                for item in results(p):
-                    seen[item["name"]] = {**item, "page": _page_no(p)}  # the latest listing wins
-        candidates = [i for i in seen.values() if visible_ok(plan, i) and i["name"] not in rejected]
-        if plan.want == "highest-rated":
-            candidates.sort(key=lambda i: (-i["rating"], i["price"]))
-            sorted_for_want = plan.sort == SORTS["rating"]
-        else:
-            candidates.sort(key=lambda i: (i["price"], i["name"]))
-            sorted_for_want = plan.sort == SORTS["price_asc"]
+        candidates, seen_urls, sorted_for_want = _candidates(plan, pages, url, rejected)
         nxt = find(page, "link", "Next page")
         next_url = None
         if nxt is not None:
@@ -364,29 +399,7 @@ class ShopperPolicy:
         opened = re.search(r"^Open (.+?) \(", last, re.M)
         if opened and opened.group(1) != name:
             return render_action("click", f"[{back}]", f"This is {name}, not {opened.group(1)}. Back to the results."), StepKind.tool_call
-        problems = []
-        kind = re.search(r'^text "SKU [A-Z]{2}-\d{4} — (.+?)"$', page, re.M)
-        wanted = "accessory" if plan.accessory else plan.category
-        if kind and wanted and kind.group(1) != wanted:
-            problems.append(f"it is a {kind.group(1)}, not a {CATEGORIES[wanted][0] if wanted in CATEGORIES else wanted}")
-        for need in plan.needs:
-            m = re.match(r"^(.+?)\s*(=|>=)\s*(.+)$", need)
-            if need.lower() == "in stock":
-                if facts.get("Availability") != "In stock":
-                    problems.append("it is out of stock")
-            elif m and m.group(1).lower() == "rating":
-                if facts["rating"] < float(m.group(3)):
-                    problems.append(f"it is rated {facts['rating']}, below {m.group(3)}")
-            elif m and m.group(1).lower() == "colour":
-                if facts.get("Colour") != m.group(3):
-                    problems.append(f"it is {facts.get('Colour')}, not {m.group(3)}")
-            elif m and m.group(1) in facts:
-                if facts[m.group(1)] != m.group(3):
-                    problems.append(f"{m.group(1)}: {facts[m.group(1)]}")
-        if facts["price"] * plan.qty > plan.budget:
-            problems.append(f"{plan.qty} × {money(facts['price'])} is over the budget of {money(plan.budget)}")
-        if "is disabled" in page:
-            problems.append("it cannot be added to the cart")
+        problems = _misfits(plan, facts, page)
         if problems:
             return render_action("click", f"[{back}]", f"{name} does not fit: {'; '.join(problems)}."), StepKind.tool_call
         qty = value_of(page, "Quantity")
