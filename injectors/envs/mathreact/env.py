@@ -283,21 +283,25 @@ class SolverState:
 class SolverPolicy:
     """The simulated ReAct solver: plans, acts step by step from its plan, sometimes notes and checks, answers."""
 
+    def _plan_turn(self, ctx, mine: list[str]) -> str:
+        """Before any plan: list what is known (sometimes), then plan from the problem (or from that list)."""
+        question = ctx.task_text.split("Problem: ", 1)[-1].split("\n", 1)[0]
+        known = next((text for text in mine if text.startswith("Known:")), None)
+        if known is None and not mine and ctx.rng("known").random() < 0.5:
+            sentences = re.split(r"(?<=[.?!])\s+(?=[A-Z])", question)
+            return slip_text(ctx, StepKind.message, "Known:\n" + "\n".join(f"- {x}" for x in sentences))
+        if known is not None:
+            question = " ".join(line[2:] for line in known.splitlines()[1:] if line.startswith("- "))
+        plan = plan_from_question(question)
+        if plan is None:
+            return slip_text(ctx, StepKind.final_answer, "I cannot set this problem up.\nAnswer: unknown")
+        return slip_text(ctx, StepKind.plan, render_plan(plan))
+
     def respond(self, ctx) -> str:
         msgs = ctx.messages
         mine = [m["content"] for m in msgs if m["role"] == "assistant"]
         if not any(text.startswith("Plan:") for text in mine):
-            question = ctx.task_text.split("Problem: ", 1)[-1].split("\n", 1)[0]
-            known = next((text for text in mine if text.startswith("Known:")), None)
-            if known is None and not mine and ctx.rng("known").random() < 0.5:
-                sentences = re.split(r"(?<=[.?!])\s+(?=[A-Z])", question)
-                return slip_text(ctx, StepKind.message, "Known:\n" + "\n".join(f"- {x}" for x in sentences))
-            if known is not None:
-                question = " ".join(line[2:] for line in known.splitlines()[1:] if line.startswith("- "))
-            plan = plan_from_question(question)
-            if plan is None:
-                return slip_text(ctx, StepKind.final_answer, "I cannot set this problem up.\nAnswer: unknown")
-            return slip_text(ctx, StepKind.plan, render_plan(plan))
+            return self._plan_turn(ctx, mine)
         st = SolverState(msgs)
         k = st.next_step()
         # a note now and then after a calculation, which it trusts from then on
