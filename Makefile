@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 PYTHON ?= python3
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: demo test test-postgres install install-dev bench clean
+.PHONY: demo test test-postgres lint install install-dev bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,16 @@ test: $(VENV)/.installed-dev
 # Only the tests that run on PostgreSQL, and fail (not skip) without it.
 test-postgres: $(VENV)/.installed-dev
 	FAULTLENS_REQUIRE_POSTGRES=1 $(PY) -m pytest -q tests/middleware/test_store.py tests/faultlens tests/feedback/test_loop.py -m "not local_llm and not browser"
+# ruff over the repository; mypy over the installed packages. mypy cannot follow
+# setuptools' package-dir mapping, so it reads them through a tree of symlinks
+# laid out as they install (faultlens/, faultlens/middleware, ...).
+LINT_TREE := .lint/faultlens
+lint: $(VENV)/.installed-dev
+	$(VENV)/bin/ruff check .
+	rm -rf .lint && mkdir -p $(LINT_TREE)
+	for f in faultlens/*; do ln -s "$(CURDIR)/$$f" $(LINT_TREE)/; done
+	for d in middleware attributors injectors feedback benchmark; do ln -s "$(CURDIR)/$$d" $(LINT_TREE)/$$d; done
+	$(VENV)/bin/mypy
 
 clean:
-	rm -rf $(VENV) .faultlens
+	rm -rf $(VENV) .faultlens .lint

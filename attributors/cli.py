@@ -11,12 +11,14 @@ from rich.console import Console
 from faultlens.middleware.answer_key import attributor_view
 from faultlens.middleware.errors import InputError
 from faultlens.middleware.model import Trace
-from faultlens.middleware.store import default_db_path, open_store
+from faultlens.middleware.options import db_option
+from faultlens.middleware.store import open_store
 
 from . import llm  # noqa: F401  (sets litellm's offline price map before litellm is imported)
+from .registry import build, factory, names, parse_options, uses_model
 
 
-def _load(source: str, db_path: Path | None) -> tuple[Trace, bool]:
+def _load(source: str, db_path: str | None) -> tuple[Trace, bool]:
     """The trace named by SOURCE: a file (JSON or JSONL with one trace) or a stored trace id. True if it came from a file."""
     path = Path(source)
     if path.is_file():
@@ -28,7 +30,7 @@ def _load(source: str, db_path: Path | None) -> tuple[Trace, bool]:
                 raise InputError(str(path), None, None, f"holds {len(traces)} traces; attribute one at a time (store them with `faultlens traces import` and pass an id)")
             return traces[0], True
         return parse_trace(path.read_text(encoding="utf-8"), str(path)), True
-    return open_store(db_path or default_db_path()).get_trace(source), False
+    return open_store(db_path).get_trace(source), False
 
 
 def _summary(factory: object) -> str:
@@ -47,24 +49,20 @@ def _summary(factory: object) -> str:
 def _list_methods(console: Console) -> None:
     from rich.table import Table
 
-    from .methods.llm_base import LLMAttributor
-    from .registry import _factories, names
-
     table = Table(title="attribution methods")
     table.add_column("method", no_wrap=True)
     table.add_column("model")
     table.add_column("what it does", overflow="fold")
     for name in names():
-        factory = _factories.get(name)
-        is_llm = isinstance(factory, type) and issubclass(factory, LLMAttributor)
-        table.add_row(name, "yes" if is_llm else "no", _summary(factory) if factory else "(third-party entry point)")
+        table.add_row(name, "yes" if uses_model(name) else "no", _summary(factory(name)))
     console.print(table)
 
 
 @click.command("attribute")
 @click.argument("source", required=False)
 @click.option("--method", "-m", default="heuristic", show_default=True, help="Attribution method (see --list).")
-@click.option("--model", help="Any litellm model string, e.g. openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest, ollama/llama3, local/smollm2, or openai/NAME with --api-base. Default: $FAULTLENS_MODEL.")
+@click.option("--model", help="Any litellm model string, e.g. openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest, ollama/llama3, "
+                               "local/smollm2, or openai/NAME with --api-base. Default: $FAULTLENS_MODEL.")
 @click.option("--api-base", help="URL of an OpenAI-compatible server (vLLM, llama.cpp, LM Studio, ...), e.g. http://127.0.0.1:8080/v1.")
 @click.option("--with-reference", is_flag=True, help="Show the task's reference answer to the method (the 'with ground truth' setting).")
 @click.option("--budget-usd", type=float, help="Stop (status error) before spending more than this.")
@@ -73,7 +71,7 @@ def _list_methods(console: Console) -> None:
               help="How the answer's JSON schema is sent: schema (OpenAI json_schema), json_object (llama.cpp server), text (in the prompt); auto asks litellm.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the response cache.")
 @click.option("--context", "context", type=int, default=3, show_default=True, help="Steps shown around the blamed step.")
-@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), help="Store: a SQLite file or a postgresql:// URL [default: $FAULTLENS_DB or .faultlens/faultlens.db].")
+@db_option()
 @click.option("--option", "-O", "method_options", multiple=True, metavar="KEY=VALUE",
               help="A method option, repeatable, e.g. -O base=heuristic -O k=5 for counterfactual.")
 @click.option("--json", "as_json", is_flag=True, help="Print the attribution as JSON instead of the panel.")
@@ -96,32 +94,21 @@ def attribute(source, method, model, api_base, with_reference, budget_usd, max_c
     """
     from faultlens.middleware.render import attribution_panel, print_trace
 
-    from .registry import get
-
     console = Console()
     if list_methods:
         _list_methods(console)
         return
     if not source:
         raise click.UsageError("give a trace id or a trace file (or --list)")
-    options: dict = {"with_reference": with_reference}
-    from .methods.llm_base import LLMAttributor
-    from .registry import _factories
-
-    factory = _factories.get(method)
-    if isinstance(factory, type) and issubclass(factory, LLMAttributor):
-        options.update(model=model, api_base=api_base, budget_usd=budget_usd, max_calls=max_calls, cache=not no_cache, structured=structured)
+    options: dict = {"with_reference": with_reference or None}
+    if uses_model(method):
+        options.update(api_base=api_base, budget_usd=budget_usd, max_calls=max_calls, cache=not no_cache, structured=structured)
     elif any(v is not None for v in (model, api_base, budget_usd, max_calls)):
         raise click.UsageError(f"--model, --api-base, --budget-usd and --max-calls apply to LLM methods, not {method}")
-    elif method.startswith("baseline:"):
-        options = {}
-    from .registry import parse_options
-
-    options.update(parse_options(method_options))
-    attributor = get(method, **options)
+    attributor = build(method, model, **options, **parse_options(method_options))
     trace, from_file = _load(source, db_path)
     result = attributor.attribute(attributor_view(trace))  # never the gold label or an answer key the trace keeps
-    store = open_store(db_path or default_db_path())
+    store = open_store(db_path)
     if from_file:
         store.save_trace(trace)
     store.save_attribution(result)

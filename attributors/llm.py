@@ -72,7 +72,7 @@ def default_model() -> str | None:
 # ---------------------------------------------------------------- parsing
 
 
-class ParseError(ValueError):
+class ParseError(FaultlensError, ValueError):
     """The model's text could not be read as the requested answer."""
 
 

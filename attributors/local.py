@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from faultlens.middleware.errors import FaultlensError
 
@@ -189,7 +189,7 @@ class LocalServer:
         self.port = port or free_port()
         self.startup_timeout = startup_timeout
         self.process: subprocess.Popen | None = None
-        self._log = None
+        self._log: IO[str] | None = None
 
     @property
     def api_base(self) -> str:

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from collections.abc import Iterable
+
+from pydantic import BaseModel, Field, JsonValue
 
 from faultlens.middleware.taxonomy import CATEGORIES, MODES, taxonomy_text
 
@@ -24,7 +26,7 @@ PROMPT_VERSIONS = {
 # cannot ramble inside the string until max_tokens cuts the JSON short. It is
 # a schema hint only: a longer reason from a provider that ignores it is kept.
 REASON_MAX_CHARS = 300
-_SHORT = {"maxLength": REASON_MAX_CHARS}
+_SHORT: dict[str, JsonValue] = {"maxLength": REASON_MAX_CHARS}
 
 # Below this context size the taxonomy is listed by code and name only, so a
 # small local model still has room for the trace.
@@ -79,9 +81,13 @@ def taxonomy_block(context_tokens: int) -> str:
     return "\n".join(lines)
 
 
-_DECISIVE = """The DECISIVE ERROR is the earliest step whose action, had it been done right, would have turned this failed run into a successful one. Blame the step where the mistake was MADE, not the later step where it became visible: a search with a misspelt name is the error, not the empty result it returns; an answer that copies a wrong number blames the step that first produced that number, unless the copying agent's role was to check it. A tool or environment failure is the error only if nothing the agents did caused it."""
+_DECISIVE = """The DECISIVE ERROR is the earliest step whose action, had it been done right, would have turned this failed run into a successful one. Blame the step where the \
+mistake was MADE, not the later step where it became visible: a search with a misspelt name is the error, not the empty result it returns; an answer that copies a wrong number \
+blames the step that first produced that number, unless the copying agent's role was to check it. A tool or environment failure is the error only if nothing the agents did caused \
+it."""
 
-_STEPS = """Steps are numbered from 0 as [step N]; each shows the agent that produced it and its kind (message, llm_call, tool_call, tool_result, plan, final_answer, human). Text marked "[... N characters cut ...]" was shortened for length."""
+_STEPS = """Steps are numbered from 0 as [step N]; each shows the agent that produced it and its kind (message, llm_call, tool_call, tool_result, plan, final_answer, human). Text \
+marked "[... N characters cut ...]" was shortened for length."""
 
 
 def system_prompt(method: str, context_tokens: int) -> str:
@@ -154,7 +160,11 @@ def diagnosis_question(step: int, agent: str) -> str:
 _CODES = [m.code for m in MODES]
 
 
-def _steps_constraint(steps: range | list[int]) -> dict:
+def _enum(values: Iterable[JsonValue]) -> dict[str, JsonValue]:
+    return {"enum": list(values)}
+
+
+def _steps_constraint(steps: range | list[int]) -> dict[str, JsonValue]:
     # An enum where it is short: llama.cpp's grammar enforces enums but not minimum/maximum.
     if isinstance(steps, range) and len(steps) > 256:
         return {"minimum": steps.start, "maximum": steps.stop - 1}
@@ -167,9 +177,9 @@ def verdict_model(agents: list[str], steps: range | list[int]) -> type[Verdict]:
     return create_model(
         "Verdict",
         __base__=Verdict,
-        agent=(str, Field(description=Verdict.model_fields["agent"].description, json_schema_extra={"enum": list(agents)})),
+        agent=(str, Field(description=Verdict.model_fields["agent"].description, json_schema_extra=_enum(agents))),
         step=(int, Field(description=Verdict.model_fields["step"].description, json_schema_extra=_steps_constraint(steps))),
-        mode=(str, Field(description=Verdict.model_fields["mode"].description, json_schema_extra={"enum": _CODES})),
+        mode=(str, Field(description=Verdict.model_fields["mode"].description, json_schema_extra=_enum(_CODES))),
     )
 
 
@@ -179,7 +189,7 @@ def judgement_model() -> type[StepJudgement]:
     return create_model(
         "StepJudgement",
         __base__=StepJudgement,
-        mode=(str | None, Field(default=None, description=StepJudgement.model_fields["mode"].description, json_schema_extra={"enum": [*_CODES, None]})),
+        mode=(str | None, Field(default=None, description=StepJudgement.model_fields["mode"].description, json_schema_extra=_enum([*_CODES, None]))),
     )
 
 
@@ -189,5 +199,5 @@ def diagnosis_model() -> type[StepDiagnosis]:
     return create_model(
         "StepDiagnosis",
         __base__=StepDiagnosis,
-        mode=(str, Field(description=StepDiagnosis.model_fields["mode"].description, json_schema_extra={"enum": _CODES})),
+        mode=(str, Field(description=StepDiagnosis.model_fields["mode"].description, json_schema_extra=_enum(_CODES))),
     )

@@ -11,13 +11,13 @@ naming the media for the others.
 from __future__ import annotations
 
 import base64
-import json
 import mimetypes
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from faultlens.middleware.model import Media, Step, Trace
+from faultlens.middleware.text import compact, shorten
 
 # A deliberately low characters-per-token estimate (English is ~4), so the
 # rendered prompt stays under the real token count without tokenizing.
@@ -30,19 +30,6 @@ MIN_STEP_LIMIT = STEP_LIMITS[-1]
 MAX_IMAGES = 8  # image parts per message; more are named in text only
 
 
-def shorten(text: str, limit: int) -> str:
-    """Head and tail of `text` with a visible marker saying how much was cut."""
-    if len(text) <= limit:
-        return text
-    keep = max(limit - 30, 20)
-    head, tail = text[: keep * 2 // 3], text[-(keep // 3) :]
-    return f"{head} [... {len(text) - len(head) - len(tail)} characters cut ...] {tail}"
-
-
-def _compact(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-
-
 def media_placeholder(media: Media) -> str:
     what = "video frame" if media.frame_index is not None or media.kind == "video" else media.kind
     caption = f' caption="{media.caption}"' if media.caption else ""
@@ -53,12 +40,12 @@ def render_step(step: Step, limit: int = STEP_LIMITS[0], vision: bool = False) -
     """One step as prompt text, `limit` characters per field at most."""
     lines = [f"[step {step.index}] agent={step.agent} kind={step.kind.value}"]
     if step.tool_name:
-        args = "" if step.tool_arguments is None else shorten(_compact(step.tool_arguments), limit // 2)
+        args = "" if step.tool_arguments is None else shorten(compact(step.tool_arguments), limit // 2)
         lines.append(f"  tool call: {step.tool_name}({args})")
     if step.content:
         lines.append("  " + shorten(step.content, limit).replace("\n", "\n  "))
     if step.tool_result is not None:
-        lines.append("  tool result: " + shorten(_compact(step.tool_result), limit // 2).replace("\n", "\n  "))
+        lines.append("  tool result: " + shorten(compact(step.tool_result), limit // 2).replace("\n", "\n  "))
     if step.error:
         lines.append("  ERROR: " + shorten(step.error, limit // 2))
     for index, media in enumerate(step.media):

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from faultlens.middleware.model import Trace
+from faultlens.middleware.errors import UnknownName
 
 from .metrics import length_bucket
 
@@ -170,7 +171,7 @@ def build_bundled(
     names = list(envs) if envs else registry.names()
     unknown = [n for n in names if n not in registry.names()]
     if unknown:
-        raise ValueError(f"unknown environment(s) {unknown}; known: {', '.join(registry.names())}")
+        raise UnknownName(f"unknown environment(s) {unknown}; known: {', '.join(registry.names())}")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
 
@@ -208,7 +209,7 @@ def build_bundled(
             extra = inject(top, progress=report(f"top-up {round_no} {env} {'/'.join(modes)}"))
             added: Counter = Counter()
             for trace in extra.traces:
-                key = (env, trace.gold.mode if trace.gold else "")
+                key = (env, (trace.gold.mode if trace.gold else "") or "")
                 if counts.get(key, 0) < min_per_mode:
                     traces.append(trace)
                     counts[key] = counts.get(key, 0) + 1
@@ -384,7 +385,7 @@ def datasheet(build: BuildResult, args: dict[str, Any], command: str) -> str:
                        ("Topology", lambda t: "multi-agent" if t.multi_agent else "single-agent"),
                        ("Trace length (steps)", lambda t: length_bucket(len(t.steps)))):
         out += ["", f"## {title}", ""]
-        counts = defaultdict(lambda: Counter())
+        counts: defaultdict[Any, Counter[str]] = defaultdict(Counter)
         for split in ("dev", "test"):
             for t in build.traces[split]:
                 counts[key(t)][split] += 1

@@ -31,7 +31,7 @@ def bench() -> None:
 
 @bench.command("run")
 @click.option("--dataset", "dataset", required=True, help="Dataset spec, e.g. bundled:test or whowhen:data/Who&When.")
-@click.option("--method", required=True, help="Attribution method, e.g. heuristic, all_at_once, baseline:majority-agent.")
+@click.option("--method", required=True, help="Attribution method, e.g. heuristic, all_at_once, baseline:majority-agent, or baseline:most-common-step (the dataset-level baseline).")
 @click.option("--model", default=None, help="litellm model string for LLM methods, e.g. openai/gpt-4o-mini.")
 @click.option("--with-reference-answer", "with_reference", is_flag=True,
               help="Show the attributor the task's reference answer (the 'with ground truth' setting).")

@@ -81,6 +81,7 @@ def step_within(predicted: dict, gold: dict, k: int) -> bool:
 
 
 def normalize_agent(name: Any) -> str:
+    """An agent name as scored: case-folded, without a trailing parenthetical ("Orchestrator (thought)" is "orchestrator")."""
     return _PAREN.sub("", str(name)).strip().casefold() if name is not None else ""
 
 
@@ -142,7 +143,7 @@ def _rates(pairs: dict[str, tuple[np.ndarray, np.ndarray]], samples: int, seed: 
             with np.errstate(invalid="ignore", divide="ignore"):
                 boot.append((w @ hits.T) / (w @ applies.T))
     stacked = np.concatenate(boot) if boot else None
-    out = {}
+    out: dict[str, dict[str, Any]] = {}
     for i, name in enumerate(names):
         n = int(applies[i].sum())
         if n == 0:
@@ -165,7 +166,7 @@ def mode_scores(records: Sequence[Record], samples: int = BOOTSTRAP_SAMPLES, see
     scored = [r for r in records if mode_applies(r)]
     if not scored:
         return {"macro_f1": {"value": None, "ci": None, "n": 0}, "per_mode": {}, "confusion": {"gold": [], "predicted": [], "matrix": []}}
-    gold = [normalize_mode(r["gold"]["mode"]) for r in scored]
+    gold = [str(normalize_mode(r["gold"]["mode"])) for r in scored]  # mode_applies: every gold mode is set
     pred = [normalize_mode(r["predicted"].get("mode")) if is_ok(r) else None for r in scored]
     gold_labels = sorted(set(gold))
     labels = sorted(set(gold) | {p for p in pred if p is not None})

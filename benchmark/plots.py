@@ -14,7 +14,7 @@ import numpy as np  # noqa: E402
 from .runner import safe_name  # noqa: E402
 
 if TYPE_CHECKING:
-    from .report import Run
+    from .report import ScoredRun
 
 
 def _grouped_bars(ax, groups: list[str], series: dict[str, list[float]], errors: dict[str, np.ndarray] | None = None) -> None:
@@ -29,7 +29,7 @@ def _grouped_bars(ax, groups: list[str], series: dict[str, list[float]], errors:
     ax.grid(axis="y", alpha=0.3)
 
 
-def step_accuracy_by_length(runs: list[Run], path: Path) -> Path:
+def step_accuracy_by_length(runs: list[ScoredRun], path: Path) -> Path:
     groups: list[str] = []
     for run in runs:
         groups += [g for g in run.metrics["by"]["length"] if g not in groups]
@@ -58,7 +58,7 @@ def step_accuracy_by_length(runs: list[Run], path: Path) -> Path:
     return path
 
 
-def mode_f1(runs: list[Run], path: Path) -> Path | None:
+def mode_f1(runs: list[ScoredRun], path: Path) -> Path | None:
     modes = sorted({m for run in runs for m, s in run.metrics["overall"]["per_mode"].items() if s["support"]})
     # A method that never names a mode (the trivial baselines) has F1 0 everywhere: leave it out.
     runs = [r for r in runs if any(s["predicted"] for s in r.metrics["overall"]["per_mode"].values())]
@@ -76,7 +76,7 @@ def mode_f1(runs: list[Run], path: Path) -> Path | None:
     return path
 
 
-def confusion(run: Run, path: Path) -> Path | None:
+def confusion(run: ScoredRun, path: Path) -> Path | None:
     c = run.metrics["overall"]["confusion"]
     if not c["gold"]:
         return None
@@ -87,7 +87,7 @@ def confusion(run: Run, path: Path) -> Path | None:
     ax.set_yticks(range(len(c["gold"])), c["gold"], fontsize=8)
     for (i, j), value in np.ndenumerate(matrix):
         if value:
-            ax.text(j, i, int(value), ha="center", va="center", fontsize=7,
+            ax.text(j, i, str(int(value)), ha="center", va="center", fontsize=7,
                     color="white" if value > matrix.max() / 2 else "black")
     ax.set_xlabel("predicted mode")
     ax.set_ylabel("gold mode")
@@ -99,7 +99,7 @@ def confusion(run: Run, path: Path) -> Path | None:
     return path
 
 
-def draw_all(runs: list[Run], out: Path) -> list[Path]:
+def draw_all(runs: list[ScoredRun], out: Path) -> list[Path]:
     """Every plot of the report, into `out`; returns the files written."""
     drawn = [step_accuracy_by_length(runs, out / "step_accuracy_by_length.png")]
     f1 = mode_f1(runs, out / "mode_f1.png")

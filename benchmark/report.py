@@ -7,7 +7,7 @@ baselines. Baselines scored on the same traces in several folders appear once.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ BREAKDOWN_TITLES = {"benchmark": "environment", "modality": "modality", "framewo
 
 
 @dataclass
-class Run:
+class ScoredRun:
     label: str
     method: str
     model: str | None
@@ -34,13 +34,13 @@ class Run:
     baseline: bool
     records: list[dict[str, Any]]
     status: str | None = None
-    metrics: dict | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)  # filled in by make_report
 
 
-def load_runs(folders: list[Path]) -> list[Run]:
+def load_runs(folders: list[Path]) -> list[ScoredRun]:
     """The method runs and (deduplicated) baseline runs of the given folders, methods first."""
-    methods: list[Run] = []
-    baselines: list[Run] = []
+    methods: list[ScoredRun] = []
+    baselines: list[ScoredRun] = []
     seen: set[tuple] = set()
 
     def key(name: str, records: list[dict[str, Any]]) -> tuple:
@@ -57,7 +57,7 @@ def load_runs(folders: list[Path]) -> list[Run]:
         records = sorted(read_predictions(predictions), key=lambda r: r["trace_id"])
         first = records[0] if records else {}
         method = info.get("method") or first.get("method") or folder.name
-        methods.append(Run(label=method, method=method, model=info.get("model") or first.get("model"),
+        methods.append(ScoredRun(label=method, method=method, model=info.get("model") or first.get("model"),
                            dataset=info.get("dataset") or first.get("dataset") or "?", folder=folder,
                            baseline=method.startswith(BASELINE_PREFIX), records=records, status=info.get("status")))
         seen.add(key(method, records))
@@ -70,14 +70,14 @@ def load_runs(folders: list[Path]) -> list[Run]:
             if key(name, records) in seen:  # the same baseline on the same traces: show it once
                 continue
             seen.add(key(name, records))
-            baselines.append(Run(label=name, method=name, model=None, dataset=records[0].get("dataset") or "?",
+            baselines.append(ScoredRun(label=name, method=name, model=None, dataset=records[0].get("dataset") or "?",
                                  folder=path.parent, baseline=True, records=records))
     runs = [r for r in methods if not r.baseline] + sorted([r for r in methods if r.baseline] + baselines, key=lambda r: r.method)
     _unique_labels(runs)
     return runs
 
 
-def _unique_labels(runs: list[Run]) -> None:
+def _unique_labels(runs: list[ScoredRun]) -> None:
     for run in runs:
         if run.model and not run.baseline:
             run.label = f"{run.method} · {run.model}"
@@ -120,7 +120,7 @@ def other_cells(m: dict) -> list[str]:
 OTHER = ("n", "unparsed/error", "calls/trace", "tokens/trace", "$/trace", "s/trace", "reruns/trace")
 
 
-def rich_table(runs: list[Run]) -> Table:
+def rich_table(runs: list[ScoredRun]) -> Table:
     """Headline metrics, CIs under the values; the cost columns are in `cost_table`."""
     table = Table(title="faultlens benchmark (95% bootstrap CIs)", box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("method", style="bold", no_wrap=True)
@@ -133,7 +133,7 @@ def rich_table(runs: list[Run]) -> Table:
     return table
 
 
-def cost_table(runs: list[Run]) -> Table:
+def cost_table(runs: list[ScoredRun]) -> Table:
     table = Table(title="unparsed and failed answers (counted as wrong), cost per trace", box=box.SIMPLE_HEAD)
     table.add_column("method", style="bold", overflow="fold")
     for name in ("unparsed", "error", "calls", "tokens", "USD", "seconds", "reruns"):
@@ -151,7 +151,7 @@ def _md_row(cells: list[str]) -> str:
     return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
 
-def markdown(runs: list[Run], plots: list[Path]) -> str:
+def markdown(runs: list[ScoredRun], plots: list[Path]) -> str:
     lines = ["# faultlens benchmark report", "",
              "Datasets: " + ", ".join(sorted({f"`{r.dataset}`" for r in runs})) + ". 95% bootstrap confidence intervals in brackets; "
              "unparsed and failed answers count as wrong.", ""]
@@ -215,7 +215,7 @@ def make_report(folders: list[str | Path], out: str | Path | None = None, consol
     return report
 
 
-def breakdown_table(runs: list[Run], by: str) -> Table:
+def breakdown_table(runs: list[ScoredRun], by: str) -> Table:
     """Step accuracy per group: each method, and the best baseline of that group."""
     table = Table(title=f"step accuracy by {BREAKDOWN_TITLES[by]}", box=box.SIMPLE_HEAD)
     table.add_column(BREAKDOWN_TITLES[by], style="bold")

@@ -30,7 +30,7 @@ import re
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from faultlens.middleware.answer_key import attributor_view
+from faultlens.attributors import build, get, names
+from faultlens.attributors.llm import BudgetExceeded
 from faultlens.middleware.errors import FaultlensError, InputError
 from faultlens.middleware.model import Attribution, AttributionStatus, Trace
 
@@ -50,7 +52,7 @@ BASELINES_DIR = "baselines"
 BASELINE_PREFIX = "baseline:"
 
 
-class RunInterrupted(Exception):
+class RunInterrupted(FaultlensError):
     """The method raised KeyboardInterrupt. `arun_benchmark` raises this after the traces
     in flight were written (an ordinary exception, so it leaves the event loop cleanly);
     `run_benchmark` turns it back into KeyboardInterrupt."""
@@ -191,10 +193,6 @@ def prepare(trace: Trace, with_reference: bool) -> Trace:
 
 
 def _is_budget_error(exc: BaseException) -> bool:
-    try:
-        from faultlens.attributors.llm import BudgetExceeded
-    except ImportError:
-        return False
     return isinstance(exc, BudgetExceeded)
 
 
@@ -239,54 +237,79 @@ def _write_info(out: Path, info: dict[str, Any]) -> None:
 
 def baseline_names() -> list[str]:
     """Every registered trivial baseline (`baseline:*`)."""
-    from faultlens.attributors import names
-
     return [n for n in names() if n.startswith(BASELINE_PREFIX)]
 
 
-async def arun_benchmark(
-    dataset_spec: str,
-    method: str,
-    model: str | None = None,
-    with_reference: bool = False,
-    concurrency: int = 4,
-    limit: int | None = None,
-    out: str | Path | None = None,
-    resume: bool = False,
-    budget_usd: float | None = None,
-    baselines: Sequence[str] | Mapping[str, Any] | None = None,
-    attributor: Any = None,
-    progress: bool = True,
-    console: Console | None = None,
-    method_options: Mapping[str, Any] | None = None,
-    media_root: str | Path | None = None,
-) -> RunSummary:
-    """See `run_benchmark`."""
-    if concurrency < 1:
-        raise FaultlensError("concurrency must be at least 1")
-    out = Path(out) if out is not None else default_out(dataset_spec, method, model)
-    info = {"dataset": dataset_spec, "method": method, "model": model, "with_reference": with_reference,
-            "options": dict(method_options or {}), "limit": limit,
-            "media_root": str(media_root) if media_root is not None else None, "budget_usd": budget_usd, "started_at": time.time(), "status": "running"}
-    _check_run_info(out, info, resume)
-    traces = select_traces(dataset_spec, limit, media_root)
-    if attributor is None:
-        from faultlens.attributors import get
+@dataclass
+class RunOptions:
+    """How `run_benchmark` runs a method over a dataset.
 
-        options: dict[str, Any] = {"model": model} if model else {}
-        if with_reference:
-            options["with_reference"] = True
-        if budget_usd is not None:
-            options["budget_usd"] = budget_usd  # LLM methods enforce it before each call
-        attributor = get(method, **{**options, **dict(method_options or {})})
-    baseline_map = _resolve_baselines(baselines, method)
+    - `model`: the litellm model, for methods that call one (`attributors.build`).
+    - `with_reference`: show the method the task's reference answer (never the gold label).
+    - `concurrency`: traces attributed at once (asyncio tasks over `aattribute`).
+    - `limit`: only the first N traces of the dataset.
+    - `out`: the run folder (default `.faultlens/bench/DATASET__METHOD[__MODEL]`).
+    - `resume`: continue a run in `out`, skipping traces already predicted.
+      Without it, a folder that already holds predictions is an error.
+    - `budget_usd`: the spending cap of this invocation. It is passed to the
+      method (LLM methods check it before every call); a trace the method could
+      not finish within it is left unwritten, for `resume`. The runner also stops
+      starting new traces once the recorded spend reaches it.
+    - `baselines`: names of baseline attributors (default: every `baseline:*`),
+      or a mapping name -> attributor.
+    - `attributor`: an attributor object to use instead of building `method`.
+    - `progress`, `console`: the progress bar, and where it is drawn.
+    - `method_options`: more keyword options for the method (e.g. `{"k": 5}` for counterfactual).
+    - `media_root`: a folder media paths are also resolved against (whowhenpro: specs).
+    """
+
+    model: str | None = None
+    with_reference: bool = False
+    concurrency: int = 4
+    limit: int | None = None
+    out: str | Path | None = None
+    resume: bool = False
+    budget_usd: float | None = None
+    baselines: Sequence[str] | Mapping[str, Any] | None = None
+    attributor: Any = None
+    progress: bool = True
+    console: Console | None = None
+    method_options: Mapping[str, Any] | None = None
+    media_root: str | Path | None = None
+
+
+def _method_attributor(method: str, traces: list[Trace], opts: RunOptions) -> Any:
+    if opts.attributor is not None:
+        return opts.attributor
+    if method == MOST_COMMON_STEP:
+        return MostCommonStep(traces)  # a dataset-level baseline: it is built from the traces it is scored on
+    # budget_usd: LLM methods enforce it before each call.
+    return build(method, opts.model, with_reference=opts.with_reference or None, budget_usd=opts.budget_usd,
+                 **dict(opts.method_options or {}))
+
+
+async def arun_benchmark(dataset_spec: str, method: str, options: RunOptions | None = None, /, **fields: Any) -> RunSummary:
+    """See `run_benchmark`."""
+    opts = replace(options or RunOptions(), **fields)
+    model, with_reference, budget_usd = opts.model, opts.with_reference, opts.budget_usd
+    if opts.concurrency < 1:
+        raise FaultlensError("concurrency must be at least 1")
+    out = Path(opts.out) if opts.out is not None else default_out(dataset_spec, method, model)
+    info = {"dataset": dataset_spec, "method": method, "model": model, "with_reference": with_reference,
+            "options": dict(opts.method_options or {}), "limit": opts.limit,
+            "media_root": str(opts.media_root) if opts.media_root is not None else None,
+            "budget_usd": budget_usd, "started_at": time.time(), "status": "running"}
+    _check_run_info(out, info, opts.resume)
+    traces = select_traces(dataset_spec, opts.limit, opts.media_root)
+    attributor = _method_attributor(method, traces, opts)
+    baseline_map = _resolve_baselines(opts.baselines, method)
     _write_info(out, info)
 
     pred_path = out / PREDICTIONS
     done_ids = {r["trace_id"] for r in read_predictions(pred_path)}
     todo = [t for t in traces if t.id not in done_ids]
     skipped = len(traces) - len(todo)
-    state = {"spent": 0.0, "hits": 0, "scored": 0, "stopped": None}
+    state: dict[str, Any] = {"spent": 0.0, "hits": 0, "scored": 0, "stopped": None}
     writer = _Appender(pred_path)
     queue: asyncio.Queue[Trace] = asyncio.Queue()
     for trace in todo:
@@ -294,7 +317,7 @@ async def arun_benchmark(
 
     bar = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                    TextColumn("step acc {task.fields[acc]} · ${task.fields[usd]}"), TimeElapsedColumn(), TimeRemainingColumn(),
-                   console=console, disable=not progress, transient=False)
+                   console=opts.console, disable=not opts.progress, transient=False)
 
     async def worker(task_id: Any) -> None:
         while not queue.empty() and state["stopped"] is None:
@@ -330,7 +353,7 @@ async def arun_benchmark(
     try:
         with bar:
             task_id = bar.add_task(f"{method} on {dataset_spec}", total=len(traces), completed=skipped, acc="-", usd="0.0000")
-            await asyncio.gather(*(worker(task_id) for _ in range(min(concurrency, max(len(todo), 1)))))
+            await asyncio.gather(*(worker(task_id) for _ in range(min(opts.concurrency, max(len(todo), 1)))))
     finally:
         writer.close()
 
@@ -383,10 +406,8 @@ def _resolve_baselines(baselines: Sequence[str] | Mapping[str, Any] | None, meth
     """Baseline name -> attributor; None stands for `MostCommonStep`, built once the scored traces are known."""
     if isinstance(baselines, Mapping):
         return dict(baselines)
-    names = baseline_names() + [MOST_COMMON_STEP] if baselines is None else list(baselines)
-    from faultlens.attributors import get
-
-    return {name: None if name == MOST_COMMON_STEP else get(name) for name in names if name != method}
+    chosen = baseline_names() + [MOST_COMMON_STEP] if baselines is None else list(baselines)
+    return {name: None if name == MOST_COMMON_STEP else get(name) for name in chosen if name != method}
 
 
 def baseline_dir(out: Path, name: str) -> Path:
@@ -415,45 +436,14 @@ def _run_baseline(out: Path, name: str, attributor: Any, traces: list[Trace], da
     return len(done)
 
 
-def run_benchmark(
-    dataset_spec: str,
-    method: str,
-    model: str | None = None,
-    with_reference: bool = False,
-    concurrency: int = 4,
-    limit: int | None = None,
-    out: str | Path | None = None,
-    resume: bool = False,
-    budget_usd: float | None = None,
-    baselines: Sequence[str] | Mapping[str, Any] | None = None,
-    attributor: Any = None,
-    progress: bool = True,
-    console: Console | None = None,
-    method_options: Mapping[str, Any] | None = None,
-    media_root: str | Path | None = None,
-) -> RunSummary:
+def run_benchmark(dataset_spec: str, method: str, options: RunOptions | None = None, /, **fields: Any) -> RunSummary:
     """Attribute every trace of `dataset_spec` with `method` and score the baselines on the same traces.
 
-    - `concurrency`: traces attributed at once (asyncio tasks over `aattribute`).
-    - `limit`: only the first N traces of the dataset.
-    - `out`: the run folder (default `.faultlens/bench/DATASET__METHOD[__MODEL]`).
-    - `resume`: continue a run in `out`, skipping traces already predicted.
-      Without it, a folder that already holds predictions is an error.
-    - `budget_usd`: the spending cap of this invocation. It is passed to the
-      method (LLM methods check it before every call); a trace the method could
-      not finish within it is left unwritten, for `resume`. The runner also stops
-      starting new traces once the recorded spend reaches it.
-    - `baselines`: names of baseline attributors (default: every `baseline:*`),
-      or a mapping name -> attributor.
-    - `attributor`: an attributor object to use instead of `attributors.get(method)`.
-    - `method_options`: more keyword options for the method (e.g. `{"k": 5}` for counterfactual).
-    - `media_root`: a folder media paths are also resolved against (whowhenpro: specs).
+    `options` (a `RunOptions`), or its fields as keywords (`out=..., resume=True`),
+    say how; a keyword overrides the same field of `options`. `method` may also be
+    `baseline:most-common-step`, the dataset-level baseline.
     """
     try:
-        return asyncio.run(arun_benchmark(dataset_spec, method, model=model, with_reference=with_reference,
-                                          concurrency=concurrency, limit=limit, out=out, resume=resume,
-                                          budget_usd=budget_usd, baselines=baselines, attributor=attributor,
-                                          progress=progress, console=console, method_options=method_options,
-                                          media_root=media_root))
+        return asyncio.run(arun_benchmark(dataset_spec, method, options, **fields))
     except RunInterrupted:
         raise KeyboardInterrupt from None

@@ -18,20 +18,13 @@ from rich.console import Console
 from rich.table import Table
 
 from faultlens.middleware.errors import FaultlensError
-from faultlens.middleware.store import Store, TraceNotFound, open_store
+from faultlens.middleware.options import db_option
+from faultlens.middleware.store import Store, open_store
 
 console = Console()
 
-db_option = click.option(
-    "--db",
-    "db_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="Store to use: a SQLite file or a postgresql:// URL [default: $FAULTLENS_DB or .faultlens/faultlens.db]",
-)
 
-
-def get_store(db_path: Path | None) -> Store:
+def get_store(db_path: str | None) -> Store:
     return open_store(db_path)
 
 
@@ -65,7 +58,7 @@ class PluginGroup(click.Group):
         # as one line, not a traceback.
         try:
             return super().invoke(ctx)
-        except (FaultlensError, TraceNotFound) as exc:
+        except FaultlensError as exc:
             raise click.ClickException(str(exc)) from None
 
 
@@ -106,7 +99,7 @@ def traces() -> None:
 
 
 @traces.command("list")
-@db_option
+@db_option()
 @click.option("--status", type=click.Choice(["failed", "succeeded", "unknown"]), help="Only traces with this outcome.")
 @click.option("--agent", help="Only traces with a step by this agent.")
 @click.option("--limit", default=50, show_default=True, help="How many traces to show.")
@@ -129,7 +122,7 @@ def list_traces(db_path, status, agent, limit, as_json):
 
 
 @traces.command("show")
-@db_option
+@db_option()
 @click.argument("trace_id")
 @click.option("--step", type=int, default=None, help="Highlight this step.")
 def show_trace(db_path, trace_id, step):
@@ -144,7 +137,7 @@ def show_trace(db_path, trace_id, step):
 
 
 @traces.command("export")
-@db_option
+@db_option()
 @click.argument("trace_id")
 @click.option("--format", "fmt", type=click.Choice(["json", "otlp"]), default="json", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write to this file instead of stdout.")
@@ -165,7 +158,7 @@ def export_trace(db_path, trace_id, fmt, output):
 
 
 @traces.command("import")
-@db_option
+@db_option()
 @click.argument("spec")
 @click.option("--media-root", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
               help="Also look up relative image/frame paths here (whowhenpro: specs; after the trace's folder and its parents).")

@@ -3,7 +3,7 @@
 middleware cannot import the packages above it, so the server takes its
 behaviour as callables; this module builds them:
 
-- on_failure(trace_id): attribute the run (`attributors.get(method)`), save the
+- on_failure(trace_id): attribute the run (`attributors.build(method, model, **options)`), save the
   attribution, reflect on it and keep the lessons (`feedback.loop.attribute_and_reflect`);
   it runs on the failed-run queue in the store (`--workers` threads here, and
   any `faultlens worker` process on the same store: `faultlens.worker`);
@@ -19,12 +19,14 @@ from typing import Any
 import click
 
 from faultlens.middleware.model import Outcome
-from faultlens.server import DEFAULT_MAX_BODY, create_app, otlp_http_exporter, resolve_token, run_server
+from faultlens.server import DEFAULT_MAX_BODY, check_bind, create_app, otlp_http_exporter, resolve_token, run_server
 from faultlens.server.interop import EvaluationExporter
+from faultlens.middleware.options import db_option
 from faultlens.middleware.store import Store, open_store
 
 from faultlens.feedback.hooks import record_trace_outcome
-from faultlens.feedback.loop import attribute_and_reflect, resolve_attributor
+from faultlens.attributors import build, parse_options
+from faultlens.feedback.loop import attribute_and_reflect
 from faultlens.feedback.memory import LessonMemory
 from faultlens.feedback.reflect import get_reflector
 
@@ -41,7 +43,7 @@ def failure_handler(
 
     Inside a queue job, what it writes is keyed by the job (`feedback.loop.reflect_on`),
     so a job run twice (a retry, a worker that died) stores one attribution."""
-    attributor = resolve_attributor(method, **({"model": model} if model else {}), **(method_options or {}))
+    attributor = build(method, model, **(method_options or {}))
     reflect = get_reflector(reflector)
     memory = LessonMemory(store)
 
@@ -86,7 +88,7 @@ def build_app(
 @click.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on. Anything but loopback needs a token.")
 @click.option("--port", default=4318, show_default=True, help="Port (4318 is the OTLP/HTTP default, so exporters need only the host).")
-@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="SQLite file or postgresql:// URL [default: $FAULTLENS_DB or .faultlens/faultlens.db].")
+@db_option()
 @click.option("--token", default=None, help="Require 'Authorization: Bearer TOKEN' on every request [default: $FAULTLENS_TOKEN].")
 @click.option("--method", default="heuristic", show_default=True, help="Attribution method for failed runs (see `faultlens attribute --help`).")
 @click.option("--model", default=None, help="litellm model for LLM attribution methods, e.g. openai/gpt-4o-mini.")
@@ -110,8 +112,6 @@ def serve(db_path, host, port, token, method, model, method_options, reflector, 
     The API is described at /docs.
     """
     token = resolve_token(token)
-    from faultlens.attributors.registry import parse_options
-    from faultlens.server import check_bind
 
     check_bind(host, token)  # before opening the store: refuse early and plainly
     store = open_store(db_path)

@@ -12,20 +12,19 @@ from __future__ import annotations
 
 import signal
 import threading
-from pathlib import Path
 
 import click
 
 from faultlens.attributors.registry import parse_options
 from faultlens.middleware.jobs import JobQueue
+from faultlens.middleware.options import db_option
 from faultlens.middleware.store import open_store
 
 from .serve import failure_handler
 
 
 @click.command("worker")
-@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="The store whose queue to work: a postgresql:// URL (or a SQLite file) [default: $FAULTLENS_DB or .faultlens/faultlens.db].")
+@db_option("The store whose queue to work: a postgresql:// URL (or a SQLite file) [default: $FAULTLENS_DB or .faultlens/faultlens.db].")
 @click.option("--threads", default=1, show_default=True, type=click.IntRange(min=1), help="Jobs attributed at once in this process.")
 @click.option("--method", default="heuristic", show_default=True, help="Attribution method (see `faultlens attribute --help`).")
 @click.option("--model", default=None, help="litellm model for LLM attribution methods, e.g. openai/gpt-4o-mini.")

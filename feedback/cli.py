@@ -2,27 +2,20 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import click
 from rich.console import Console
 from rich.table import Table
 
-from faultlens.middleware.store import default_db_path, open_store
+from faultlens.middleware.options import db_option
+from faultlens.middleware.store import open_store
 
 from .memory import LessonMemory
 from .reflect import ALL_AGENTS
 
 console = Console()
 
-db_option = click.option(
-    "--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-    help="Store: a SQLite file or a postgresql:// URL [default: $FAULTLENS_DB or .faultlens/faultlens.db].",
-)
-
-
-def _memory(db_path: Path | None) -> LessonMemory:
-    return LessonMemory(open_store(db_path or default_db_path()))
+def _memory(db_path: str | None) -> LessonMemory:
+    return LessonMemory(open_store(db_path))
 
 
 @click.group("lessons")
@@ -31,10 +24,10 @@ def lessons() -> None:
 
 
 @lessons.command("list")
-@db_option
+@db_option()
 @click.option("--agent", default=None, help=f"Only this agent's lessons ('{ALL_AGENTS}' for lessons addressed to every agent).")
 @click.option("--all", "include_retired", is_flag=True, help="Include retired lessons.")
-def list_lessons(db_path: Path | None, agent: str | None, include_retired: bool) -> None:
+def list_lessons(db_path: str | None, agent: str | None, include_retired: bool) -> None:
     """Stored lessons with their counters (shown in / helped / failed runs, merged duplicates)."""
     found = _memory(db_path).lessons(agent, include_retired=include_retired)
     table = Table(title=f"{len(found)} lesson(s)")
@@ -48,9 +41,9 @@ def list_lessons(db_path: Path | None, agent: str | None, include_retired: bool)
 
 
 @lessons.command("show")
-@db_option
+@db_option()
 @click.argument("lesson_id")
-def show(db_path: Path | None, lesson_id: str) -> None:
+def show(db_path: str | None, lesson_id: str) -> None:
     """One lesson in full, as JSON (an id prefix from `lessons list` is enough)."""
     memory = _memory(db_path)
     matches = [lesson for lesson in memory.lessons(include_retired=True) if lesson.id.startswith(lesson_id)]
@@ -60,24 +53,23 @@ def show(db_path: Path | None, lesson_id: str) -> None:
 
 
 @lessons.command("learn")
-@db_option
+@db_option()
 @click.argument("trace_id")
 @click.option("--method", default="heuristic", show_default=True, help="Attribution method (see `faultlens attribute --list`).")
 @click.option("--model", default=None, help="litellm model for LLM attribution methods.")
 @click.option("--option", "-O", "method_options", multiple=True, metavar="KEY=VALUE",
               help="An attribution method option, repeatable, e.g. -O k=5 for counterfactual.")
 @click.option("--reflector", default=None, help="offline (default), terminal, or a litellm model for LLM reflection.")
-def learn(db_path: Path | None, trace_id: str, method: str, model: str | None, method_options: tuple[str, ...],
+def learn(db_path: str | None, trace_id: str, method: str, model: str | None, method_options: tuple[str, ...],
           reflector: str | None) -> None:
     """Attribute a stored failed run, save the attribution, and keep the lessons reflected from it."""
-    from faultlens.attributors.registry import parse_options
+    from faultlens.attributors import build, parse_options
 
-    from .loop import reflect_on, resolve_attributor
+    from .loop import reflect_on
     from .reflect import get_reflector
 
     memory = _memory(db_path)
-    options = {**({"model": model} if model else {}), **parse_options(method_options)}
-    result = reflect_on(memory.store, trace_id, resolve_attributor(method, **options), get_reflector(reflector), memory)
+    result = reflect_on(memory.store, trace_id, build(method, model, **parse_options(method_options)), get_reflector(reflector), memory)
     a = result.attribution
     if a is not None:
         console.print(f"attribution ({a.method}, {a.status.value}): agent {a.agent}, step {a.step}, mode {a.mode}"
@@ -93,11 +85,11 @@ def learn(db_path: Path | None, trace_id: str, method: str, model: str | None, m
 
 
 @lessons.command("for")
-@db_option
+@db_option()
 @click.argument("agent")
 @click.argument("task")
 @click.option("-k", default=3, show_default=True, help="How many lessons at most.")
-def lessons_for(db_path: Path | None, agent: str, task: str, k: int) -> None:
+def lessons_for(db_path: str | None, agent: str, task: str, k: int) -> None:
     """What AGENT would be shown working on TASK, with the relevance and track record that ranked each lesson."""
     memory = _memory(db_path)
     table = Table(title=f"lessons for {agent} (relevance threshold {memory.min_relevance})")

@@ -32,6 +32,7 @@ from typing import Any
 from opentelemetry import trace as otel_trace
 
 from faultlens.middleware.model import Lesson, Trace
+from faultlens.middleware.errors import ConfigError, NotFound
 from faultlens.middleware.taxonomy import get_mode, is_mode
 
 from .memory import BaseLessonMemory
@@ -54,7 +55,7 @@ def _memory(memory: BaseLessonMemory | None) -> BaseLessonMemory:
     if memory is not None:
         return memory
     if _default_memory is None:
-        raise ValueError("no lesson memory given and no default set (feedback.hooks.set_default_memory)")
+        raise ConfigError("no lesson memory given and no default set (feedback.hooks.set_default_memory)")
     return _default_memory
 
 
@@ -154,7 +155,7 @@ def with_lessons(
             lessons = node.lessons
         else:
             if agent is None or task is None:
-                raise ValueError("with_lessons needs agent and task (or must run inside node_with_lessons)")
+                raise ConfigError("with_lessons needs agent and task (or must run inside node_with_lessons)")
             lessons = _memory(memory).retrieve(agent, task, k)
     out = [dict(m) for m in messages]
     block = lessons_block(lessons)
@@ -188,7 +189,7 @@ def _task_text(state: Any, task: str | Callable[[Any], str]) -> str:
         return task(state)
     value = state.get(task) if isinstance(state, dict) else getattr(state, task, None)
     if value is None:
-        raise KeyError(f"node_with_lessons: the graph state has no {task!r} field to read the task from")
+        raise NotFound(f"node_with_lessons: the graph state has no {task!r} field to read the task from")
     return str(value)
 
 
@@ -250,5 +251,5 @@ def lesson_ids_of(trace: Trace) -> list[str]:
 def record_trace_outcome(memory: BaseLessonMemory, trace: Trace) -> list[Lesson]:
     """Credit a finished run's outcome to the lessons its steps were shown. Returns the updated lessons."""
     if trace.outcome is None:
-        raise ValueError(f"trace {trace.id} has no outcome yet")
+        raise ConfigError(f"trace {trace.id} has no outcome yet")
     return memory.record_outcome(lesson_ids_of(trace), trace.outcome.success)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from langgraph.store.base import BaseStore
 
 from faultlens.middleware.model import Lesson
+from faultlens.middleware.errors import NotFound
 
 from .memory import BaseLessonMemory
 
@@ -37,7 +38,7 @@ class LangGraphLessonMemory(BaseLessonMemory):
     def _get(self, lesson_id: str) -> Lesson:
         found = self.store.search(self.prefix, filter={"id": lesson_id}, limit=1)
         if not found:
-            raise KeyError(f"no lesson with id {lesson_id!r} under namespace {self.prefix}")
+            raise NotFound(f"no lesson with id {lesson_id!r} under namespace {self.prefix}")
         return Lesson.model_validate(found[0].value)
 
     def _search_all(self, namespace: tuple[str, ...]) -> list[Lesson]:

@@ -31,7 +31,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from faultlens.attributors.base import Attributor
+from faultlens.attributors import Attributor, build
 from faultlens.middleware.answer_key import attributor_view
 from faultlens.middleware.model import Attribution, AttributionStatus, Lesson, Outcome
 from faultlens.middleware.jobs import Job, JobQueue, current_job
@@ -56,13 +56,12 @@ class LoopResult:
     seconds: float = 0.0
 
 
-def resolve_attributor(attributor: str | Attributor | None, **options: Any) -> Attributor | None:
-    """An attributor object from a name (``heuristic``, ``all_at_once``, ...), an object, or None (no attribution)."""
+def resolve_attributor(attributor: str | Attributor | None, model: str | None = None, **options: Any) -> Attributor | None:
+    """An attributor object from a method name (built by `attributors.build` with `model` and
+    `options`), an object (used as it is), or None (no attribution)."""
     if attributor is None or not isinstance(attributor, str):
         return attributor
-    from faultlens.attributors import get
-
-    return get(attributor, **options)
+    return build(attributor, model, **options)
 
 
 def _attribute(attributor: Attributor, trace) -> Attribution:

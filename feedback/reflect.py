@@ -27,6 +27,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from faultlens.middleware.model import Attribution, AttributionStatus, Cost, Lesson, Step, Trace
 from faultlens.middleware.taxonomy import get_mode, is_mode
+from faultlens.middleware.text import one_line
 
 ALL_AGENTS = "*"
 """`Lesson.agent` value for a lesson addressed to every agent of a team."""
@@ -82,18 +83,13 @@ class Reflector(Protocol):
     def reflect(self, trace: Trace, attribution: Attribution | None) -> Reflection: ...
 
 
-def _clip(text: str, limit: int = 240) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def _step_action(step: Step) -> str:
     """What the agent did at a step, in one line."""
     if step.tool_name:
         args = json.dumps(step.tool_arguments, ensure_ascii=False, default=str) if step.tool_arguments is not None else ""
-        return _clip(f"called {step.tool_name}({args})" + (f": {step.content}" if step.content else ""))
+        return one_line(f"called {step.tool_name}({args})" + (f": {step.content}" if step.content else ""))
     if step.content:
-        return f'wrote "{_clip(step.content)}"'
+        return f'wrote "{one_line(step.content)}"'
     return f"took a {step.kind.value.replace('_', ' ')} step with no text"
 
 
@@ -124,7 +120,7 @@ def situation_text(trace: Trace, agent: str, step: Step | None) -> str:
     where = ""
     if step is not None:
         where = f", {step.kind.value.replace('_', ' ')} step" + (f" with {step.tool_name}" if step.tool_name else "")
-    return f"{agent}{where}: tasks like \"{_clip(trace.task.query, 300)}\""
+    return f"{agent}{where}: tasks like \"{one_line(trace.task.query, 300)}\""
 
 
 class OfflineReflector:
@@ -145,7 +141,7 @@ class OfflineReflector:
         else:
             mistake = f"{did} This was the decisive error of a failed run.".strip()
         if attribution.reason:
-            mistake += f" ({_clip(attribution.reason, 200)})"
+            mistake += f" ({one_line(attribution.reason, 200)})"
         advice = ADVICE.get(mode.code, GENERIC_ADVICE) if mode is not None else GENERIC_ADVICE
         lesson = Lesson(
             agent=agent,
@@ -196,13 +192,13 @@ class TerminalReflector:
     def reflect(self, trace: Trace, attribution: Attribution | None = None) -> Reflection:
         if trace.outcome is None or trace.outcome.success:
             return Reflection(status="skipped", method=self.method, error="the run did not fail")
-        detail = f" ({_clip(trace.outcome.detail, 200)})" if trace.outcome.detail else ""
+        detail = f" ({one_line(trace.outcome.detail, 200)})" if trace.outcome.detail else ""
         code = guess_mode_from_outcome(trace)
         mode = get_mode(code) if code else None
         lesson = Lesson(
             agent=ALL_AGENTS,
             mode=code,
-            situation=f"any agent: tasks like \"{_clip(trace.task.query, 300)}\"",
+            situation=f"any agent: tasks like \"{one_line(trace.task.query, 300)}\"",
             mistake=f"A run on a task like this ended with a wrong result{detail}."
             + (f" It looks like {mode.code} {mode.name}: {mode.definition}" if mode else ""),
             advice=ADVICE[code] if code else "Check each result you produce or receive against the task and its sources before passing it on.",
@@ -293,8 +289,8 @@ class LLMReflector:
             mode=f"{mode.code} {mode.name}" if mode else "unknown",
             definition=mode.definition if mode else "(no mode given)",
             reason=attribution.reason or "(none given)",
-            task=_clip(trace.task.query, 1000),
-            outcome=("failed" + (f": {_clip(outcome.detail, 300)}" if outcome and outcome.detail else "")) if outcome else "unknown",
+            task=one_line(trace.task.query, 1000),
+            outcome=("failed" + (f": {one_line(outcome.detail, 300)}" if outcome and outcome.detail else "")) if outcome else "unknown",
             steps=_render_steps(trace, attribution.step),
         )
         return [{"role": "user", "content": prompt}]
@@ -338,7 +334,7 @@ class LLMReflector:
         lesson = Lesson(
             agent=agent,
             mode=get_mode(attribution.mode).code if is_mode(attribution.mode) else None,
-            situation=f"{fields['situation']} (tasks like \"{_clip(trace.task.query, 200)}\")",
+            situation=f"{fields['situation']} (tasks like \"{one_line(trace.task.query, 200)}\")",
             mistake=fields["mistake"],
             advice=fields["advice"],
             trace_id=trace.id,

@@ -11,6 +11,49 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from faultlens.middleware.options import db_option
+
+
+def _checked_envs(env_names: tuple[str, ...], modes: tuple[str, ...], out: Path | None) -> list[str]:
+    """The environments asked for, after checking the arguments (usage errors name the option)."""
+    from . import envs
+    from .taxonomy import is_mode
+
+    if not env_names:
+        raise click.UsageError("give --env NAME (or --list-envs)")
+    if out is None:
+        raise click.UsageError("give --out FILE.jsonl")
+    names = envs.names() if "all" in env_names else list(dict.fromkeys(env_names))
+    for name in names:
+        if name not in envs.names():
+            raise click.BadParameter(f"unknown environment {name!r}; known: {', '.join(envs.names())}", param_hint="--env")
+    for code in modes:
+        if not is_mode(code):
+            raise click.BadParameter(f"unknown failure mode {code!r}", param_hint="--mode")
+    return names
+
+
+def _print_yield(console: Console, rows: list[dict], seed_summary: list[dict], seconds: float) -> None:
+    """The yield table (per environment and mode) and one line per environment about its seeds."""
+    table = Table(title=f"injection yield ({seconds:.0f} s)")
+    # unparsed (LLM generator) and crashed (the team's program raised) only appear when they happened
+    optional = tuple(c for c in ("unparsed", "crashed") if any(r[c] for r in rows))
+    columns = ("env", "mode", "attempted", *optional, "drifted", "still_succeeded", "kept")
+    for column in columns:
+        table.add_column(column, justify="left" if column in ("env", "mode") else "right")
+    for row in rows:
+        table.add_row(*(str(row[c]) for c in columns))
+    totals = {c: sum(r[c] for r in rows) for c in columns[2:]}
+    table.add_row("all", f"{len({r['mode'] for r in rows if r['kept']})} modes kept", *(str(totals[c]) for c in columns[2:]))
+    console.print(table)
+    for s in seed_summary:
+        noisy = s["seeds_with_recovered_mistake"]
+        extra = f", {noisy} with a recovered mistake before any injection" if noisy is not None else ""
+        console.print(f"{s['env']}: {s['seeds_succeeded']}/{s['seeds']} seeds succeeded{extra}; {s['kept']} traces kept "
+                      f"(mean {s['mean_steps']} steps)")
+        if s["seed_errors"]:
+            console.print(f"[red]{s['env']}: {s['seed_errors']} seed(s) raised; first: {s['first_seed_error']}[/]")
+
 
 @click.command("inject")
 @click.option("--env", "env_names", multiple=True, metavar="NAME",
@@ -29,9 +72,8 @@ from rich.table import Table
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), help="Write the kept traces here (JSONL).")
 @click.option("--summary", "summary_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the yield table here (JSON).")
-@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
-              help="Also trace every seed and injected run into this faultlens store (OpenTelemetry tracer); the kept "
-                   "traces get their gold labels there (see `faultlens traces list --db`).")
+@db_option(help="Also trace every seed and injected run into this faultlens store (OpenTelemetry tracer); the kept "
+               "traces get their gold labels there (see `faultlens traces list --db`).")
 @click.option("--list-envs", is_flag=True, help="Print the environment names, one per line, and exit.")
 def inject(env_names, seeds, per_seed, seed, agent_model, generator, noise, modes, workers, out, summary_path, db_path,
            list_envs):
@@ -50,26 +92,15 @@ def inject(env_names, seeds, per_seed, seed, agent_model, generator, noise, mode
     from . import envs
     from .pipeline import InjectConfig
     from .pipeline import inject as run_pipeline
-    from .taxonomy import is_mode
 
     if list_envs:
         for name in envs.names():
             click.echo(name)
         return
-    if not env_names:
-        raise click.UsageError("give --env NAME (or --list-envs)")
-    if out is None:
-        raise click.UsageError("give --out FILE.jsonl")
-    names = envs.names() if "all" in env_names else list(dict.fromkeys(env_names))
-    for name in names:
-        if name not in envs.names():
-            raise click.BadParameter(f"unknown environment {name!r}; known: {', '.join(envs.names())}", param_hint="--env")
-    for code in modes:
-        if not is_mode(code):
-            raise click.BadParameter(f"unknown failure mode {code!r}", param_hint="--mode")
+    names = _checked_envs(env_names, modes, out)
     config = InjectConfig(envs=names, seeds=seeds, per_seed=per_seed, seed=seed, agent_model=agent_model,
                           generator=generator, noise=noise, workers=workers,
-                          modes=[m.strip().upper() for m in modes] or None, db=str(db_path) if db_path else None)
+                          modes=[m.strip().upper() for m in modes] or None, db=db_path)
     console = Console(stderr=True)
     from tqdm import tqdm
 
@@ -88,24 +119,7 @@ def inject(env_names, seeds, per_seed, seed, agent_model, generator, noise, mode
         for trace in result.traces:
             fh.write(trace.model_dump_json() + "\n")
     rows = result.summary()
-    table = Table(title=f"injection yield ({time.time() - started:.0f} s)")
-    # unparsed (LLM generator) and crashed (the team's program raised) only appear when they happened
-    optional = tuple(c for c in ("unparsed", "crashed") if any(r[c] for r in rows))
-    columns = ("env", "mode", "attempted", *optional, "drifted", "still_succeeded", "kept")
-    for column in columns:
-        table.add_column(column, justify="left" if column in ("env", "mode") else "right")
-    for row in rows:
-        table.add_row(*(str(row[c]) for c in columns))
-    totals = {c: sum(r[c] for r in rows) for c in columns[2:]}
-    table.add_row("all", f"{len({r['mode'] for r in rows if r['kept']})} modes kept", *(str(totals[c]) for c in columns[2:]))
-    console.print(table)
-    for s in result.seed_summary():
-        noisy = s["seeds_with_recovered_mistake"]
-        extra = f", {noisy} with a recovered mistake before any injection" if noisy is not None else ""
-        console.print(f"{s['env']}: {s['seeds_succeeded']}/{s['seeds']} seeds succeeded{extra}; {s['kept']} traces kept "
-                      f"(mean {s['mean_steps']} steps)")
-        if s["seed_errors"]:
-            console.print(f"[red]{s['env']}: {s['seed_errors']} seed(s) raised; first: {s['first_seed_error']}[/]")
+    _print_yield(console, rows, result.seed_summary(), time.time() - started)
     if db_path is not None:
         from faultlens.middleware.store import open_store
 

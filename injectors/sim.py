@@ -35,10 +35,15 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
 from faultlens.middleware.model import StepKind
+from faultlens.middleware.errors import ConfigError
 from faultlens.middleware.replay import canonical
 from faultlens.middleware.taxonomy import get_mode
 
-from .envs.base import SIM_PREFIX, stable_seed
+from .envs.registry import get as get_env
+from .envs.registry import names as env_names
+from .seeding import stable_seed
+
+SIM_PREFIX = "faultlens-sim"  # litellm provider name: models are `faultlens-sim/<env>`
 
 __all__ = ["SimConfig", "SimContext", "SimPolicy", "ensure_registered", "parse_lessons", "policy_for"]
 
@@ -94,7 +99,7 @@ class SimContext:
         system = self.messages[0]["content"] if self.messages and self.messages[0].get("role") == "system" else ""
         match = _AGENT.match(system)
         if match is None:
-            raise ValueError(f"{SIM_PREFIX}/{env_name}: the system prompt must start with 'You are the <agent>'")
+            raise ConfigError(f"{SIM_PREFIX}/{env_name}: the system prompt must start with 'You are the <agent>'")
         self.agent = match.group(1)
         self.system = system
         self.lessons = parse_lessons(system)
@@ -144,9 +149,7 @@ _POLICIES: dict[str, SimPolicy] = {}
 
 def policy_for(env_name: str) -> SimPolicy:
     if env_name not in _POLICIES:
-        from . import envs
-
-        _POLICIES[env_name] = envs.get(env_name).policy()
+        _POLICIES[env_name] = get_env(env_name).policy()
     return _POLICIES[env_name]
 
 
@@ -189,9 +192,7 @@ def ensure_registered() -> None:
 
     custom_llm_setup()
     # Simulated calls cost nothing; saying so also spares litellm a slow price look-up per call.
-    from . import envs
-
     litellm.register_model({f"{SIM_PREFIX}/{name}": {"input_cost_per_token": 0.0, "output_cost_per_token": 0.0,
                                                      "cache_creation_input_token_cost": 0.0, "cache_read_input_token_cost": 0.0,
                                                      "litellm_provider": SIM_PREFIX, "mode": "chat",
-                                                     "max_tokens": 1_000_000} for name in envs.names()})
+                                                     "max_tokens": 1_000_000} for name in env_names()})

@@ -1,4 +1,19 @@
-"""Errors that tell the user which input, which record and which field is wrong."""
+"""The errors faultlens raises on purpose: one tree under `FaultlensError`.
+
+Every error a user can cause or fix derives from `FaultlensError`, so a caller
+(the CLI, the server) catches one class and prints its message. Where a caller
+may already rely on a built-in class, the error derives from it too:
+
+    FaultlensError
+    ├── InputError (ValueError)       bad input: names the source, the record and the field
+    ├── FieldError (ValueError)       one field of a record cannot be read (callers add source and record)
+    ├── ConfigError (ValueError)      a call or setting that cannot work as given
+    ├── NotFound (KeyError)           nothing stored or registered under this name
+    │   ├── TraceNotFound             (middleware.store)
+    │   └── UnknownName               an unknown method, environment, reflector, ...
+    └── the packages' own:            NotRerunnable, LLMError, BudgetExceeded, ParseError (ValueError),
+                                      ModelMissingError, Drift, TestTraceError, UnsafeBind, ...
+"""
 
 from __future__ import annotations
 
@@ -20,6 +35,35 @@ class InputError(FaultlensError, ValueError):
         if field:
             where += f", field {field!r}"
         super().__init__(f"{where}: {message}")
+
+
+class FieldError(FaultlensError, ValueError):
+    """One field of a record cannot be read; the caller, which knows the source
+    and the record, turns it into an `InputError`."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(message)
+        self.field = field
+
+
+class ConfigError(FaultlensError, ValueError):
+    """A call or setting that cannot work as given (a missing store, a wrong argument)."""
+
+
+class NotFound(FaultlensError, KeyError):
+    """Nothing is stored or registered under the name asked for.
+
+    A KeyError, for callers that look things up by key; its message reads as a
+    sentence (KeyError alone would print it quoted)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+class UnknownName(NotFound, ValueError):
+    """An unknown method, environment, reflector or other registered name.
+
+    Also a ValueError: an unknown name given as an argument is a bad value."""
 
 
 def from_validation_error(source: str, record: str | int | None, error: ValidationError) -> InputError:

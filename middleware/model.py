@@ -17,6 +17,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from .errors import NotFound
+
 SCHEMA_VERSION = "1"
 
 Modality = Literal["text", "image", "video"]
@@ -189,7 +191,7 @@ class Trace(_Model):
         for step in self.steps:
             if step.native_id == native_id:
                 return step
-        raise KeyError(f"trace {self.id} has no step with native id {native_id!r}")
+        raise NotFound(f"trace {self.id} has no step with native id {native_id!r}")
 
 
 class AttributionStatus(str, Enum):

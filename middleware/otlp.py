@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from . import spans as S
-from .errors import InputError
+from .errors import FieldError, InputError
 from .model import Step, StepKind, Trace
 from .spans import SpanRecord
 
@@ -28,18 +28,12 @@ _STATUS = {0: "unset", 1: "ok", 2: "error", "STATUS_CODE_UNSET": "unset", "STATU
 _KINDS = {0: "unspecified", 1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
 
 
-class _Bad(ValueError):
-    def __init__(self, field: str, message: str):
-        super().__init__(message)
-        self.field = field
-
-
 def _hex_id(value: Any, nbytes: int, field: str) -> str | None:
     """An id as lowercase hex: OTLP/JSON writes hex, protobuf's MessageToJson base64."""
     if value in (None, ""):
         return None
     if not isinstance(value, str):
-        raise _Bad(field, f"must be a string id, got {type(value).__name__}")
+        raise FieldError(field, f"must be a string id, got {type(value).__name__}")
     if len(value) == nbytes * 2:
         try:
             bytes.fromhex(value)
@@ -52,13 +46,13 @@ def _hex_id(value: Any, nbytes: int, field: str) -> str | None:
         raw = b""
     if len(raw) == nbytes:
         return raw.hex()
-    raise _Bad(field, f"{value!r} is not a {nbytes}-byte id in hex or base64")
+    raise FieldError(field, f"{value!r} is not a {nbytes}-byte id in hex or base64")
 
 
 def _value(value: Any, field: str) -> Any:
     """Decode an OTLP AnyValue union."""
     if not isinstance(value, dict):
-        raise _Bad(field, "must be an AnyValue object such as {\"stringValue\": ...}")
+        raise FieldError(field, "must be an AnyValue object such as {\"stringValue\": ...}")
     if not value:
         return None
     if "stringValue" in value:
@@ -69,30 +63,30 @@ def _value(value: Any, field: str) -> Any:
         try:
             return int(value["intValue"])
         except (TypeError, ValueError):
-            raise _Bad(field, f"intValue {value['intValue']!r} is not an integer") from None
+            raise FieldError(field, f"intValue {value['intValue']!r} is not an integer") from None
     if "doubleValue" in value:
         try:
             return float(value["doubleValue"])
         except (TypeError, ValueError):
-            raise _Bad(field, f"doubleValue {value['doubleValue']!r} is not a number") from None
+            raise FieldError(field, f"doubleValue {value['doubleValue']!r} is not a number") from None
     if "arrayValue" in value:
         return [_value(v, f"{field}[{i}]") for i, v in enumerate((value["arrayValue"] or {}).get("values", []))]
     if "kvlistValue" in value:
         return _attributes((value["kvlistValue"] or {}).get("values", []), field)
     if "bytesValue" in value:
         return value["bytesValue"]
-    raise _Bad(field, f"unknown value type {sorted(value)}")
+    raise FieldError(field, f"unknown value type {sorted(value)}")
 
 
 def _attributes(items: Any, field: str) -> dict[str, Any]:
     if items is None:
         return {}
     if not isinstance(items, list):
-        raise _Bad(field, "must be a list of {key, value}")
+        raise FieldError(field, "must be a list of {key, value}")
     out = {}
     for i, item in enumerate(items):
         if not isinstance(item, dict) or "key" not in item:
-            raise _Bad(f"{field}[{i}]", "must be an object with a key")
+            raise FieldError(f"{field}[{i}]", "must be an object with a key")
         out[item["key"]] = _value(item.get("value", {}), f"{field}[{i}].value")
     return out
 
@@ -101,24 +95,24 @@ def _time(value: Any, field: str) -> int:
     try:
         return int(value or 0)
     except (TypeError, ValueError):
-        raise _Bad(field, f"{value!r} is not a time in nanoseconds") from None
+        raise FieldError(field, f"{value!r} is not a time in nanoseconds") from None
 
 
 def _span(span: Any, resource: dict[str, Any], field: str) -> SpanRecord:
     if not isinstance(span, dict):
-        raise _Bad(field, "must be an object")
+        raise FieldError(field, "must be an object")
     trace_id = _hex_id(span.get("traceId"), 16, f"{field}.traceId")
     span_id = _hex_id(span.get("spanId"), 8, f"{field}.spanId")
     if trace_id is None:
-        raise _Bad(f"{field}.traceId", "missing")
+        raise FieldError(f"{field}.traceId", "missing")
     if span_id is None:
-        raise _Bad(f"{field}.spanId", "missing")
+        raise FieldError(f"{field}.spanId", "missing")
     if not isinstance(span.get("name"), str):
-        raise _Bad(f"{field}.name", "missing or not a string")
+        raise FieldError(f"{field}.name", "missing or not a string")
     status = span.get("status") or {}
     code = status.get("code", 0)
     if code not in _STATUS:
-        raise _Bad(f"{field}.status.code", f"unknown status code {code!r}")
+        raise FieldError(f"{field}.status.code", f"unknown status code {code!r}")
     start = _time(span.get("startTimeUnixNano"), f"{field}.startTimeUnixNano")
     end = _time(span.get("endTimeUnixNano"), f"{field}.endTimeUnixNano") or start
     kind = span.get("kind", 1)
@@ -159,14 +153,14 @@ def _records(payload: Any, source: str, line: int | None) -> tuple[list[SpanReco
     for r, rs in enumerate(resource_spans):
         try:
             resource = _attributes(((rs or {}).get("resource") or {}).get("attributes"), f"resourceSpans[{r}].resource.attributes")
-        except _Bad as exc:
+        except FieldError as exc:
             raise InputError(source, where, exc.field, str(exc)) from None
         for s, ss in enumerate((rs or {}).get("scopeSpans", (rs or {}).get("scope_spans", [])) or []):
             for k, span in enumerate((ss or {}).get("spans", []) or []):
                 label = f"resourceSpans[{r}].scopeSpans[{s}].spans[{k}]"
                 try:
                     record = _span(span, resource, label)
-                except _Bad as exc:
+                except FieldError as exc:
                     raise InputError(source, f"{where}, span {label}" if where else f"span {label}", exc.field, str(exc)) from None
                 records.append(record)
                 labels[id(record)] = f"{where}, span {label}" if where else f"span {label}"

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
 from .model import Attribution, Step, Trace
+from .text import compact, shorten
 
 _KIND_STYLE = {
     "llm_call": "cyan",
@@ -23,31 +21,18 @@ _KIND_STYLE = {
 }
 
 
-def shorten(text: str, limit: int) -> str:
-    """Head and tail with a visible marker, so both the start and the end stay readable."""
-    if len(text) <= limit:
-        return text
-    keep = max(limit - 20, 10)
-    head, tail = text[: keep * 2 // 3], text[-(keep // 3) :]
-    return f"{head} […{len(text) - len(head) - len(tail)} chars…] {tail}"
-
-
-def _compact(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
-
-
 def step_text(step: Step, width: int = 400) -> Text:
     """The body of one step: content, tool call, result, error and media."""
     out = Text()
     if step.tool_name:
         out.append(f"{step.tool_name}", style="magenta bold")
         if step.tool_arguments is not None:
-            out.append(f"({shorten(_compact(step.tool_arguments), width // 2)})", style="magenta")
+            out.append(f"({shorten(compact(step.tool_arguments), width // 2)})", style="magenta")
         out.append("\n")
     if step.content:
         out.append(shorten(step.content, width) + "\n")
     if step.tool_result is not None:
-        out.append("→ " + shorten(_compact(step.tool_result), width // 2) + "\n", style="dim")
+        out.append("→ " + shorten(compact(step.tool_result), width // 2) + "\n", style="dim")
     if step.error:
         out.append("✗ " + shorten(step.error, width // 2) + "\n", style="bold red")
     for media in step.media:

@@ -26,6 +26,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .errors import ConfigError, FaultlensError
+
 __all__ = ["CallRecord", "Drift", "Recording", "Session", "canonical"]
 
 JSON = Any
@@ -101,7 +103,7 @@ class Recording:
         return cls.from_json(json.loads(text))
 
 
-class Drift(Exception):
+class Drift(FaultlensError):
     """A replayed call asked something other than what the recording holds."""
 
     def __init__(self, index: int, kind: str, expected: JSON, actual: JSON, reason: str = "request differs"):
@@ -151,7 +153,7 @@ class Session:
         elif replay_until is None:
             replay_until = len(recording)
         if replay_until > (len(recording) if recording is not None else 0):
-            raise ValueError(f"replay_until={replay_until} is past the end of a recording of {len(recording or [])} calls")
+            raise ConfigError(f"replay_until={replay_until} is past the end of a recording of {len(recording or [])} calls")
         self.replay_until: int = replay_until
         self._replay_all = recording is not None and replay_until == len(recording)
         self.overrides = dict(overrides or {})

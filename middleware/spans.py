@@ -35,7 +35,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .errors import InputError, from_validation_error
+from .errors import FieldError, InputError, from_validation_error
 from .model import AgentInfo, GoldLabel, Media, Outcome, Source, Step, StepKind, Task, Trace, Usage
 
 # -- attribute names ---------------------------------------------------------
@@ -164,14 +164,6 @@ def record_from_readable_span(span: Any) -> SpanRecord:
 
 
 # -- decoding attribute values -----------------------------------------------
-class _Bad(ValueError):
-    """A span attribute that cannot be read; turned into InputError by callers."""
-
-    def __init__(self, field: str, message: str):
-        super().__init__(message)
-        self.field = field
-
-
 def maybe_json(value: Any) -> Any:
     """Parse a JSON string when it is one; anything else comes back unchanged."""
     if isinstance(value, str):
@@ -193,7 +185,7 @@ def _json_attr(attrs: Mapping[str, Any], name: str) -> Any:
     try:
         return json.loads(value)
     except json.JSONDecodeError as exc:
-        raise _Bad(name, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+        raise FieldError(name, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
 
 
 def _flattened(attrs: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
@@ -318,7 +310,7 @@ def _kind_of(record: SpanRecord, op: str | None) -> StepKind | None:
         try:
             return StepKind(str(explicit))
         except ValueError:
-            raise _Bad(STEP_KIND, f"unknown step kind {explicit!r}; expected one of {[k.value for k in StepKind]}") from None
+            raise FieldError(STEP_KIND, f"unknown step kind {explicit!r}; expected one of {[k.value for k in StepKind]}") from None
     return {CHAT: StepKind.llm_call, TOOL: StepKind.tool_call, AGENT: StepKind.message, CHAIN: StepKind.tool_result}.get(op or "")
 
 
@@ -414,7 +406,7 @@ def span_to_step(record: SpanRecord, *, source: str = "spans", label: str | int 
     """
     try:
         return _span_to_step(record, agent)
-    except _Bad as exc:
+    except FieldError as exc:
         raise InputError(source, label if label is not None else f"span {record.span_id}", exc.field, str(exc)) from None
     except ValidationError as exc:
         raise from_validation_error(source, label if label is not None else f"span {record.span_id}", exc) from None
@@ -439,7 +431,7 @@ def _span_to_step(record: SpanRecord, fallback_agent: str | None) -> Step | None
     outputs = messages_of(record, "output")
     metadata = _json_attr(attrs, STEP_METADATA) or {}
     if not isinstance(metadata, dict):
-        raise _Bad(STEP_METADATA, "must be a JSON object")
+        raise FieldError(STEP_METADATA, "must be a JSON object")
     metadata = dict(metadata)
     if inputs is not None:
         metadata["input_messages"] = inputs
@@ -464,12 +456,12 @@ def _span_to_step(record: SpanRecord, fallback_agent: str | None) -> Step | None
         lessons = lessons if isinstance(lessons, list) else [lessons]
     media_raw = _json_attr(attrs, MEDIA) or []
     if not isinstance(media_raw, list):
-        raise _Bad(MEDIA, "must be a JSON list of media objects")
+        raise FieldError(MEDIA, "must be a JSON list of media objects")
     try:
         media = [Media.model_validate(m) for m in media_raw]
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise _Bad(MEDIA, f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+        raise FieldError(MEDIA, f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
 
     # An agent span is a container: it is a step only when it says something
     # itself (its output, an error, lessons or media it was shown), and only
@@ -501,7 +493,7 @@ def _span_to_step(record: SpanRecord, fallback_agent: str | None) -> Step | None
         try:
             usage = Usage(input_tokens=int(token_in or 0), output_tokens=int(token_out or 0), cost_usd=float(cost or 0.0))
         except (TypeError, ValueError):
-            raise _Bad(INPUT_TOKENS if token_in is not None else COST_USD, "token counts must be integers and cost a number") from None
+            raise FieldError(INPUT_TOKENS if token_in is not None else COST_USD, "token counts must be integers and cost a number") from None
 
     model = attrs.get(RESPONSE_MODEL) or attrs.get(REQUEST_MODEL) or attrs.get("llm.model_name")
     started_ns = record.start_ns
@@ -541,7 +533,7 @@ def _span_to_step(record: SpanRecord, fallback_agent: str | None) -> Step | None
 def _model_attr(record: SpanRecord, name: str, model: type, source: str, label: str | int | None) -> Any:
     try:
         value = _json_attr(record.attributes, name)
-    except _Bad as exc:
+    except FieldError as exc:
         raise InputError(source, label, exc.field, str(exc)) from None
     if value is None:
         return None
@@ -577,7 +569,7 @@ def header_from_record(record: SpanRecord, trace_id: str, *, source: str = "span
     agents = _model_attr(record, TRACE_AGENTS, list, source, label) or []
     try:
         metadata = _json_attr(attrs, TRACE_METADATA) or {}
-    except _Bad as exc:
+    except FieldError as exc:
         raise InputError(source, label, exc.field, str(exc)) from None
     return Trace(
         id=trace_id,
@@ -812,7 +804,7 @@ def _described_agents(record: SpanRecord) -> tuple[list[AgentInfo], bool]:
         try:
             value = _json_attr(attrs, TRACE_AGENTS)
             return [AgentInfo.model_validate(a) for a in value], True
-        except (_Bad, ValidationError, TypeError):
+        except (FieldError, ValidationError, TypeError):
             return [], True  # header_from_record reports the bad value
     found: list[AgentInfo] = []
     own = agent_of(record)

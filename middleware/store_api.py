@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from .errors import FaultlensError
+from .errors import FaultlensError, NotFound
 from .jobs import JobStore
 from .model import AgentInfo, Attribution, Lesson, Outcome, Step, Trace
 from .redact import redact
@@ -132,7 +132,7 @@ class Store(JobStore, Protocol):
     def fill_run_query(self, trace_id: str, query: str) -> None: ...
 
 
-class TraceNotFound(KeyError):
+class TraceNotFound(NotFound):
     def __init__(self, trace_id: str):
         super().__init__(trace_id)
         self.trace_id = trace_id

@@ -12,8 +12,10 @@ for coordination modes).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 from .model import StepKind
+from .errors import UnknownName
 
 K = StepKind
 
@@ -140,10 +142,10 @@ def get_mode(code: str) -> FailureMode:
     try:
         return BY_CODE[code.strip().upper()]
     except KeyError:
-        raise KeyError(f"unknown failure mode {code!r}; known codes: {', '.join(CODES)}") from None
+        raise UnknownName(f"unknown failure mode {code!r}; known codes: {', '.join(CODES)}") from None
 
 
-def is_mode(code: str | None) -> bool:
+def is_mode(code: str | None) -> TypeGuard[str]:
     return code is not None and code.strip().upper() in BY_CODE
 
 

@@ -41,7 +41,8 @@ def bare(steps: int) -> float:
     otel = provider.get_tracer("bench")
 
     def tool(i: int) -> dict:
-        with otel.start_as_current_span("execute_tool echo", attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "echo", "gen_ai.tool.call.arguments": json.dumps({"i": i})}) as span:
+        attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "echo", "gen_ai.tool.call.arguments": json.dumps({"i": i})}
+        with otel.start_as_current_span("execute_tool echo", attributes=attributes) as span:
             result = {"i": i}
             span.set_attribute("gen_ai.tool.call.result", json.dumps(result))
             return result

@@ -14,7 +14,7 @@ from faultlens.middleware.model import Trace
 
 from .. import prompts, render
 from ..registry import register
-from .llm_base import LLMAttributor, Run, Unparsed, candidates_ranking
+from .llm_base import LLMAttributor, Attempt, Unparsed, candidates_ranking
 
 CONTEXT_AROUND_CANDIDATE = 2  # steps shown before and after each candidate in the final pick
 
@@ -23,10 +23,10 @@ class AllAtOnce(LLMAttributor):
     name = "all_at_once"
     method_key = "all_at_once"
 
-    async def locate(self, trace: Trace, run: Run) -> dict[str, Any]:
+    async def locate(self, trace: Trace, run: Attempt) -> dict[str, Any]:
         return await self.whole_trace(trace, run)
 
-    async def whole_trace(self, trace: Trace, run: Run) -> dict[str, Any]:
+    async def whole_trace(self, trace: Trace, run: Attempt) -> dict[str, Any]:
         budget = self.trace_budget()
         fitted = render.fit_steps(trace.steps, budget, self.vision)
         total = len(trace.steps)
@@ -40,7 +40,7 @@ class AllAtOnce(LLMAttributor):
             return fields
         return await self.windowed(trace, run, budget)
 
-    async def windowed(self, trace: Trace, run: Run, budget: int) -> dict[str, Any]:
+    async def windowed(self, trace: Trace, run: Attempt, budget: int) -> dict[str, Any]:
         total = len(trace.steps)
         size, limit = render.window_plan(trace.steps, budget, self.vision)
         spans = render.windows(total, size, overlap=max(1, size // 4) if size > 1 else 0)
@@ -87,11 +87,12 @@ class AllAtOnce(LLMAttributor):
                 return fitted[0]
         return None
 
-    async def pick(self, trace: Trace, run: Run, steps: list[int], budget: int) -> tuple[dict[str, Any], str]:
+    async def pick(self, trace: Trace, run: Attempt, steps: list[int], budget: int) -> tuple[dict[str, Any], str]:
         """The final call among window winners; too many to show at once are picked in groups, then among the group winners."""
         text = self.pick_text(trace, steps, budget)
         if text is None:
-            groups, group = [], []
+            groups: list[list[int]] = []
+            group: list[int] = []
             for step in steps:
                 if group and self.pick_text(trace, group + [step], budget) is None:
                     groups.append(group)

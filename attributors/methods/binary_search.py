@@ -14,14 +14,14 @@ from faultlens.middleware.model import Trace
 
 from .. import prompts, render
 from ..registry import register
-from .llm_base import LLMAttributor, Run, confidence_of, candidates_ranking
+from .llm_base import LLMAttributor, Attempt, confidence_of, candidates_ranking
 
 
 class BinarySearch(LLMAttributor):
     name = "binary_search"
     method_key = "binary_search"
 
-    async def locate(self, trace: Trace, run: Run) -> dict[str, Any]:
+    async def locate(self, trace: Trace, run: Attempt) -> dict[str, Any]:
         lo, hi = 0, len(trace.steps) - 1
         budget = self.trace_budget()
         path = run.details.setdefault("path", [])

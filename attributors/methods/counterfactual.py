@@ -40,6 +40,7 @@ from faultlens.middleware.rerun import NotRerunnable, Rerunner, Trial, rerunner_
 
 from .. import render
 from ..base import Attributor, BaseAttributor
+from ..llm import LLMClient
 from ..registry import get, register
 from .correction import mode_of_correction
 
@@ -75,7 +76,7 @@ class Counterfactual(BaseAttributor):
         self.k, self.max_reruns, self.draws = k, (k if max_reruns is None else max_reruns), draws
         self.corrector = corrector
         self.rerunner = rerunner
-        self._client = None
+        self._client: LLMClient | None = None
 
     # -- the parts ---------------------------------------------------------
     def _candidates(self, ranked: Attribution) -> list[int]:
@@ -87,8 +88,6 @@ class Counterfactual(BaseAttributor):
         """A model's corrected content for `step`, or (None, no cost) when the agent is simply re-sampled."""
         if self.corrector is None:
             return None, Cost()
-        from ..llm import LLMClient
-
         if self._client is None:
             self._client = LLMClient(model=self.corrector, max_tokens=800)
         target = trace.steps[step]

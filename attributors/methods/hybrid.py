@@ -14,7 +14,7 @@ from faultlens.middleware.model import Trace
 from .. import prompts
 from ..registry import register
 from .all_at_once import AllAtOnce
-from .llm_base import Run, candidates_ranking
+from .llm_base import Attempt, candidates_ranking
 from .step_by_step import StepByStep
 
 
@@ -22,7 +22,7 @@ class Hybrid(AllAtOnce, StepByStep):
     name = "hybrid"
     method_key = "hybrid"
 
-    async def locate(self, trace: Trace, run: Run) -> dict[str, Any]:
+    async def locate(self, trace: Trace, run: Attempt) -> dict[str, Any]:
         first = await self.whole_trace(trace, run)
         run.details["all_at_once"] = {"agent": first["agent"], "step": first["step"], "mode": first["mode"]}
         agent_steps = [s for s in trace.steps if s.agent == first["agent"]]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,7 +40,7 @@ def normalize_mode(value: str | None) -> str | None:
     return _NAMES.get(text.lower())
 
 
-def normalize_agent(value: str | None, trace: Trace) -> str | None:
+def agent_in_trace(value: str | None, trace: Trace) -> str | None:
     """The trace's own spelling of an agent name (exact, or differing only in case/spaces); else None."""
     if value is None:
         return None
@@ -50,12 +51,12 @@ def normalize_agent(value: str | None, trace: Trace) -> str | None:
     return folded.get(value.strip().lower())
 
 
-class Unparsed(Exception):
+class Unparsed(FaultlensError):
     """An answer that was read but does not make a valid attribution."""
 
 
 @dataclass
-class Run:
+class Attempt:
     """One attribution in progress: the replies so far and what they cost."""
 
     trace: Trace
@@ -91,6 +92,7 @@ class LLMAttributor(BaseAttributor):
 
     name = "llm"
     method_key = "all_at_once"
+    uses_model = True  # `attributors.build` passes the model to methods that say so
 
     def __init__(
         self,
@@ -162,7 +164,7 @@ class LLMAttributor(BaseAttributor):
             {"role": "user", "content": render.user_content(text, trace, shown, self.vision)},
         ]
 
-    async def ask(self, run: Run, messages: list[dict[str, Any]], answer_model: type) -> Any:
+    async def ask(self, run: Attempt, messages: list[dict[str, Any]], answer_model: type) -> Any:
         """One call; the parsed answer, or Unparsed with the parser's complaint."""
         reply = await self.client.acall(messages, answer_model)
         run.add(reply)
@@ -187,13 +189,13 @@ class LLMAttributor(BaseAttributor):
 
     @staticmethod
     def check_agent(value: str | None, trace: Trace) -> str:
-        agent = normalize_agent(value, trace)
+        agent = agent_in_trace(value, trace)
         if agent is None:
             raise Unparsed(f"unknown agent {value!r}; the trace's agents are {', '.join(trace.agent_names)}")
         return agent
 
     # -- the attribution -------------------------------------------------
-    def result(self, run: Run, status: AttributionStatus, **fields: Any) -> Attribution:
+    def result(self, run: Attempt, status: AttributionStatus, **fields: Any) -> Attribution:
         details = dict(run.details)
         details.update(
             context_tokens=self.context,
@@ -219,7 +221,7 @@ class LLMAttributor(BaseAttributor):
             **fields,
         )
 
-    def verdict_fields(self, trace: Trace, verdict: prompts.Verdict, allowed: range | list[int], run: Run) -> dict[str, Any]:
+    def verdict_fields(self, trace: Trace, verdict: prompts.Verdict, allowed: range | list[int], run: Attempt) -> dict[str, Any]:
         """Who/when/why from a Verdict, checked against the trace."""
         step = self.check_step(verdict.step, allowed)
         agent = self.check_agent(verdict.agent, trace)
@@ -230,7 +232,7 @@ class LLMAttributor(BaseAttributor):
         return {"agent": agent, "step": step, "mode": mode, "reason": verdict.reason, "confidence": confidence_of(verdict.confidence, run)}
 
     async def aattribute(self, trace: Trace) -> Attribution:
-        run = Run(trace)
+        run = Attempt(trace)
         if not trace.steps:
             return self.result(run, AttributionStatus.error, error="the trace has no steps to attribute")
         try:
@@ -243,12 +245,12 @@ class LLMAttributor(BaseAttributor):
             return self.result(run, AttributionStatus.error, error=str(exc))
         return self.result(run, AttributionStatus.ok, **fields)
 
-    async def locate(self, trace: Trace, run: Run) -> dict[str, Any]:
+    async def locate(self, trace: Trace, run: Attempt) -> dict[str, Any]:
         """Return the Attribution fields (agent, step, mode, reason, ...); raise Unparsed if the answers do not make one."""
         raise NotImplementedError
 
 
-def confidence_of(value: float | None, run: Run) -> float | None:
+def confidence_of(value: float | None, run: Attempt) -> float | None:
     if value is None:
         return None
     if 0.0 <= value <= 1.0:
@@ -268,7 +270,7 @@ def _local_default() -> str:
     )
 
 
-def candidates_ranking(trace: Trace, entries: list[tuple[int, float, str | None]]) -> list[Candidate]:
+def candidates_ranking(trace: Trace, entries: Sequence[tuple[int, float, str | None]]) -> list[Candidate]:
     """Ranking entries (step, score, reason), best first, one per step."""
     seen: set[int] = set()
     out = []

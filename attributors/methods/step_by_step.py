@@ -14,14 +14,14 @@ from faultlens.middleware.model import Step, Trace
 
 from .. import prompts, render
 from ..registry import register
-from .llm_base import LLMAttributor, Run, Unparsed, candidates_ranking
+from .llm_base import LLMAttributor, Attempt, Unparsed, candidates_ranking
 
 
 class StepByStep(LLMAttributor):
     name = "step_by_step"
     method_key = "step_by_step"
 
-    async def judge(self, trace: Trace, run: Run, step: Step) -> prompts.StepJudgement:
+    async def judge(self, trace: Trace, run: Attempt, step: Step) -> prompts.StepJudgement:
         prefix = trace.steps[: step.index + 1]
         text = render.render_prefix(prefix, self.trace_budget(), focus=step.index, vision=self.vision)
         messages = self.messages(trace, text, prompts.step_question(step.index, step.agent), [step])
@@ -29,7 +29,7 @@ class StepByStep(LLMAttributor):
         run.details.setdefault("trials", []).append({"step": step.index, "decisive": judgement.decisive, "mode": judgement.mode})
         return judgement
 
-    async def first_decisive(self, trace: Trace, run: Run, steps: Sequence[Step]) -> dict[str, Any] | None:
+    async def first_decisive(self, trace: Trace, run: Attempt, steps: Sequence[Step]) -> dict[str, Any] | None:
         for step in steps:
             judgement = await self.judge(trace, run, step)
             if judgement.decisive:
@@ -43,7 +43,7 @@ class StepByStep(LLMAttributor):
                 }
         return None
 
-    async def locate(self, trace: Trace, run: Run) -> dict[str, Any]:
+    async def locate(self, trace: Trace, run: Attempt) -> dict[str, Any]:
         found = await self.first_decisive(trace, run, trace.steps)
         if found is None:
             raise Unparsed(f"the model judged none of the {len(trace.steps)} steps to be the decisive error")

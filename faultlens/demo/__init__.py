@@ -11,7 +11,6 @@ a lesson for the agent that erred.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
 import click
 from rich.console import Console
@@ -21,7 +20,7 @@ from faultlens.demo.team import TASKS, CityTeam
 from faultlens.middleware import Trace, Tracer
 from faultlens.feedback.loop import attribute_and_reflect
 from faultlens.middleware.render import attribution_panel, print_trace
-from faultlens.middleware.store import default_db_path
+from faultlens.middleware.options import db_option
 
 
 def run_team(tracer: Tracer) -> list[Trace]:
@@ -34,10 +33,10 @@ def run_team(tracer: Tracer) -> list[Trace]:
 
 
 @click.command("demo")
-@click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Store to use: a SQLite file or a postgresql:// URL [default: $FAULTLENS_DB or .faultlens/faultlens.db]")
+@db_option()
 @click.option("--method", default="learned", show_default=True,
               help="Attribution method for the failed run (default: the best offline method, no key or network).")
-def demo(db_path: Path | None, method: str) -> None:
+def demo(db_path: str | None, method: str) -> None:
     """Run a small multi-agent team offline, store its traces, and show the failed one.
 
     The team (planner → researcher with a lookup tool → analyst) calls its
@@ -45,8 +44,7 @@ def demo(db_path: Path | None, method: str) -> None:
     provider, so no key or network is needed. One task succeeds, one fails.
     """
     console = Console()
-    path = db_path or default_db_path()
-    tracer = Tracer(db=path)
+    tracer = Tracer(db=db_path)
     try:
         traces = run_team(tracer)
     finally:

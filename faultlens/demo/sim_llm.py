@@ -19,6 +19,8 @@ import litellm
 from litellm import CustomLLM
 from litellm.types.utils import Choices, GenericStreamingChunk, Message, ModelResponse, Usage
 
+from faultlens.middleware.errors import UnknownName
+
 PROVIDER = "faultlens-demo"
 
 
@@ -58,7 +60,7 @@ PERSONAS: dict[str, Callable[[list[dict[str, Any]]], str]] = {"planner": plan, "
 def _answer(model: str, messages: list[dict[str, Any]]) -> tuple[str, int, int]:
     persona = model.split("/", 1)[-1]
     if persona not in PERSONAS:
-        raise ValueError(f"{PROVIDER} has no persona {persona!r}; known: {', '.join(PERSONAS)}")
+        raise UnknownName(f"{PROVIDER} has no persona {persona!r}; known: {', '.join(PERSONAS)}")
     reply = PERSONAS[persona](messages)
     # Word counts stand in for tokens; the simulator has no tokenizer.
     return reply, len(_text(messages).split()), len(reply.split())
@@ -96,13 +98,14 @@ class SimLLM(CustomLLM):
             yield GenericStreamingChunk(
                 text=word + ("" if last else " "),
                 is_finished=last,
-                finish_reason="stop" if last else None,
+                finish_reason="stop" if last else None,  # type: ignore[typeddict-item]  # litellm's own chunks use None until the last
                 index=0,
                 tool_use=None,
                 usage={"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens, "total_tokens": prompt_tokens + completion_tokens} if last else None,
             )
 
-    async def astreaming(self, model: str, messages: list, *args: Any, **kwargs: Any) -> AsyncIterator[GenericStreamingChunk]:
+    # litellm types astreaming as a coroutine but iterates what it returns: an async generator is what it needs.
+    async def astreaming(self, model: str, messages: list, *args: Any, **kwargs: Any) -> AsyncIterator[GenericStreamingChunk]:  # type: ignore[override]
         for chunk in self.streaming(model, messages, *args, **kwargs):
             yield chunk
 

@@ -44,7 +44,6 @@ the agent's thought.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -54,9 +53,12 @@ from typing import Any, ClassVar, Literal
 from faultlens.middleware.model import AgentInfo, Lesson, Modality, Outcome, Source, Step, StepKind, Task, Trace
 from faultlens.middleware.replay import Recording, Session
 
+from ..seeding import stable_seed as stable_seed  # re-exported: the environments seed with it
+from ..sim import SIM_PREFIX as SIM_PREFIX
+from ..sim import ensure_registered
+
 Topology = Literal["single", "multi"]
 
-SIM_PREFIX = "faultlens-sim"
 
 
 @dataclass(frozen=True)
@@ -106,12 +108,6 @@ class RunResult:
     trace: Trace
     recording: Recording
     answer: str | None
-
-
-def stable_seed(*parts: Any) -> int:
-    """A seed derived from parts, identical across processes and runs (unlike hash())."""
-    digest = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).digest()
-    return int.from_bytes(digest[:8], "big")
 
 
 class Environment:
@@ -181,7 +177,7 @@ class Environment:
         rt = Runtime(self, task, model=model or self.sim_model(), session=session or Session(), sim=sim, lessons=lessons)
         source = Source(framework="faultlens", benchmark=self.name, modality=self.modality, format="faultlens")
         trace_id = trace_id or f"{self.name}-{task.id}"
-        metadata = {"environment": self.name, "topology": self.topology, "model": rt.model}
+        metadata: dict[str, Any] = {"environment": self.name, "topology": self.topology, "model": rt.model}
         if rt.model.startswith(SIM_PREFIX + "/"):
             # The simulated agents' settings make them the same agents again: what a rerun needs.
             metadata["sim"] = rt.sim
@@ -332,9 +328,7 @@ class Runtime:
     def _complete(self, request: dict[str, Any]) -> dict[str, Any]:
         import litellm
 
-        from faultlens.injectors import sim as _sim
-
-        _sim.ensure_registered()
+        ensure_registered()
         kwargs: dict[str, Any] = {}
         if "sim" in request:
             kwargs["metadata"] = {"faultlens_sim": request["sim"]}
@@ -356,7 +350,7 @@ def last_assistant(messages: Sequence[dict[str, str]]) -> str | None:
 class Conversation:
     """A helper for programs: an agent's running message list."""
 
-    messages: list[dict[str, str]] = field(default_factory=list)
+    messages: list[dict[str, Any]] = field(default_factory=list)  # content: text, or text and image parts
 
     def user(self, text: str) -> Conversation:
         self.messages.append({"role": "user", "content": text})

@@ -14,6 +14,7 @@ import base64
 import io
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any
 
 from faultlens.middleware.model import Media
 
@@ -46,7 +47,7 @@ def render_chart(kind: str, title: str, labels: tuple[str, ...], series: tuple[t
     from matplotlib.figure import Figure
     from PIL import Image
 
-    style = {"font.family": "DejaVu Sans", "font.size": 7, "axes.titlesize": 8, "svg.hashsalt": "faultlens",
+    style: Any = {"font.family": "DejaVu Sans", "font.size": 7, "axes.titlesize": 8, "svg.hashsalt": "faultlens",
              "axes.spines.top": False, "axes.spines.right": False}
     with matplotlib.rc_context(style):
         fig = Figure(figsize=(CHART_SIZE[0] / 100, CHART_SIZE[1] / 100), dpi=100)

@@ -52,9 +52,9 @@ import random
 import re
 from typing import Any, TypedDict
 
-from faultlens.middleware.model import AgentInfo, GoldLabel, Outcome, StepKind, Task, Trace
+from faultlens.middleware.model import AgentInfo, GoldLabel, Outcome, Step, StepKind, Task, Trace
 
-from . import register
+from .registry import register
 from .base import Conversation, Environment, Runtime, ToolSpec, parse_action, render_action
 
 ATTRIBUTES = {"revenue": "revenue", "headcount": "headcount", "stores": "store count"}
@@ -266,6 +266,7 @@ class DeskPolicy:
         values = []
         for (e, a, y), out in zip(lookups, found):
             m = _LOOKUP_OUT.search(out)
+            assert m is not None  # `found` holds the lookups' outputs
             values.append(int(m[4]))
         if values and ctx.slip(StepKind.message) == "C.2":
             rng = ctx.rng("C.2")
@@ -466,6 +467,27 @@ class ResearchDesk(Environment):
         return {"seed": seed, "noise": DEFAULT_NOISE, "tendencies": {a: dict(m) for a, m in DEFAULT_TENDENCIES.items()}}
 
 
+def _researcher_error(steps: list[Step], records: dict, planned: list[tuple[str, str, str]], truth: list) -> GoldLabel | None:
+    """The researcher's decisive error, judged against the plan it was given: a wrong lookup, or findings that misreport one."""
+    findings_step = None
+    done = 0
+    for step in steps:
+        if step.agent != "researcher":
+            continue
+        if step.kind == StepKind.tool_call:
+            argument = str((step.tool_arguments or {}).get("query", ""))
+            parts = [p.strip() for p in argument.split("|")]
+            if len(parts) == 3 and _key(*parts) in records and done < len(planned):
+                if _key(*parts) != _key(*planned[done]):
+                    return GoldLabel(step=step.index, agent="researcher", mode="A.2", reason=f"looked up {argument!r} instead of {' | '.join(planned[done])!r}")
+                done += 1
+        elif step.kind == StepKind.message:
+            findings_step = step
+    if findings_step is not None and parse_findings(findings_step.content) != truth:
+        return GoldLabel(step=findings_step.index, agent="researcher", mode="C.2", reason="reported a value other than the lookup returned")
+    return None
+
+
 def gold_label(task: Task, trace: Trace) -> GoldLabel | None:
     """The decisive error of a failed run (agent, step, mode), found by checking each step against the registry.
 
@@ -483,22 +505,9 @@ def gold_label(task: Task, trace: Trace) -> GoldLabel | None:
         if [(_key(*lk)) for lk in lookups] != [_key(*lk) for lk in planned]:
             return GoldLabel(step=plan_step.index, agent="planner", mode="R.4", reason="the plan looks up a year the question does not ask for")
         # the researcher is judged against the plan it was given
-    findings_step = None
-    done = 0
-    for step in steps:
-        if step.agent != "researcher":
-            continue
-        if step.kind == StepKind.tool_call:
-            argument = str((step.tool_arguments or {}).get("query", ""))
-            parts = [p.strip() for p in argument.split("|")]
-            if len(parts) == 3 and _key(*parts) in records and done < len(planned):
-                if _key(*parts) != _key(*planned[done]):
-                    return GoldLabel(step=step.index, agent="researcher", mode="A.2", reason=f"looked up {argument!r} instead of {' | '.join(planned[done])!r}")
-                done += 1
-        elif step.kind == StepKind.message:
-            findings_step = step
-    if findings_step is not None and parse_findings(findings_step.content) != truth:
-        return GoldLabel(step=findings_step.index, agent="researcher", mode="C.2", reason="reported a value other than the lookup returned")
+    researcher = _researcher_error(steps, records, planned, truth)
+    if researcher is not None:
+        return researcher
     op = task.metadata["op"]
     right = truth[1] - truth[0] if op == "difference" else truth[0] + truth[1]
     calcs = [s for s in steps if s.agent == "analyst"]

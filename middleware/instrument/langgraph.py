@@ -131,7 +131,7 @@ class LangGraphCallbackHandler(BaseCallbackHandler):
         with self._lock:
             self._spans[run_id] = (span, agent)
 
-    def _end(self, run_id: UUID, error: BaseException | None = None, **attributes: Any) -> None:
+    def _end(self, run_id: UUID, error: BaseException | None = None, /, **attributes: Any) -> None:
         with self._lock:
             entry = self._spans.pop(run_id, None)
         if entry is None:
@@ -167,7 +167,8 @@ class LangGraphCallbackHandler(BaseCallbackHandler):
         return CallContext(run=run, agent=self._agent_of(parent_run_id) or DEFAULT_AGENT, context=otel_trace.set_span_in_context(span), lessons=list(lessons))
 
     # -- chains and nodes ------------------------------------------------------
-    def on_chain_start(self, serialized: dict[str, Any] | None, inputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None, tags: list[str] | None = None, metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
+    def on_chain_start(self, serialized: dict[str, Any] | None, inputs: Any, *, run_id: UUID, parent_run_id: UUID | None = None,
+                      tags: list[str] | None = None, metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
         with self._lock:
             self._parents[run_id] = parent_run_id
         name = kwargs.get("name") or (serialized or {}).get("name") or "graph"
@@ -245,7 +246,8 @@ class LangGraphCallbackHandler(BaseCallbackHandler):
             run.end(error)
 
     # -- tools -------------------------------------------------------------------
-    def on_tool_start(self, serialized: dict[str, Any] | None, input_str: str, *, run_id: UUID, parent_run_id: UUID | None = None, tags: list[str] | None = None, metadata: dict[str, Any] | None = None, inputs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+    def on_tool_start(self, serialized: dict[str, Any] | None, input_str: str, *, run_id: UUID, parent_run_id: UUID | None = None,
+                      tags: list[str] | None = None, metadata: dict[str, Any] | None = None, inputs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         with self._lock:
             self._parents[run_id] = parent_run_id
         name = kwargs.get("name") or (serialized or {}).get("name") or "tool"
@@ -274,7 +276,8 @@ class LangGraphCallbackHandler(BaseCallbackHandler):
         self._end(run_id, error)
 
     # -- chat models -------------------------------------------------------------
-    def on_chat_model_start(self, serialized: dict[str, Any] | None, messages: list[list[Any]], *, run_id: UUID, parent_run_id: UUID | None = None, tags: list[str] | None = None, metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
+    def on_chat_model_start(self, serialized: dict[str, Any] | None, messages: list[list[Any]], *, run_id: UUID, parent_run_id: UUID | None = None,
+                      tags: list[str] | None = None, metadata: dict[str, Any] | None = None, **kwargs: Any) -> None:
         with self._lock:
             self._parents[run_id] = parent_run_id
         model = (metadata or {}).get("ls_model_name") or kwargs.get("name") or (serialized or {}).get("name") or "chat_model"

@@ -140,7 +140,6 @@ def test_budget_usd_in_attribution(tmp_path, trace):
 
 def test_concurrency_limit(scripted, tmp_path):
     import threading
-    import time
 
     live, peak, lock = [0], [0], threading.Lock()
 

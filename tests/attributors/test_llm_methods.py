@@ -10,7 +10,7 @@ import re
 import pytest
 
 from faultlens import attributors
-from faultlens.middleware.model import AttributionStatus, Media, Step, StepKind, Trace
+from faultlens.middleware.model import AttributionStatus, Media, Trace
 
 from .conftest import answer, numbered_trace, shown_steps, team_trace, user_text
 

@@ -8,7 +8,7 @@ from faultlens import attributors
 from faultlens.attributors.methods.heuristic import SIGNALS
 from faultlens.middleware.model import AttributionStatus, Outcome, Step, StepKind, Task, Trace
 
-from .conftest import numbered_trace, team_trace
+from .conftest import numbered_trace
 
 
 def trace_of(steps, query="What is the population of Lyon?", reference=None, trace_id="h"):

@@ -269,3 +269,18 @@ def test_method_options_are_passed_recorded_and_checked_on_resume(synthetic_json
     with pytest.raises(FaultlensError, match="options"):
         run_benchmark(spec, "counterfactual", out=out, progress=False, resume=True, baselines=[],
                       method_options={"base": "baseline:last-step", "k": 3})
+
+
+def test_most_common_step_runs_as_a_method(tmp_path):
+    """The README's tables show `baseline:most-common-step`; `bench run --method` accepts it."""
+    from click.testing import CliRunner
+
+    from faultlens.benchmark.cli import bench
+
+    out = tmp_path / "mcs"
+    result = CliRunner().invoke(bench, ["run", "--dataset", f"whowhen:{FIXTURES / 'whowhen'}", "--method",
+                                        "baseline:most-common-step", "--out", str(out), "--no-progress"])
+    assert result.exit_code == 0, result.output
+    records = read_predictions(out / "predictions.jsonl")
+    assert records and {r["method"] for r in records} == {"baseline:most-common-step"}
+    assert not (out / "baselines" / "most-common-step").exists()  # not scored twice

@@ -195,9 +195,9 @@ def test_table_row_count_check_catches_a_filter_that_matches_nothing(seed_runs):
                         sim=SIM)
         after = rerun.trace.steps[t + 1:]
         # an empty result or a crash makes the analyst rewrite at once; a count of 0 passes, and the check catches it
-        from faultlens.injectors.envs.table import _failed
+        from faultlens.injectors.envs.table.env import code_failed
 
-        assert _failed(after[0].content) or after[0].content == "0"
+        assert code_failed(after[0].content) or after[0].content == "0"
         if after[0].content == "0":
             assert after[2].content == "0" and after[3].content.startswith("No rows matched")
             checked += 1

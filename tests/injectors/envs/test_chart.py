@@ -13,7 +13,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from faultlens.injectors import envs  # noqa: E402
 from faultlens.injectors.envs.media_render import render_chart  # noqa: E402
 from faultlens.injectors.generators import Generated, gen_input, get_generator  # noqa: E402
-from faultlens.injectors.pipeline import InjectConfig, choose_pairs, inject_one, run_seed  # noqa: E402
+from faultlens.injectors.pipeline import InjectConfig, inject_one, run_seed  # noqa: E402
 from faultlens.injectors.taxonomy import applicable_modes  # noqa: E402
 from faultlens.middleware.model import StepKind  # noqa: E402
 

@@ -7,7 +7,7 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from faultlens.injectors import envs  # noqa: E402
-from faultlens.injectors.envs.codeteam_specs import TESTS_MARK, run_tests  # noqa: E402
+from faultlens.injectors.envs.codeteam.world import TESTS_MARK, run_tests  # noqa: E402
 from faultlens.middleware.model import StepKind  # noqa: E402
 from faultlens.middleware.replay import Session  # noqa: E402
 

@@ -7,7 +7,8 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from faultlens.injectors import envs  # noqa: E402
-from faultlens.injectors.envs.mathreact import calculate, convert, same_answer  # noqa: E402
+from faultlens.injectors.envs.mathreact.env import same_answer  # noqa: E402
+from faultlens.injectors.envs.mathreact.world import calculate, convert  # noqa: E402
 from faultlens.middleware.model import StepKind  # noqa: E402
 from faultlens.middleware.replay import Session  # noqa: E402
 

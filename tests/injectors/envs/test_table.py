@@ -8,7 +8,7 @@ from collections import Counter
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from faultlens.injectors import envs  # noqa: E402
-from faultlens.injectors.envs.table import EXPLORES, explorations, plan_sql, render_plan, run_python  # noqa: E402
+from faultlens.injectors.envs.table.env import EXPLORES, explorations, plan_sql, run_python  # noqa: E402
 from faultlens.injectors.generators import Generated  # noqa: E402
 from faultlens.injectors.pipeline import inject_one  # noqa: E402
 from faultlens.middleware.model import StepKind  # noqa: E402

@@ -12,7 +12,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from faultlens.injectors import envs  # noqa: E402
 from faultlens.injectors.envs.media_render import FRAME_SIZE, render_frame  # noqa: E402
-from faultlens.injectors.envs.video import answer_from, frame_objects, parse_frames, parse_notes  # noqa: E402
+from faultlens.injectors.envs.video.env import frame_objects  # noqa: E402
+from faultlens.injectors.envs.video.world import answer_from, parse_frames, parse_notes  # noqa: E402
 from faultlens.injectors.generators import Generated, gen_input, get_generator  # noqa: E402
 from faultlens.injectors.pipeline import InjectConfig, inject_one, run_seed  # noqa: E402
 from faultlens.middleware.model import StepKind  # noqa: E402

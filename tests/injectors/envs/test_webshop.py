@@ -8,7 +8,7 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from faultlens.injectors import envs  # noqa: E402
-from faultlens.injectors.envs.webshop_site import act, catalogue, page_for, state_of  # noqa: E402
+from faultlens.injectors.envs.webshop.site import act, catalogue, page_for, state_of  # noqa: E402
 from faultlens.middleware.model import StepKind  # noqa: E402
 from faultlens.middleware.replay import Session  # noqa: E402
 

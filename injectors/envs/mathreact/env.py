@@ -43,83 +43,29 @@ import re
 
 from faultlens.middleware.model import AgentInfo, Outcome, StepKind, Task
 
-from . import register
-from .arithmetic import arithmetic_value
-from .base import Conversation, Environment, Runtime, ToolSpec, parse_action, render_action, stable_seed
-
-# ---------------------------------------------------------------- units
-
-_FACTORS: dict[str, tuple[str, float]] = {
-    "m": ("length", 1.0), "km": ("length", 1000.0), "cm": ("length", 0.01), "mm": ("length", 0.001),
-    "mi": ("length", 1609.344), "ft": ("length", 0.3048), "in": ("length", 0.0254), "yd": ("length", 0.9144),
-    "kg": ("mass", 1.0), "g": ("mass", 0.001), "lb": ("mass", 0.45359237), "oz": ("mass", 0.028349523125),
-    "L": ("volume", 1.0), "mL": ("volume", 0.001), "gal": ("volume", 3.785411784), "qt": ("volume", 0.946352946),
-    "s": ("time", 1.0), "min": ("time", 60.0), "h": ("time", 3600.0),
-    "m2": ("area", 1.0), "ft2": ("area", 0.09290304),
-    "km/h": ("speed", 1000 / 3600), "mph": ("speed", 0.44704), "m/s": ("speed", 1.0),
-}
-_TEMPS = {"C", "F", "K"}
-UNITS = sorted(_FACTORS) + sorted(_TEMPS)
-UNIT_GROUPS = [["m", "km", "cm", "mi", "ft", "in", "yd"], ["kg", "g", "lb", "oz"], ["L", "mL", "gal", "qt"],
-               ["s", "min", "h"], ["km/h", "mph", "m/s"], ["C", "F", "K"]]
-
-
-def fmt(value: float) -> str:
-    """A number as the tools print it: at most 4 decimals, no trailing zeros."""
-    text = f"{round(value, 4):.4f}".rstrip("0").rstrip(".")
-    return "0" if text in ("-0", "") else text
-
-
-def _to_kelvin(v: float, unit: str) -> float:
-    return {"K": v, "C": v + 273.15, "F": (v - 32) * 5 / 9 + 273.15}[unit]
-
-
-def _from_kelvin(v: float, unit: str) -> float:
-    return {"K": v, "C": v - 273.15, "F": (v - 273.15) * 9 / 5 + 32}[unit]
-
-
-_CONVERT = re.compile(r"^\s*(-?[\d.]+)\s*([A-Za-z/0-9]+)\s+to\s+([A-Za-z/0-9]+)\s*$")
-
-
-def convert_value(value: float, src: str, dst: str) -> float:
-    if src in _TEMPS and dst in _TEMPS:
-        return _from_kelvin(_to_kelvin(value, src), dst)
-    return value * _FACTORS[src][1] / _FACTORS[dst][1]
-
-
-def convert(argument: str, task: Task) -> str:
-    """`<number> <unit> to <unit>` → `<number> <unit> = <value> <unit>`."""
-    m = _CONVERT.match(argument.strip().splitlines()[0] if argument.strip() else "")
-    if m is None:
-        return "Cannot parse the conversion; write '<number> <unit> to <unit>', e.g. '12 ft to m'."
-    raw, src, dst = m.groups()
-    for unit in (src, dst):
-        if unit not in _FACTORS and unit not in _TEMPS:
-            return f"Unknown unit '{unit}'. Units: {', '.join(UNITS)}."
-    same = (src in _TEMPS and dst in _TEMPS) or (src in _FACTORS and dst in _FACTORS and _FACTORS[src][0] == _FACTORS[dst][0])
-    if not same:
-        return f"Cannot convert {src} to {dst}: they measure different things."
-    try:
-        value = float(raw)
-    except ValueError:
-        return f"Cannot read the number {raw!r}."
-    return f"{raw} {src} = {fmt(convert_value(value, src, dst))} {dst}"
-
-
-def calculate(expression: str, task: Task) -> str:
-    """Evaluate `+ - * / ( )` over numbers."""
-    text = expression.strip().splitlines()[0] if expression.strip() else ""
-    try:
-        value = arithmetic_value(text.replace(",", ""))
-    except (SyntaxError, ValueError, ZeroDivisionError, RecursionError):
-        return f"Cannot evaluate {text!r}: use numbers, + - * / and parentheses."
-    return fmt(float(value))
-
-
-# ---------------------------------------------------------------- problems
-
-# A plan is a list of lines: ("convert", "<number> <unit> to <unit>", name) | ("calculate", expr, name) | ("answer", name, unit)
-PlanLine = tuple[str, str, str]
+from ...generators import slip_text
+from ..registry import register
+from ..base import (
+    Conversation,
+    Environment,
+    Runtime,
+    ToolSpec,
+    parse_action,
+    render_action,
+    stable_seed,
+)
+from . import errors
+from .world import (
+    UNIT_GROUPS,
+    UNITS,
+    PlanLine,
+    calculate,
+    convert,
+    fmt,
+    parse_plan,
+    render_plan,
+    tool_value,
+)
 
 _NAMES = ["Nadia", "Ola", "Tomas", "Priya", "Kenji", "Lucia", "Amara", "Ivan", "Sofia", "Emeka"]
 _DISTRACT = [
@@ -214,36 +160,6 @@ def resolve(expr: str, values: dict[str, str]) -> str:
     for name in sorted(values, key=len, reverse=True):
         expr = re.sub(rf"(?<![\w]){re.escape(name)}(?![\w])", values[name], expr)
     return expr
-
-
-def tool_value(op: str, output: str) -> str | None:
-    """The number a tool output gives, or None (an error message)."""
-    out = output.strip()
-    if op == "calculate":
-        return out if re.fullmatch(r"-?\d+(\.\d+)?", out) else None
-    m = re.search(r"= (-?\d+(?:\.\d+)?) \S+$", out)
-    if m:
-        return m.group(1)
-    return out if re.fullmatch(r"-?\d+(\.\d+)?", out) else None
-
-
-# ---------------------------------------------------------------- plan text
-
-_PLAN_LINE = re.compile(r"^(\d+)\. (convert|calculate|answer) (.+?)(?: -> (\w+)| in (\S+))\s*$", re.M)
-
-
-def render_plan(plan: list[PlanLine]) -> str:
-    lines = ["Plan:"]
-    for i, (op, arg, name) in enumerate(plan, 1):
-        lines.append(f"{i}. answer {arg} in {name}" if op == "answer" else f"{i}. {op} {arg} -> {name}")
-    return "\n".join(lines)
-
-
-def parse_plan(text: str) -> list[PlanLine]:
-    out = []
-    for _, op, arg, name, unit in _PLAN_LINE.findall(text):
-        out.append((op, arg.strip(), unit if op == "answer" else name))
-    return out
 
 
 _QUESTIONS: list[tuple[re.Pattern, object]] = [
@@ -367,25 +283,26 @@ class SolverState:
 class SolverPolicy:
     """The simulated ReAct solver: plans, acts step by step from its plan, sometimes notes and checks, answers."""
 
-    def respond(self, ctx) -> str:
-        from ..generators import slip_text
+    def _plan_turn(self, ctx, mine: list[str]) -> str:
+        """Before any plan: list what is known (sometimes), then plan from the problem (or from that list)."""
+        question = ctx.task_text.split("Problem: ", 1)[-1].split("\n", 1)[0]
+        known = next((text for text in mine if text.startswith("Known:")), None)
+        if known is None and not mine and ctx.rng("known").random() < 0.5:
+            sentences = re.split(r"(?<=[.?!])\s+(?=[A-Z])", question)
+            return slip_text(ctx, StepKind.message, "Known:\n" + "\n".join(f"- {x}" for x in sentences))
+        if known is not None:
+            question = " ".join(line[2:] for line in known.splitlines()[1:] if line.startswith("- "))
+        plan = plan_from_question(question)
+        if plan is None:
+            return slip_text(ctx, StepKind.final_answer, "I cannot set this problem up.\nAnswer: unknown")
+        return slip_text(ctx, StepKind.plan, render_plan(plan))
 
+    def respond(self, ctx) -> str:
         msgs = ctx.messages
         mine = [m["content"] for m in msgs if m["role"] == "assistant"]
         if not any(text.startswith("Plan:") for text in mine):
-            question = ctx.task_text.split("Problem: ", 1)[-1].split("\n", 1)[0]
-            known = next((text for text in mine if text.startswith("Known:")), None)
-            if known is None and not mine and ctx.rng("known").random() < 0.5:
-                sentences = re.split(r"(?<=[.?!])\s+(?=[A-Z])", question)
-                return slip_text(ctx, StepKind.message, "Known:\n" + "\n".join(f"- {x}" for x in sentences))
-            if known is not None:
-                question = " ".join(line[2:] for line in known.splitlines()[1:] if line.startswith("- "))
-            plan = plan_from_question(question)
-            if plan is None:
-                return slip_text(ctx, StepKind.final_answer, "I cannot set this problem up.\nAnswer: unknown")
-            return slip_text(ctx, StepKind.plan, render_plan(plan))
+            return self._plan_turn(ctx, mine)
         st = SolverState(msgs)
-        last = msgs[-1]["content"] if msgs[-1]["role"] == "user" else ""
         k = st.next_step()
         # a note now and then after a calculation, which it trusts from then on
         prev = msgs[-2]["content"] if len(msgs) >= 2 else ""
@@ -510,9 +427,7 @@ class MathReact(Environment):
         return [list(g) for g in UNIT_GROUPS]
 
     def mutators(self):
-        from . import mathreact_errors
-
-        return mathreact_errors.MUTATORS
+        return errors.MUTATORS
 
 
 def same_answer(answer: str, reference: str) -> bool:

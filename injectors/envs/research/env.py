@@ -36,18 +36,30 @@ import re
 
 from faultlens.middleware.model import AgentInfo, Outcome, StepKind, Task
 
-from . import register
-from .arithmetic import arithmetic_value
-from .base import Conversation, Environment, Runtime, ToolSpec, parse_action, render_action
+from ...generators import perturb_number, slip_text
+from ..registry import register
+from ..arithmetic import calculate
+from ..base import (
+    Conversation,
+    Environment,
+    Runtime,
+    ToolSpec,
+    parse_action,
+    render_action,
+)
+from . import errors
+from .world import CO_B, LAST, TOWN_B
 
 FIRST = ["Marta", "Ivo", "Lena", "Tomas", "Anka", "Bruno", "Cira", "Dario", "Elsa", "Fenn", "Greta", "Hollis", "Ines",
          "Jorin", "Kasia", "Levin", "Mirela", "Nils", "Odile", "Pavel", "Runa", "Sven", "Talia", "Udo"]
-LAST = ["Voss", "Brandt", "Okafor", "Lindqvist", "Marek", "Dunmore", "Ferreira", "Halloran", "Ishikawa", "Kovac",
-        "Moreau", "Nakamura", "Petrov", "Quist", "Rasmussen", "Solberg", "Tennant", "Varga", "Whitlock", "Zeller"]
+
+
 TOWN_A = ["Vel", "Ost", "Kar", "Bel", "Tor", "Mir", "Sal", "Dun", "Ash", "Rav", "Lun", "Hal", "Bren", "Cor", "Fen", "Gal"]
-TOWN_B = ["mora", "rava", "wick", "haven", "dale", "stead", "mere", "ford", "holm", "gate", "lin", "bury"]
+
+
 CO_A = ["Kelvara", "Duna", "Orrin", "Talvik", "Brisk", "Halden", "Norvel", "Quarry", "Sable", "Vantor", "Elm", "Corvid"]
-CO_B = ["Foods", "Logistics", "Textiles", "Works", "Robotics", "Mills", "Optics", "Brewing", "Ceramics", "Energy"]
+
+
 PRODUCTS = ["canned fish", "bicycle frames", "wool blankets", "glass lenses", "garden tools", "ceramic tiles",
             "solar panels", "rye beer", "paper", "ship rope"]
 VALLEYS = ["Ardent", "Silver", "Hollow", "Northern", "Amber", "Quiet"]
@@ -162,15 +174,6 @@ def search(query: str, task: Task) -> str:
     return "\n".join(f"[{d['id']}] {d['title']}: {d['text']}" for _, _, d in scored[:3])
 
 
-def calculate(expression: str, task: Task) -> str:
-    """Evaluate + - * / over numbers (commas allowed in numbers)."""
-    try:
-        value = arithmetic_value(expression.replace(",", "").strip())
-    except (SyntaxError, ValueError, ZeroDivisionError):
-        return f"Cannot evaluate {expression.strip()!r}: only numbers and + - * / are allowed."
-    return str(int(value)) if float(value).is_integer() else f"{value:.4f}"
-
-
 # ---------------------------------------------------------------- simulated agents
 
 _DOC = re.compile(r"^\[(D\d+)\] ([^:]+): (.*)$", re.M)
@@ -189,8 +192,6 @@ def extract(rel: str, doc_text: str) -> str | None:
 
 
 def _misread(value: str, rng: random.Random) -> str:
-    from ..generators import perturb_number
-
     if re.fullmatch(r"[\d,]+", value):
         return perturb_number(value, rng)
     parts = value.split(" ")
@@ -207,8 +208,6 @@ class TeamPolicy:
 
     # planner ----------------------------------------------------------
     def planner(self, ctx) -> str:
-        from ..generators import slip_text
-
         msgs = ctx.messages
         assistant = [m["content"] for m in msgs if m["role"] == "assistant"]
         question = ctx.task_text.split("Question: ", 1)[-1].split("\n", 1)[0]
@@ -236,16 +235,14 @@ class TeamPolicy:
 
     # searcher ---------------------------------------------------------
     def searcher(self, ctx) -> str:
-        from ..generators import slip_text
-
         instruction = ctx.task_text.split("\n", 1)[0]
         parsed = parse_find(instruction)
         if parsed is None:
             return slip_text(ctx, StepKind.message, "Nothing to search for in this instruction.")
         rel, entity = parsed
         msgs = ctx.messages
-        actions = [parse_action(m["content"]) for m in msgs if m["role"] == "assistant"]
-        actions = [a for a in actions if a is not None]
+        tried = [parse_action(m["content"]) for m in msgs if m["role"] == "assistant"]
+        actions = [a for a in tried if a is not None]
         keyword = RELATIONS[rel][0]
         if not actions:
             query = entity
@@ -267,8 +264,6 @@ class TeamPolicy:
 
     # reader -----------------------------------------------------------
     def reader(self, ctx) -> str:
-        from ..generators import slip_text
-
         text = ctx.task_text
         instruction = text.split("\n", 1)[0].removeprefix("Instruction: ")
         parsed = parse_find(instruction)
@@ -287,8 +282,6 @@ class TeamPolicy:
 
     # calculator -------------------------------------------------------
     def calculator(self, ctx) -> str:
-        from ..generators import slip_text
-
         instruction = ctx.task_text.split("\n", 1)[0]
         expr = re.search(r"compute (.+)$", instruction)
         msgs = ctx.messages
@@ -304,8 +297,6 @@ class TeamPolicy:
 
     # verifier ---------------------------------------------------------
     def verifier(self, ctx) -> str:
-        from ..generators import slip_text
-
         text = ctx.task_text
         instruction = text.split("\n", 1)[0].removeprefix("Instruction: ")
         report = re.search(r"^Report: (.*)$", text, re.M)
@@ -340,8 +331,6 @@ class TeamPolicy:
 
     # answerer ---------------------------------------------------------
     def answerer(self, ctx) -> str:
-        from ..generators import slip_text
-
         text = ctx.task_text
         findings = dict(re.findall(r"^(\d+)\. (.*)$", text.split("Findings:\n", 1)[-1], re.M))
         which = re.search(r"answer with #(\d+)", text)
@@ -520,9 +509,7 @@ class ResearchTeam(Environment):
                 [d["id"] for d in task.metadata["docs"]]]
 
     def mutators(self):
-        from . import research_errors
-
-        return research_errors.MUTATORS
+        return errors.MUTATORS
 
 
 _ANSWER = re.compile(r"^Answer:\s*(.+?)\s*$", re.M)

@@ -6,8 +6,9 @@ import re
 
 from faultlens.middleware.model import StepKind
 
-from ..generators import GenInput, Generated
-from .base import parse_action, render_action
+from ...generators import Generated, GenInput
+from ..base import parse_action, render_action
+from .world import CATEGORIES, REGIONS, YEARS
 
 
 def _plan(inp: GenInput) -> bool:
@@ -37,8 +38,6 @@ def plan_r4(inp: GenInput) -> Generated | None:
 
 
 def plan_r1(inp: GenInput) -> Generated | None:
-    from .table import CATEGORIES, REGIONS, YEARS
-
     if not _plan(inp):
         return None
     m = re.search(r"^- filter (region|category|year) = (\w+)$", inp.text, re.M)

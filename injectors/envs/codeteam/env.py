@@ -54,10 +54,32 @@ from typing import Any, TypedDict
 
 from faultlens.middleware.model import AgentInfo, Outcome, StepKind, Task
 
-from . import register
-from .base import Conversation, Environment, Runtime, ToolSpec, parse_action, render_action, stable_seed
-from .codeteam_specs import (FAMILIES, FUNCTION, TESTS_MARK, code_for, design_lines, expect_lines, expected, make_params,
-                             parse_design, run_tests, spec_text, test_inputs)
+from ...generators import slip_text
+from ..registry import register
+from ..base import (
+    Conversation,
+    Environment,
+    Runtime,
+    ToolSpec,
+    parse_action,
+    render_action,
+    stable_seed,
+)
+from . import errors
+from .world import (
+    FAMILIES,
+    FUNCTION,
+    TESTS_MARK,
+    code_for,
+    design_lines,
+    expect_lines,
+    expected,
+    make_params,
+    parse_design,
+    run_tests,
+    spec_text,
+    test_inputs,
+)
 
 MAX_ROUNDS = 2
 SPEC_CHECKED = "checked against the spec"
@@ -104,17 +126,23 @@ def design_tests(design: str) -> list[str]:
     return [c.strip() for c in m.group(1).split(";") if c.strip()] if m else []
 
 
+def _first_int(text: str) -> int:
+    found = re.search(r"\d+", text)
+    assert found is not None  # the spec patterns only capture text with a number
+    return int(found.group(0))
+
+
 def params_from_spec(spec: str) -> tuple[str, dict[str, Any]] | None:
     """What the architect reads from the spec (the simulated architect's understanding)."""
     if m := re.search(r"`grade\(score\)`.*?A score of (\d+ or more|more than \d+) is 'merit', a score of (\d+ or more|more than \d+) is 'pass'", spec):
         cmp = ">" if m.group(1).startswith("more") else ">="
-        return "grade", {"merit": int(re.search(r"\d+", m.group(1)).group(0)), "pass": int(re.search(r"\d+", m.group(2)).group(0)),
+        return "grade", {"merit": _first_int(m.group(1)), "pass": _first_int(m.group(2)),
                          "cmp": cmp, "guard": "raise ValueError" in spec}
     if m := re.search(r"`shipping_cost\(weight\)`.*?costs ([\d.]+) for up to (\d+) kg, plus ([\d.]+) for every started kg.*?above (\d+) kg, raises", spec):
         return "shipping", {"base": float(m.group(1)), "first": int(m.group(2)), "rate": float(m.group(3)), "max": int(m.group(4)),
                             "guard": True}
     if m := re.search(r"`order_total\(prices\)`.*?is (\d+ or more|more than \d+), take (\d+)% off", spec):
-        return "total", {"threshold": int(re.search(r"\d+", m.group(1)).group(0)), "pct": int(m.group(2)),
+        return "total", {"threshold": _first_int(m.group(1)), "pct": int(m.group(2)),
                          "cmp": ">" if m.group(1).startswith("more") else ">=", "digits": 2, "guard": True}
     if m := re.search(r"`late_fee\(days\)`.*?The first (\d+) days late are free; after that the fee is ([\d.]+) per day.*?never more than ([\d.]+)\.", spec):
         return "late_fee", {"grace": int(m.group(1)), "rate": float(m.group(2)), "cap": float(m.group(3)), "guard": True}
@@ -158,13 +186,12 @@ class TeamPolicy:
         return getattr(self, ctx.agent)(ctx)
 
     def architect(self, ctx) -> str:
-        from ..generators import slip_text
-
         text = ctx.task_text
         if text.startswith("Spec: ") and "Write the design" in text:
             asked = [m for m in ctx.messages if m["role"] == "assistant"]
             if not asked and ctx.rng("examples").random() < 0.5:
-                call = FUNCTION[params_from_spec(text)[0]].split("(")[0] if params_from_spec(text) else "f"
+                spec = params_from_spec(text)
+                call = FUNCTION[spec[0]].split("(")[0] if spec else "f"
                 return slip_text(ctx, StepKind.tool_call, render_action("spec_examples", call, "Let me look at the spec's worked examples first."))
             found = params_from_spec(text)
             if found is None:
@@ -184,8 +211,6 @@ class TeamPolicy:
         return slip_text(ctx, StepKind.final_answer, "No version passed the tests, so there is nothing to submit.\nAnswer: none")
 
     def coder(self, ctx) -> str:
-        from ..generators import slip_text
-
         msgs = ctx.messages
         design = ctx.task_text.split("Design from the architect:\n", 1)[-1]
         family, p = parse_design(design)
@@ -227,8 +252,6 @@ class TeamPolicy:
         return slip_text(ctx, StepKind.message, f"Version {k}:\n```python\n{code}\n```")
 
     def tester(self, ctx) -> str:
-        from ..generators import slip_text
-
         msgs = ctx.messages
         text = ctx.task_text
         design = text.split("Design:\n", 1)[-1].split("\n\nVersion ", 1)[0]
@@ -485,9 +508,7 @@ class CodeTeam(Environment):
         return [[">=", ">"], ["merit", "pass", "fail"]]
 
     def mutators(self):
-        from . import codeteam_errors
-
-        return codeteam_errors.MUTATORS
+        return errors.MUTATORS
 
 
 _HIDDEN_CACHE: dict[tuple[str, str], str] = {}

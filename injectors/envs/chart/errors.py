@@ -13,9 +13,17 @@ import re
 
 from faultlens.middleware.model import StepKind
 
-from ..generators import GenInput, Generated
-from .base import parse_action, render_action
-from .chart import _AXIS, _CHART_ID, _READINGS, chart_task, compute, parse_plan, parse_readings
+from ...generators import Generated, GenInput, change_a_number
+from ..base import parse_action, render_action
+from .world import (
+    AXIS,
+    CHART_ID,
+    READINGS,
+    chart_task,
+    compute,
+    parse_plan,
+    parse_readings,
+)
 
 
 def _readings(inp: GenInput):
@@ -26,20 +34,21 @@ def _readings(inp: GenInput):
     if not values:
         return None
     seen = inp.prefix_text()
-    ids = _CHART_ID.findall(seen)
+    ids = CHART_ID.findall(seen)
     if not ids:
         return None
     try:
         task = chart_task(ids[-1])
     except KeyError:
         return None
-    axis = _AXIS.findall(seen)
+    axis = AXIS.findall(seen)
     ymax = int(axis[-1]) if axis else task.metadata["ymax"]
     return name, list(values.items()), task, ymax
 
 
 def _render(inp: GenInput, name: str, pairs: list[tuple[str, int]]) -> str:
-    m = _READINGS.search(inp.text)
+    m = READINGS.search(inp.text)
+    assert m is not None  # only called on a readings step
     body = ", ".join(f"{l} = {v}" for l, v in pairs)
     return inp.text[: m.start()] + f"Readings ({name}): {body}" + inp.text[m.end():]
 
@@ -220,12 +229,11 @@ def check_v2(inp: GenInput) -> Generated | None:
         if direct == "unknown":
             return None
         return Generated(f"{head}\nResult: {direct}", "the check passes a reading that is off the chart")
+    assert expr is not None  # compute gives an expression whenever it gives no direct result
     return Generated(render_action("calculate", expr, head), "the check passes a reading that is off the chart")
 
 
 def calc_r3(inp: GenInput) -> Generated | None:
-    from ..generators import change_a_number
-
     action = parse_action(inp.text) if inp.agent == "analyst" and inp.kind == StepKind.tool_call else None
     if action is None or action.tool != "calculate":
         return None

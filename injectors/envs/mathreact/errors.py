@@ -11,9 +11,9 @@ import re
 
 from faultlens.middleware.model import StepKind
 
-from ..generators import GenInput, Generated, change_a_number, numbers, perturb_number
-from .base import parse_action, render_action
-from .mathreact import UNIT_GROUPS, calculate, convert, parse_plan, render_plan, tool_value
+from ...generators import Generated, GenInput, change_a_number, numbers, perturb_number
+from ..base import parse_action, render_action
+from .world import UNIT_GROUPS, calculate, convert, parse_plan, render_plan, tool_value
 
 _STEP = re.compile(r"^Step (\d+):", re.M)
 

@@ -10,8 +10,9 @@ import re
 
 from faultlens.middleware.model import StepKind
 
-from ..generators import GenInput, Generated, PrefixItem
-from .base import parse_action, render_action
+from ...generators import Generated, GenInput, PrefixItem, change_a_number
+from ..base import parse_action, render_action
+from .world import CO_B, LAST, TOWN_B
 
 _PLAN_LINE = re.compile(r"^(\d+)\. (\w+): (.+)$", re.M)
 _DELEGATION = re.compile(r"^(searcher|calculator|reader|verifier|answerer): (.+)$")
@@ -128,7 +129,9 @@ def delegation_pl3(inp: GenInput) -> Generated | None:
 def delegation_c1(inp: GenInput) -> Generated | None:
     if not _is_delegation(inp):
         return None
-    agent, instruction = _DELEGATION.match(inp.text).groups()
+    delegation = _DELEGATION.match(inp.text)
+    assert delegation is not None  # _is_delegation matched it
+    agent, instruction = delegation.groups()
     swap = {"searcher": ["calculator", "reader"], "calculator": ["searcher"], "answerer": []}.get(agent, [])
     if not swap:
         return None
@@ -176,8 +179,6 @@ def handoff_c2(inp: GenInput) -> Generated | None:
 
 def value_type(value: str) -> str:
     """number | company | person | town: the swaps below keep a value's type, so errors stay plausible."""
-    from .research import CO_B, LAST, TOWN_B
-
     if re.fullmatch(r"-?[\d,]+", value):
         return "number"
     parts = value.split(" ")
@@ -232,8 +233,6 @@ def verifier_v2(inp: GenInput) -> Generated | None:
 # -- calculator -------------------------------------------------------------
 
 def calc_r3(inp: GenInput) -> Generated | None:
-    from ..generators import change_a_number
-
     action = parse_action(inp.text) if inp.agent == "calculator" and inp.kind == StepKind.tool_call else None
     if action is None:
         return None

@@ -10,8 +10,8 @@ import re
 
 from faultlens.middleware.model import StepKind
 
-from ..generators import GenInput, Generated, change_a_number
-from .base import parse_action, render_action
+from ...generators import Generated, GenInput, change_a_number
+from ..base import parse_action, render_action
 
 
 def _design(inp: GenInput) -> bool:
@@ -230,6 +230,7 @@ def tests_r3(inp: GenInput) -> Generated | None:
         return None
     i = inp.rng.choice(numeric)
     m = re.search(r", (-?\d+(?:\.\d+)?)\)$", lines[i])
+    assert m is not None  # `numeric` holds the lines that end with a number
     value = m.group(1)
     new = f"{float(value) + inp.rng.choice([0.5, 1, 2]):g}" if "." in value else str(int(value) + inp.rng.choice([1, 2, 10]))
     lines[i] = lines[i][: m.start(1)] + new + ")"
@@ -294,8 +295,8 @@ def verdict_v2_reject(inp: GenInput) -> Generated | None:
     if inp.agent != "tester" or inp.kind != StepKind.message:
         return None
     m = re.match(r"^All (\d+) tests pass on version (\d+)\. Approved\.$", inp.text)
-    calls = [re.match(r"^expect\('(.+?)'", line) for p in inp.prefix if p.agent == "tester" for line in p.text.splitlines()]
-    calls = [c.group(1) for c in calls if c]
+    expects = [re.match(r"^expect\('(.+?)'", line) for p in inp.prefix if p.agent == "tester" for line in p.text.splitlines()]
+    calls = [c.group(1) for c in expects if c]
     if m is None or not calls:
         return None
     call = inp.rng.choice(calls)

@@ -42,12 +42,28 @@ from functools import lru_cache
 
 from faultlens.middleware.model import AgentInfo, Media, Outcome, StepKind, Task
 
-from . import register
-from .base import Conversation, Environment, Runtime, ToolSpec, parse_action, render_action, stable_seed
-from .media_render import FRAME_SIZE, png_media, render_frame, user_content
+from ...generators import slip_text
+from ..registry import register
+from ..base import (
+    Conversation,
+    Environment,
+    Runtime,
+    ToolSpec,
+    parse_action,
+    render_action,
+    stable_seed,
+)
+from ..media_render import FRAME_SIZE, png_media, render_frame, user_content
+from . import errors
+from .world import (
+    COLOURS,
+    SHAPES,
+    answer_from,
+    parse_frames,
+    parse_notes,
+    question_spec,
+)
 
-COLOURS = ["red", "blue", "green", "yellow", "purple", "orange"]
-SHAPES = ["circle", "square", "triangle"]
 KINDS = ["first", "first_frame", "count", "direction", "max_objects"]
 FPS = 2.0
 
@@ -126,19 +142,6 @@ def frame_png(task: Task, f: int) -> bytes:
     return render_frame(drawn)
 
 
-def parse_frames(argument: str, n: int) -> list[int] | None:
-    """Frame numbers of a `get_frames` argument (`0-3`, `5`, `2,6`), or None if it is malformed."""
-    out: list[int] = []
-    for part in argument.replace(" ", "").split(","):
-        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
-        if m is None:
-            return None
-        a = int(m.group(1))
-        b = int(m.group(2)) if m.group(2) else a
-        out.extend(range(a, b + 1))
-    return [f for f in out if 0 <= f < n] if out else None
-
-
 def get_frames(argument: str, task: Task) -> str:
     n = task.metadata["frames"]
     frames = parse_frames(argument, n)
@@ -159,18 +162,9 @@ def frames_media(argument: str, task: Task) -> list[Media]:
 # ---------------------------------------------------------------- notes
 
 _CLIP = re.compile(r"Clip (video_qa-\d+-\d+): frames ([\d, ]+) of (\d+)")
-_NOTE = re.compile(r"^frame (\d+): (.*)$", re.M)
-_OBJ = re.compile(r"(\w+ \w+) at x=(\d+)")
+
+
 _ANSWER = re.compile(r"^Answer:\s*(.+?)\s*$", re.M)
-
-
-def parse_notes(texts: list[str]) -> dict[int, list[tuple[str, int]]]:
-    """Frame → shapes noted, later notes replacing earlier ones."""
-    notes: dict[int, list[tuple[str, int]]] = {}
-    for text in texts:
-        for f, body in _NOTE.findall(text):
-            notes[int(f)] = [(name, int(x)) for name, x in _OBJ.findall(body)]
-    return notes
 
 
 def render_notes(frames: list[int], seen: dict[int, list[tuple[str, int]]]) -> str:
@@ -179,41 +173,6 @@ def render_notes(frames: list[int], seen: dict[int, list[tuple[str, int]]]) -> s
         objs = seen.get(f, [])
         lines.append(f"frame {f}: " + (", ".join(f"{name} at x={x}" for name, x in objs) if objs else "no shapes"))
     return "\n".join(lines)
-
-
-def question_spec(question: str) -> tuple[str, list[str]]:
-    """(question kind, shapes it names) read from the question text."""
-    names = re.findall(r"the (\w+ (?:circle|square|triangle))", question)
-    if question.startswith("Which shape appears first"):
-        return "first", names
-    if question.startswith("In which frame"):
-        return "first_frame", names
-    if question.startswith("In how many frames"):
-        return "count", names
-    if question.startswith("Does the"):
-        return "direction", names
-    return "max_objects", names
-
-
-def answer_from(kind: str, names: list[str], notes: dict[int, list[tuple[str, int]]]) -> str:
-    def frames_with(name: str) -> list[int]:
-        return sorted(f for f, objs in notes.items() if any(n == name for n, _ in objs))
-
-    if kind == "first":
-        firsts = {n: (frames_with(n) or [10**6])[0] for n in names}
-        return min(names, key=lambda n: (firsts[n], names.index(n))) if names else "unknown"
-    if kind == "first_frame":
-        seen = frames_with(names[0]) if names else []
-        return str(seen[0]) if seen else "none"
-    if kind == "count":
-        return str(len(frames_with(names[0]))) if names else "0"
-    if kind == "direction":
-        seen = frames_with(names[0]) if names else []
-        if len(seen) < 2:
-            return "unknown"
-        xs = [dict(notes[f])[names[0]] for f in (seen[0], seen[-1])]
-        return "right" if xs[1] > xs[0] else "left"
-    return str(max((len(objs) for objs in notes.values()), default=0))
 
 
 def check_frames(kind: str, names: list[str], notes: dict[int, list[tuple[str, int]]], n: int) -> list[int]:
@@ -253,8 +212,6 @@ class WatcherPolicy:
     """Plans the batches, watches, notes, checks the decisive frames, answers."""
 
     def respond(self, ctx) -> str:
-        from ..generators import slip_text
-
         msgs = ctx.messages
         mine = [m["content"] for m in msgs if m["role"] == "assistant"]
         first = ctx.task_text
@@ -288,18 +245,18 @@ class WatcherPolicy:
             return self._observe(ctx, clip, checking=any(m.startswith("Let me look again") for m in mine))
         if last.startswith("Output of get_frames"):
             return slip_text(ctx, StepKind.message, "No frames were shown.")
-        plan = re.search(r"^- watch frames (.+)$", mine[0], re.M)
-        batches = [b for b in (plan.group(1).split(", ") if plan else [])]
-        track = re.search(r"^- track: (.+)$", mine[0], re.M)
-        if track and track.group(1) != "every shape":
-            names = [t.strip() for t in track.group(1).split(",")]  # the watcher follows its own plan
+        planned = re.search(r"^- watch frames (.+)$", mine[0], re.M)
+        planned_batches = [b for b in (planned.group(1).split(", ") if planned else [])]
+        tracked = re.search(r"^- track: (.+)$", mine[0], re.M)
+        if tracked and tracked.group(1) != "every shape":
+            names = [t.strip() for t in tracked.group(1).split(",")]  # the watcher follows its own plan
         notes = parse_notes([m for m in mine if m.startswith("Notes")])
         checked = any(m.startswith("Let me look again") for m in mine)
         settled = kind in ("first", "first_frame") and any(
             any(name == t for name, _ in objs) for objs in notes.values() for t in names)
         # one request per planned batch, in order: the watcher does not audit which frames it really got
         made = sum(1 for m in mine if parse_action(m) is not None and not m.startswith("Let me look again"))
-        todo = batches[made:]
+        todo = planned_batches[made:]
         if todo and not settled:
             return slip_text(ctx, StepKind.tool_call, render_action("get_frames", todo[0]))
         if not checked:
@@ -309,8 +266,6 @@ class WatcherPolicy:
         return slip_text(ctx, StepKind.final_answer, f"Answer: {answer_from(kind, names, notes)}")
 
     def _observe(self, ctx, clip: re.Match, checking: bool) -> str:
-        from ..generators import slip_text
-
         try:
             task = clip_task(clip.group(1))
         except KeyError:
@@ -411,9 +366,7 @@ class VideoQA(Environment):
         return [shapes, ["left", "right"]]
 
     def mutators(self):
-        from . import video_errors
-
-        return video_errors.MUTATORS
+        return errors.MUTATORS
 
 
 def _kind_of_reply(text: str) -> StepKind:

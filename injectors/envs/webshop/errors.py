@@ -10,8 +10,9 @@ import re
 
 from faultlens.middleware.model import StepKind
 
-from ..generators import GenInput, Generated, perturb_number
-from .base import parse_action, render_action
+from ...generators import Generated, GenInput, perturb_number
+from ..base import parse_action, render_action
+from .world import Plan, results, visible_ok
 
 
 def _plan(inp: GenInput) -> bool:
@@ -124,10 +125,8 @@ def click_a1(inp: GenInput) -> Generated | None:
     links = [(i, n) for i, n in _links(page) if m is None or i != int(m.group(1))]
     plan_text = next((p.text for p in inp.prefix if p.text.startswith("Plan:")), "")
     if plan_text:
-        from .webshop import Plan, ShopperPolicy, results
-
-        plan, shopper = Plan(plan_text), ShopperPolicy()
-        plausible = {r["id"] for r in results(page) if shopper._visible_ok(plan, r)}
+        plan = Plan(plan_text)
+        plausible = {r["id"] for r in results(page) if visible_ok(plan, r)}
         links = [(i, n) for i, n in links if i in plausible] or links
     if not links:
         return None

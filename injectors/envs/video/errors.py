@@ -12,15 +12,24 @@ import re
 
 from faultlens.middleware.model import StepKind
 
-from ..generators import GenInput, Generated
-from .base import parse_action, render_action
-from .video import COLOURS, SHAPES, _NOTE, _OBJ, answer_from, parse_frames, parse_notes, question_spec
+from ...generators import Generated, GenInput
+from ..base import parse_action, render_action
+from .world import (
+    COLOURS,
+    NOTE,
+    OBJ,
+    SHAPES,
+    answer_from,
+    parse_frames,
+    parse_notes,
+    question_spec,
+)
 
 
 def _notes(inp: GenInput) -> list[re.Match] | None:
     if inp.agent != "watcher" or inp.kind != StepKind.message or not inp.text.startswith("Notes"):
         return None
-    lines = [m for m in _NOTE.finditer(inp.text) if _OBJ.search(m.group(2))]
+    lines = [m for m in NOTE.finditer(inp.text) if OBJ.search(m.group(2))]
     return lines or None
 
 
@@ -36,9 +45,9 @@ def _pick(inp: GenInput, lines: list[re.Match]) -> tuple[re.Match, list[tuple[st
     """A noted shape to misperceive: one the question names when the notes show it (a misperception of a shape
     nobody asked about cannot change the answer), else any."""
     _, names = question_spec(inp.task_query)
-    relevant = [m for m in lines if any(n in names for n, _ in _OBJ.findall(m.group(2)))]
+    relevant = [m for m in lines if any(n in names for n, _ in OBJ.findall(m.group(2)))]
     line = inp.rng.choice(relevant or lines)
-    objs = [(n, int(x)) for n, x in _OBJ.findall(line.group(2))]
+    objs = [(n, int(x)) for n, x in OBJ.findall(line.group(2))]
     ks = [k for k, (n, _) in enumerate(objs) if n in names] or list(range(len(objs)))
     return line, objs, inp.rng.choice(ks)
 
@@ -64,7 +73,7 @@ def notes_p2(inp: GenInput) -> Generated | None:
     lines = _notes(inp)
     if lines is None:
         return None
-    all_lines = list(_NOTE.finditer(inp.text))
+    all_lines = list(NOTE.finditer(inp.text))
     if len(all_lines) >= 2 and inp.rng.random() < 0.5:
         i = inp.rng.randrange(len(all_lines) - 1)
         a, b = all_lines[i], all_lines[i + 1]
@@ -88,10 +97,10 @@ def notes_p3(inp: GenInput) -> Generated | None:
     line, objs, k = _pick(inp, lines)
     name, _ = objs[k]
     if inp.rng.random() < 0.3:
-        others = [m for m in _NOTE.finditer(inp.text) if name not in m.group(2)]
+        others = [m for m in NOTE.finditer(inp.text) if name not in m.group(2)]
         if others:
             target = inp.rng.choice(others)
-            extra = [(n, int(x)) for n, x in _OBJ.findall(target.group(2))] + [(name, objs[k][1])]
+            extra = [(n, int(x)) for n, x in OBJ.findall(target.group(2))] + [(name, objs[k][1])]
             return Generated(_replace(inp.text, target, _body(sorted(extra, key=lambda o: (o[1], o[0])))),
                              f"sees the {name} in frame {target.group(1)}, where it is not")
     del objs[k]

@@ -3,7 +3,7 @@
 Each task has its own catalogue (`task.metadata["catalogue"]`): 16 products of
 one category (backpacks, headphones, tents, kettles or desk lamps), cheap
 accessories that match the same searches, and a few products of other
-categories. The site (`injectors.envs.webshop_site`) shows every page as an
+categories. The site (`injectors.envs.webshop.site`) shows every page as an
 accessibility-tree-like text: numbered elements (`[7] link "..."`,
 `[3] combobox "Sort by" value=... options: ...`) under a header with the URL
 and the cart. Actions: `click [id]`, `type [id] <text>`, `select [id] <option>`.
@@ -48,14 +48,37 @@ import json
 import math
 import random
 import re
+from typing import Any, cast
 from urllib.parse import parse_qsl, urlsplit
 
 from faultlens.middleware.model import AgentInfo, Outcome, StepKind, Task
 
-from . import register
-from .base import Conversation, Environment, Runtime, ToolSpec, parse_action, render_action, stable_seed
-from .webshop_site import (CATEGORIES, COLOURS, RATING_FILTER, SORTS, act, decode_state, encode_state, make_catalogue, money,
-                           page_for, state_of)
+from ...generators import slip_text
+from ..registry import register
+from ..base import (
+    Conversation,
+    Environment,
+    Runtime,
+    ToolSpec,
+    parse_action,
+    render_action,
+    stable_seed,
+)
+from . import errors
+from .site import (
+    CATEGORIES,
+    COLOURS,
+    RATING_FILTER,
+    SORTS,
+    act,
+    decode_state,
+    encode_state,
+    make_catalogue,
+    money,
+    page_for,
+    state_of,
+)
+from .world import Plan, results, visible_ok
 
 MAX_TURNS = 36
 
@@ -87,7 +110,7 @@ def _make_task(rng: random.Random, index: int, seed: int) -> Task | None:
         budget = math.ceil((answer.price * rng.uniform(1.1, 1.6)) / 5) * 5
         query = (f"Buy the cheapest {feature_label.lower()} {noun} rated at least {r} stars, spending at most ${budget}. "
                  "Reply with the order number.")
-        needs = {"feature": True, "rating": r, "budget": budget}
+        needs: dict[str, Any] = {"feature": True, "rating": r, "budget": budget}
     elif kind == "best":
         prices = sorted(p.price for p in targets)
         budget = math.ceil(prices[len(prices) // 2] / 5) * 5
@@ -158,45 +181,6 @@ def plan_from_task(query: str, rng: random.Random) -> str | None:
     return "\n".join(lines)
 
 
-class Plan:
-    def __init__(self, text: str) -> None:
-        def one(key: str) -> str | None:
-            m = re.search(rf"^- {key}: (.+?)\s*$", text, re.M)
-            return m.group(1) if m else None
-
-        self.text = text
-        self.search = one("search") or ""
-        self.filters = [tuple(x.strip() for x in f.split("=", 1)) for f in re.findall(r"^- filter: (.+?)\s*$", text, re.M) if "=" in f]
-        self.sort = one("sort")
-        self.want = one("want") or "cheapest"
-        self.needs = re.findall(r"^- need: (.+?)\s*$", text, re.M)
-        try:
-            self.qty = int(one("quantity") or "1")
-        except ValueError:
-            self.qty = 1
-        try:
-            self.budget = float((one("budget") or "inf").lstrip("$"))
-        except ValueError:
-            self.budget = math.inf
-        self.then = one("then") or ""
-        noun = self.search.lower()
-        self.category = next((k for k, v in CATEGORIES.items() if v[0] == noun), None)
-        self.accessory = "accessor" in self.want
-
-    def need(self, key: str) -> str | None:
-        for n in self.needs:
-            m = re.match(rf"^{re.escape(key)}\s*(=|>=)\s*(.+)$", n, re.I)
-            if m:
-                return m.group(2).strip()
-        return None
-
-    def in_stock(self) -> bool:
-        return any(n.lower() == "in stock" for n in self.needs)
-
-
-# ---------------------------------------------------------------- reading pages
-
-_LINK = re.compile(r'^\[(\d+)\] link "(.+?)" — (.+?) — (\w+) — \$([\d,.]+) — ([\d.]+) stars', re.M)
 _EL = re.compile(r'^\[(\d+)\] (\w+) "(.+?)"(?: value="(.*?)")?', re.M)
 
 
@@ -216,11 +200,6 @@ def value_of(page: str, label: str) -> str | None:
         if r == "combobox" and lab == label:
             return value
     return None
-
-
-def results(page: str) -> list[dict]:
-    return [{"id": int(i), "name": n, "kind": k, "colour": c, "price": float(p.replace(",", "")), "rating": float(r)}
-            for i, n, k, c, p, r in _LINK.findall(page)]
 
 
 def product_facts(page: str) -> dict:
@@ -250,27 +229,73 @@ def _base(url: str) -> tuple:
     return tuple(sorted(params.items()))
 
 
-# ---------------------------------------------------------------- the simulated shopper
+def _misfits(plan: Plan, facts: dict[str, Any], page: str) -> list[str]:
+    """Why the product on `page` does not fit the plan, as the shopper reads it (empty: it fits)."""
+    problems = []
+    kind = re.search(r'^text "SKU [A-Z]{2}-\d{4} — (.+?)"$', page, re.M)
+    wanted = "accessory" if plan.accessory else plan.category
+    if kind and wanted and kind.group(1) != wanted:
+        problems.append(f"it is a {kind.group(1)}, not a {CATEGORIES[wanted][0] if wanted in CATEGORIES else wanted}")
+    for need in plan.needs:
+        m = re.match(r"^(.+?)\s*(=|>=)\s*(.+)$", need)
+        if need.lower() == "in stock":
+            if facts.get("Availability") != "In stock":
+                problems.append("it is out of stock")
+        elif m and m.group(1).lower() == "rating":
+            if facts["rating"] < float(m.group(3)):
+                problems.append(f"it is rated {facts['rating']}, below {m.group(3)}")
+        elif m and m.group(1).lower() == "colour":
+            if facts.get("Colour") != m.group(3):
+                problems.append(f"it is {facts.get('Colour')}, not {m.group(3)}")
+        elif m and m.group(1) in facts:
+            if facts[m.group(1)] != m.group(3):
+                problems.append(f"{m.group(1)}: {facts[m.group(1)]}")
+    if facts["price"] * plan.qty > plan.budget:
+        problems.append(f"{plan.qty} × {money(facts['price'])} is over the budget of {money(plan.budget)}")
+    if "is disabled" in page:
+        problems.append("it cannot be added to the cart")
+    return problems
+
+
+def _candidates(plan: Plan, pages: list[str], url: str, rejected) -> tuple[list[dict], set[str], bool]:
+    """The listings seen on this search's pages that fit the plan, best first; the pages' urls; whether the
+    site's order already is the plan's (so the first page's best is the best)."""
+    base = _base(url)
+    seen: dict[str, dict] = {}
+    seen_urls = set()
+    for p in pages:
+        st = state_of(p)
+        if st and urlsplit(st[0]).path == "/search" and _base(st[0]) == base:
+            seen_urls.add(st[0])
+            for item in results(p):
+                seen[item["name"]] = {**item, "page": _page_no(p)}  # the latest listing wins
+    candidates = [i for i in seen.values() if visible_ok(plan, i) and i["name"] not in rejected]
+    if plan.want == "highest-rated":
+        candidates.sort(key=lambda i: (-i["rating"], i["price"]))
+        sorted_for_want = plan.sort == SORTS["rating"]
+    else:
+        candidates.sort(key=lambda i: (i["price"], i["name"]))
+        sorted_for_want = plan.sort == SORTS["price_asc"]
+    return candidates, seen_urls, sorted_for_want
+
 
 class ShopperPolicy:
     """The simulated shopper: plans, then acts on the page it sees, following its plan."""
 
     def respond(self, ctx) -> str:
-        from ..generators import slip_text
-
         msgs = ctx.messages
         mine = [m["content"] for m in msgs if m["role"] == "assistant"]
         plans = [text for text in mine if text.startswith("Plan:")]
         plan_text = plans[-1] if plans else None  # the latest plan (it may revise one it cannot follow)
         if plan_text is None:
-            plan = plan_from_task(ctx.task_text.split("Task: ", 1)[-1].split("\n", 1)[0], ctx.rng("plan"))
-            if plan is None:
+            first_plan = plan_from_task(ctx.task_text.split("Task: ", 1)[-1].split("\n", 1)[0], ctx.rng("plan"))
+            if first_plan is None:
                 return slip_text(ctx, StepKind.final_answer, "I do not understand what to buy.\nAnswer: none")
             if not mine and ctx.rng("explore").random() < 0.4:
                 # look around first: what does a plain search for the product show?
-                noun = Plan(plan).search
+                noun = Plan(first_plan).search
                 return slip_text(ctx, StepKind.tool_call, render_action("type", f"[1] {noun}", "Let me see what the shop has first."))
-            return slip_text(ctx, StepKind.plan, plan)
+            return slip_text(ctx, StepKind.plan, first_plan)
         plan = Plan(plan_text)
         outputs = [m["content"] for m in msgs if m["role"] == "user" and m["content"].startswith("Observation:")]
         stuck = 0
@@ -339,22 +364,7 @@ class ShopperPolicy:
                 return render_action("select", f"[{find(page, 'combobox', label)}] {want}", f"Filter: {label} = {want}."), StepKind.tool_call
         if plan.sort and value_of(page, "Sort by") != plan.sort and f"Sort by {plan.sort}." not in issued:
             return render_action("select", f"[{find(page, 'combobox', 'Sort by')}] {plan.sort}", f"Sort by {plan.sort}."), StepKind.tool_call
-        base = _base(url)
-        seen: dict[str, dict] = {}
-        seen_urls = set()
-        for p in pages:
-            st = state_of(p)
-            if st and urlsplit(st[0]).path == "/search" and _base(st[0]) == base:
-                seen_urls.add(st[0])
-                for item in results(p):
-                    seen[item["name"]] = {**item, "page": _page_no(p)}  # the latest listing wins
-        candidates = [i for i in seen.values() if self._visible_ok(plan, i) and i["name"] not in rejected]
-        if plan.want == "highest-rated":
-            candidates.sort(key=lambda i: (-i["rating"], i["price"]))
-            sorted_for_want = plan.sort == SORTS["rating"]
-        else:
-            candidates.sort(key=lambda i: (i["price"], i["name"]))
-            sorted_for_want = plan.sort == SORTS["price_asc"]
+        candidates, seen_urls, sorted_for_want = _candidates(plan, pages, url, rejected)
         nxt = find(page, "link", "Next page")
         next_url = None
         if nxt is not None:
@@ -381,20 +391,6 @@ class ShopperPolicy:
         why = f"{money(best['price'])}, {best['rating']} stars"
         return render_action("click", f"[{target}]", f"Open {best['name']} ({why}), the best candidate so far."), StepKind.tool_call
 
-    def _visible_ok(self, plan: Plan, item: dict) -> bool:
-        if plan.accessory:
-            if item["kind"] != "accessory":
-                return False
-        elif plan.category and item["kind"] != plan.category:
-            return False
-        rating = plan.need("rating")
-        if rating and item["rating"] < float(rating):
-            return False
-        colour = plan.need("colour")
-        if colour and item["colour"] != colour:
-            return False
-        return item["price"] * plan.qty <= plan.budget
-
     def _product(self, ctx, plan: Plan, mine, page, rejected):
         facts = product_facts(page)
         name = facts["name"]
@@ -403,29 +399,7 @@ class ShopperPolicy:
         opened = re.search(r"^Open (.+?) \(", last, re.M)
         if opened and opened.group(1) != name:
             return render_action("click", f"[{back}]", f"This is {name}, not {opened.group(1)}. Back to the results."), StepKind.tool_call
-        problems = []
-        kind = re.search(r'^text "SKU [A-Z]{2}-\d{4} — (.+?)"$', page, re.M)
-        wanted = "accessory" if plan.accessory else plan.category
-        if kind and wanted and kind.group(1) != wanted:
-            problems.append(f"it is a {kind.group(1)}, not a {CATEGORIES[wanted][0] if wanted in CATEGORIES else wanted}")
-        for need in plan.needs:
-            m = re.match(r"^(.+?)\s*(=|>=)\s*(.+)$", need)
-            if need.lower() == "in stock":
-                if facts.get("Availability") != "In stock":
-                    problems.append("it is out of stock")
-            elif m and m.group(1).lower() == "rating":
-                if facts["rating"] < float(m.group(3)):
-                    problems.append(f"it is rated {facts['rating']}, below {m.group(3)}")
-            elif m and m.group(1).lower() == "colour":
-                if facts.get("Colour") != m.group(3):
-                    problems.append(f"it is {facts.get('Colour')}, not {m.group(3)}")
-            elif m and m.group(1) in facts:
-                if facts[m.group(1)] != m.group(3):
-                    problems.append(f"{m.group(1)}: {facts[m.group(1)]}")
-        if facts["price"] * plan.qty > plan.budget:
-            problems.append(f"{plan.qty} × {money(facts['price'])} is over the budget of {money(plan.budget)}")
-        if "is disabled" in page:
-            problems.append("it cannot be added to the cart")
+        problems = _misfits(plan, facts, page)
         if problems:
             return render_action("click", f"[{back}]", f"{name} does not fit: {'; '.join(problems)}."), StepKind.tool_call
         qty = value_of(page, "Quantity")
@@ -513,7 +487,7 @@ class WebShop(Environment):
     def program(self, task: Task, rt: Runtime) -> str | None:
         home = page_for("/", [], task).render(task)
         conv = Conversation().user(f"Task: {task.query}\nYou are on the shop's home page.\nObservation:\n{home}\nReply with your plan first.")
-        url, cart = "/", []
+        url, cart = "/", cast(list[Any], [])
         orders: list[dict] = []
         reported = None
         for turn in range(MAX_TURNS):
@@ -567,9 +541,7 @@ class WebShop(Environment):
         return groups
 
     def mutators(self):
-        from . import webshop_errors
-
-        return webshop_errors.MUTATORS
+        return errors.MUTATORS
 
 
 _ANSWER = re.compile(r"^Answer:\s*(.+?)\s*$", re.M)

@@ -23,14 +23,15 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 from faultlens.middleware.model import Task
 
-from .base import stable_seed
+from ..base import stable_seed
 
 PER_PAGE = 6
 COLOURS = ["black", "grey", "blue", "green", "red", "orange"]
 # category: (noun, plural for the menu, boolean feature label, model names, size suffixes)
 CATEGORIES: dict[str, tuple[str, str, str, list[str], list[str]]] = {
     "backpack": ("backpack", "Backpacks", "Waterproof", ["Trail", "Summit", "Metro", "Ridge", "Nomad", "Canyon", "Alpine", "Urban", "Drift", "Harbor"], ["20L", "25L", "30L", "35L", "40L"]),
-    "headphones": ("headphones", "Headphones", "Noise cancelling", ["Pulse", "Echo", "Nova", "Quiet", "Aria", "Tempo", "Vibe", "Sonic", "Halo", "Orbit"], ["On-Ear", "Over-Ear", "Studio", "Mini", "Pro"]),
+    "headphones": ("headphones", "Headphones", "Noise cancelling", ["Pulse", "Echo", "Nova", "Quiet", "Aria", "Tempo", "Vibe", "Sonic", "Halo", "Orbit"],
+                   ["On-Ear", "Over-Ear", "Studio", "Mini", "Pro"]),
     "tent": ("tent", "Tents", "Freestanding", ["Basecamp", "Ridgeline", "Meadow", "Cascade", "Pine", "Glacier", "Dune", "Aspen", "Fjord", "Cedar"], ["1P", "2P", "3P", "4P", "Dome"]),
     "kettle": ("kettle", "Kettles", "Cordless", ["Brew", "Steam", "Copper", "Morning", "Swift", "Pebble", "Loft", "Kiln", "Lumen", "Tide"], ["1.0L", "1.2L", "1.5L", "1.7L", "Compact"]),
     "lamp": ("desk lamp", "Desk lamps", "Dimmable", ["Beam", "Arc", "Glow", "Studio", "Lumo", "Flex", "Atlas", "Ember", "Prism", "Vela"], ["LED", "Clamp", "Swing", "Mini", "Pro"]),
@@ -202,9 +203,10 @@ def page_for(url: str, cart: list[tuple[str, int]], task: Task) -> Page:
         return Page(url, cart, "Search results", els, texts)
     if parts.path.startswith("/product/"):
         sku = parts.path.rsplit("/", 1)[-1]
-        p = items.get(sku)
-        if p is None:
+        listed = items.get(sku)
+        if listed is None:
             return Page(url, cart, "Not found", [Element("link", "Home", "/"), cart_link], ['text "This product does not exist."'])
+        p = listed
         back = params.get("back", "") or "/"
         qty = params.get("qty", "1")
         feature = ("Yes" if p.feature else "No") if p.category != "accessories" else "n/a"
@@ -258,6 +260,24 @@ def order_number(task: Task, cart: list[tuple[str, int]]) -> str:
 _ARG = re.compile(r"^\[(\d+)\]\s*(.*)$", re.S)
 
 
+def _select(el: Element, index: int, rest: str, url: str, params: dict[str, str], cart: list[tuple[str, int]], task: Task) -> str:
+    """`select [index] rest`: a drop-down's option changes the quantity, the shipping or a search filter."""
+    if el.role != "combobox":
+        return f"Element [{index}] is a {el.role}, not a drop-down."
+    if rest not in el.options:
+        return f"'{rest}' is not an option of [{index}] ({' | '.join(el.options)})."
+    path = urlsplit(url).path
+    if el.label == "Quantity":
+        return page_for(f"{path}?{urlencode(sorted({**params, 'qty': rest}.items()), quote_via=quote)}", cart, task).render(task)
+    if el.label == "Shipping":
+        key = next(k for k, v in SHIPPING.items() if v[0] == rest)
+        return page_for(f"/checkout?ship={key}", cart, task).render(task)
+    key = {"Sort by": "sort", "Colour": "colour", "Rating": "rating"}.get(el.label, "feature")
+    value = {"sort": {v: k for k, v in SORTS.items()}, "rating": {v: k for k, v in RATING_FILTER.items()},
+             "colour": {"Any": ""}, "feature": {"Any": "", "Yes": "yes", "No": "no"}}[key].get(rest, rest)
+    return page_for(_search_url({**params, key: value, "page": "1"}), cart, task).render(task)
+
+
 def act(tool: str, argument: str, url: str, cart: list[tuple[str, int]], task: Task) -> str:
     """Do `tool` (click/type/select) with `argument` on the page at `url`; the new page as text."""
     page = page_for(url, cart, task)
@@ -274,20 +294,7 @@ def act(tool: str, argument: str, url: str, cart: list[tuple[str, int]], task: T
             return f"Element [{index}] is a {el.role}, not a text box."
         return page_for(_search_url({"q": rest}), cart, task).render(task)
     if tool == "select":
-        if el.role != "combobox":
-            return f"Element [{index}] is a {el.role}, not a drop-down."
-        if rest not in el.options:
-            return f"'{rest}' is not an option of [{index}] ({' | '.join(el.options)})."
-        path = urlsplit(url).path
-        if el.label == "Quantity":
-            return page_for(f"{path}?{urlencode(sorted({**params, 'qty': rest}.items()), quote_via=quote)}", cart, task).render(task)
-        if el.label == "Shipping":
-            key = next(k for k, v in SHIPPING.items() if v[0] == rest)
-            return page_for(f"/checkout?ship={key}", cart, task).render(task)
-        key = {"Sort by": "sort", "Colour": "colour", "Rating": "rating"}.get(el.label, "feature")
-        value = {"sort": {v: k for k, v in SORTS.items()}, "rating": {v: k for k, v in RATING_FILTER.items()},
-                 "colour": {"Any": ""}, "feature": {"Any": "", "Yes": "yes", "No": "no"}}[key].get(rest, rest)
-        return page_for(_search_url({**params, key: value, "page": "1"}), cart, task).render(task)
+        return _select(el, index, rest, url, params, cart, task)
     if tool != "click":
         return f"Unknown action {tool!r}."
     if el.role in ("textbox", "combobox"):

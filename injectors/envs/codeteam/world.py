@@ -160,46 +160,72 @@ def family_of(design: str) -> str | None:
     return next((f for f, sig in FUNCTION.items() if sig.startswith(m.group(1) + "(")), None)
 
 
+def _design_line(design: str, key: str, pattern: str) -> re.Match[str] | None:
+    return re.search(rf"^- {key}: {pattern}\s*$", design, re.M)
+
+
+def _design_num(text: str) -> float | int:
+    v = float(text)
+    return int(v) if v.is_integer() else v
+
+
+def _grade_params(design: str) -> dict[str, Any]:
+    p: dict[str, Any] = {}
+    for key in ("merit", "pass"):
+        m = _design_line(design, key, r"score (>=|>) (\d+)")
+        if m:
+            p[key], p["cmp_" + key] = int(m.group(2)), m.group(1)
+    return p
+
+
+def _shipping_params(design: str) -> dict[str, Any]:
+    p: dict[str, Any] = {}
+    if m := _design_line(design, "base", r"([\d.]+) up to ([\d.]+) kg"):
+        p["base"], p["first"] = _design_num(m.group(1)), _design_num(m.group(2))
+    if m := _design_line(design, "rate", r"([\d.]+) per started kg above ([\d.]+) kg"):
+        p["rate"] = _design_num(m.group(1))
+    if m := _design_line(design, "invalid", r"weight <= 0 or weight > ([\d.]+) raises ValueError"):
+        p["max"] = _design_num(m.group(1))
+    return p
+
+
+def _total_params(design: str) -> dict[str, Any]:
+    p: dict[str, Any] = {}
+    if m := _design_line(design, "discount", r"([\d.]+)% off when the sum (>=|>) ([\d.]+)"):
+        p["pct"], p["cmp"], p["threshold"] = _design_num(m.group(1)), m.group(2), _design_num(m.group(3))
+    return p
+
+
+def _late_fee_params(design: str) -> dict[str, Any]:
+    p: dict[str, Any] = {}
+    if m := _design_line(design, "grace", r"(\d+) days free"):
+        p["grace"] = int(m.group(1))
+    if m := _design_line(design, "rate", r"([\d.]+) per day beyond the grace days"):
+        p["rate"] = _design_num(m.group(1))
+    if m := _design_line(design, "cap", r"([\d.]+)"):
+        p["cap"] = _design_num(m.group(1))
+    return p
+
+
+def _average_params(design: str) -> dict[str, Any]:
+    p: dict[str, Any] = {}
+    if m := _design_line(design, "window", r"(\d+) consecutive values"):
+        p["window"] = int(m.group(1))
+    return p
+
+
+# What each family's design states, read line by line.
+_FAMILY_PARAMS = {"grade": _grade_params, "shipping": _shipping_params, "total": _total_params,
+                  "late_fee": _late_fee_params, "average": _average_params}
+
+
 def parse_design(design: str) -> tuple[str | None, dict[str, Any]]:
     """The family and the parameters a design states (a missing line leaves its parameter out)."""
     family = family_of(design)
-    p: dict[str, Any] = {}
-
-    def line(key: str, pattern: str):
-        return re.search(rf"^- {key}: {pattern}\s*$", design, re.M)
-
-    def num(text: str) -> float | int:
-        v = float(text)
-        return int(v) if v.is_integer() else v
-
-    if family == "grade":
-        for key in ("merit", "pass"):
-            m = line(key, r"score (>=|>) (\d+)")
-            if m:
-                p[key], p["cmp_" + key] = int(m.group(2)), m.group(1)
-    elif family == "shipping":
-        if m := line("base", r"([\d.]+) up to ([\d.]+) kg"):
-            p["base"], p["first"] = num(m.group(1)), num(m.group(2))
-        if m := line("rate", r"([\d.]+) per started kg above ([\d.]+) kg"):
-            p["rate"] = num(m.group(1))
-        if m := line("invalid", r"weight <= 0 or weight > ([\d.]+) raises ValueError"):
-            p["max"] = num(m.group(1))
-    elif family == "total":
-        if m := line("discount", r"([\d.]+)% off when the sum (>=|>) ([\d.]+)"):
-            p["pct"], p["cmp"], p["threshold"] = num(m.group(1)), m.group(2), num(m.group(3))
-    elif family == "late_fee":
-        if m := line("grace", r"(\d+) days free"):
-            p["grace"] = int(m.group(1))
-        if m := line("rate", r"([\d.]+) per day beyond the grace days"):
-            p["rate"] = num(m.group(1))
-        if m := line("cap", r"([\d.]+)"):
-            p["cap"] = num(m.group(1))
-    elif family == "average":
-        if m := line("window", r"(\d+) consecutive values"):
-            p["window"] = int(m.group(1))
-    if m := line("round", r"(\d) decimals"):
+    p = _FAMILY_PARAMS[family](design) if family in _FAMILY_PARAMS else {}
+    if m := _design_line(design, "round", r"(\d) decimals"):
         p["digits"] = int(m.group(1))
-    p["guard"] = line("invalid", r".+") is not None
+    p["guard"] = _design_line(design, "invalid", r".+") is not None
     if m := re.search(r"^- use: (\w+)", design, re.M):
         p["use"] = m.group(1)
     return family, p

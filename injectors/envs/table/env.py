@@ -35,12 +35,20 @@ from pathlib import Path
 
 from faultlens.middleware.model import AgentInfo, Outcome, StepKind, Task
 
-from . import register
-from .base import Conversation, Environment, Runtime, ToolSpec, parse_action, render_action, stable_seed
+from ...generators import slip_text
+from ..registry import register
+from ..base import (
+    Conversation,
+    Environment,
+    Runtime,
+    ToolSpec,
+    parse_action,
+    render_action,
+    stable_seed,
+)
+from . import errors
+from .world import CATEGORIES, REGIONS, YEARS
 
-REGIONS = ["North", "South", "East", "West", "Central"]
-CATEGORIES = ["garden", "kitchen", "toys", "tools", "office"]
-YEARS = [2021, 2022, 2023, 2024]
 COLUMNS = ["id", "region", "category", "year", "units", "price"]
 NUMERIC = {"id", "year", "units", "price"}
 TIME_LIMIT_S = 10.0
@@ -182,8 +190,6 @@ class AnalystPolicy:
     """The simulated analyst: plans, codes from its plan, checks, answers."""
 
     def respond(self, ctx) -> str:
-        from ..generators import slip_text
-
         msgs = ctx.messages
         assistant = [m["content"] for m in msgs if m["role"] == "assistant"]
         question = ctx.task_text.split("Question: ", 1)[-1].split("\n", 1)[0]
@@ -199,8 +205,8 @@ class AnalystPolicy:
             text = render_plan(_plan_from_question(question) or [("compute", "count", "rows", "")])
             return slip_text(ctx, StepKind.plan, text)
         plan_text = plans[0]
-        actions = [(i, parse_action(a)) for i, a in enumerate(assistant)]
-        actions = [(i, a) for i, a in actions if a is not None and not a.argument.startswith("# look")]
+        parsed = [(i, parse_action(a)) for i, a in enumerate(assistant)]
+        actions = [(i, a) for i, a in parsed if a is not None and not a.argument.startswith("# look")]
         sql = plan_sql(plan_text)
         if not actions:
             return self._main(ctx, sql, first=True)
@@ -209,7 +215,7 @@ class AnalystPolicy:
         mains = [a for _, a in actions if not a.argument.startswith("# check")]
         retries = len(mains) - 1
         if not last_action.argument.startswith("# check"):
-            if _failed(last_output):
+            if code_failed(last_output):
                 if retries >= 2:
                     return slip_text(ctx, StepKind.final_answer, "I could not get a result from the table.\nAnswer: unknown")
                 return self._main(ctx, sql, first=False)
@@ -217,7 +223,7 @@ class AnalystPolicy:
             check = check_code(executed.group(1) if executed else (sql or ""))
             return slip_text(ctx, StepKind.tool_call, render_action("run_python", check, "Let me check how many rows the query matches.", code=True))
         # after a check: zero rows means the filter is off, rewrite from the plan
-        if last_output.strip() in ("0", "") or _failed(last_output):
+        if last_output.strip() in ("0", "") or code_failed(last_output):
             if retries >= 2:
                 return slip_text(ctx, StepKind.final_answer, "I could not get a result from the table.\nAnswer: unknown")
             return self._main(ctx, sql, first=False, thought="No rows matched; let me rewrite the query from the plan.")
@@ -226,8 +232,6 @@ class AnalystPolicy:
         return slip_text(ctx, StepKind.final_answer, f"The query matched {last_output.strip()} rows.\nAnswer: {value}")
 
     def _main(self, ctx, sql: str | None, first: bool, thought: str = "I will run the plan as SQL.") -> str:
-        from ..generators import slip_text
-
         if sql is None:
             return "The plan has no computation I can run.\nAnswer: unknown"
         if first and ctx.noise("code"):
@@ -266,7 +270,8 @@ def explorations(sim_seed: int, task_text: str) -> list[int]:
     return rng.sample(range(len(EXPLORES)), count)
 
 
-def _failed(output: str) -> bool:
+def code_failed(output: str) -> bool:
+    """Whether the code's output is a crash, a timeout, an unknown tool or nothing: what makes the analyst rewrite its code."""
     return ("Traceback" in output or re.search(r"^[\w.]+(Error|Exception): ", output, re.M) is not None or output.strip() in ("None", "(no output)", "") or output.startswith("Timed out")
             or output.startswith("Unknown tool"))
 
@@ -367,9 +372,7 @@ class TableQA(Environment):
         return [REGIONS, CATEGORIES, [str(y) for y in YEARS], ["units", "price"], ["sum", "avg"], ["largest", "smallest"]]
 
     def mutators(self):
-        from . import table_errors
-
-        return table_errors.MUTATORS
+        return errors.MUTATORS
 
 
 _ANSWER = re.compile(r"^Answer:\s*(.+?)\s*$", re.M)

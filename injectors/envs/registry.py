@@ -1,0 +1,54 @@
+"""The environments by name. Every module and package in `injectors/envs/` (except
+`base` and `registry`) is imported on first use, and registers its environment
+with `@register`, so a new environment is a new module or package."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from faultlens.middleware.errors import ConfigError, UnknownName
+
+if TYPE_CHECKING:
+    from .base import Environment
+
+_REGISTRY: dict[str, type[Environment]] = {}
+_INSTANCES: dict[str, Environment] = {}
+_discovered = False
+_PACKAGE = __name__.rsplit(".", 1)[0]
+
+
+def register(cls: type[Environment]) -> type[Environment]:
+    """Class decorator: make `cls` available as `get(cls.name)`."""
+    if not cls.name:
+        raise ConfigError(f"{cls.__qualname__} has no `name`")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def _discover() -> None:
+    global _discovered
+    if _discovered:
+        return
+    _discovered = True
+    for info in sorted(pkgutil.iter_modules([str(Path(__file__).parent)]), key=lambda i: i.name):
+        if info.name not in ("base", "registry") and not info.name.startswith("_"):
+            importlib.import_module(f"{_PACKAGE}.{info.name}")
+
+
+def names() -> list[str]:
+    """Names of the registered environments, sorted."""
+    _discover()
+    return sorted(_REGISTRY)
+
+
+def get(name: str) -> Environment:
+    """The environment called `name` (one shared instance per process)."""
+    _discover()
+    if name not in _REGISTRY:
+        raise UnknownName(f"unknown environment {name!r}; known: {', '.join(sorted(_REGISTRY)) or '(none)'}")
+    if name not in _INSTANCES:
+        _INSTANCES[name] = _REGISTRY[name]()
+    return _INSTANCES[name]
