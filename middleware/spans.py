@@ -247,12 +247,28 @@ def messages_of(record: SpanRecord, direction: str) -> list[Any] | None:
     name = INPUT_MESSAGES if direction == "input" else OUTPUT_MESSAGES
     if name in attrs:
         value = _json_attr(attrs, name)
-        return value if isinstance(value, list) else [value]
+        messages = value if isinstance(value, list) else [value]
+        _check_messages(messages, name)
+        return messages
     oi = _openinference_messages(attrs, "llm.input_messages" if direction == "input" else "llm.output_messages")
     if oi:
         return oi
     legacy = _openllmetry_messages(attrs, "gen_ai.prompt" if direction == "input" else "gen_ai.completion")
     return legacy or None
+
+
+def _check_messages(messages: list[Any], name: str) -> None:
+    """The shape `message_text` reads: each message a string or an object whose parts/tool_calls are lists of objects."""
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict):
+            continue
+        for key in ("parts", "tool_calls"):
+            items = message.get(key)
+            if items is not None and not isinstance(items, list):
+                raise _Bad(name, f"message {i}: {key} must be a list, not {type(items).__name__}")
+        for call in message.get("tool_calls") or []:
+            if not isinstance(call, dict) or not isinstance(call.get("function", {}), dict):
+                raise _Bad(name, f"message {i}: each tool call must be an object with a 'function' object")
 
 
 def _part_text(part: Any) -> str:
@@ -348,6 +364,10 @@ def span_to_step(record: SpanRecord, *, source: str = "spans", label: str | int 
         raise InputError(source, label if label is not None else f"span {record.span_id}", exc.field, str(exc)) from None
     except ValidationError as exc:
         raise from_validation_error(source, label if label is not None else f"span {record.span_id}", exc) from None
+    except (TypeError, AttributeError, KeyError, ValueError) as exc:
+        # Attribute values of a shape no reader above expects (e.g. OpenInference
+        # keys that clash): still the client's span, so still a named input error.
+        raise InputError(source, label if label is not None else f"span {record.span_id}", "attributes", f"cannot be read as a step ({type(exc).__name__}: {exc})") from None
 
 
 def _span_to_step(record: SpanRecord, fallback_agent: str | None) -> Step | None:
@@ -474,7 +494,22 @@ def is_header_span(record: SpanRecord) -> bool:
 
 
 def header_from_record(record: SpanRecord, trace_id: str, *, source: str = "spans", label: str | int | None = None) -> Trace:
-    """The trace header (task, agents, outcome, source, ...) a workflow/root span describes."""
+    """The trace header (task, agents, outcome, source, ...) a workflow/root span describes.
+
+    Raises InputError naming the span and attribute for any value it cannot read.
+    """
+    where = label if label is not None else f"span {record.span_id}"
+    try:
+        return _header_from_record(record, trace_id, source=source, label=label)
+    except _Bad as exc:
+        raise InputError(source, where, exc.field, str(exc)) from None
+    except ValidationError as exc:
+        raise from_validation_error(source, where, exc) from None
+    except (TypeError, AttributeError, KeyError, ValueError) as exc:
+        raise InputError(source, where, "attributes", f"cannot be read as a trace header ({type(exc).__name__}: {exc})") from None
+
+
+def _header_from_record(record: SpanRecord, trace_id: str, *, source: str, label: str | int | None) -> Trace:
     label = label if label is not None else f"span {record.span_id}"
     attrs = record.attributes
     task = _model_attr(record, TRACE_TASK, Task, source, label)

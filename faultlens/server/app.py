@@ -26,6 +26,7 @@ from faultlens.middleware.store import SQLiteStore, TraceNotFound
 from .auth import TOKEN_COOKIE, host_name, is_loopback, resolve_token, token_matches
 from .ingest import Ingestor
 from .interop import EvaluationExporter, blamed_span as _blamed_span
+from .otlp_schema import SchemaError, validate_export
 from .otlp_body import JSON, BodyError, decode_otlp, decompress, encode_response, media_type
 from .worker import FailureWorker, OnFailure
 
@@ -216,9 +217,12 @@ def create_app(
         try:
             raw = decompress(bytes(body), request.headers.get("content-encoding"), limit)
             payload = decode_otlp(raw, request.headers.get("content-type"))
+            validate_export(payload)
             result = await run_in_threadpool(ingest_payload, payload)
         except BodyError as exc:
             return JSONResponse({"detail": exc.reason}, status_code=exc.status)
+        except SchemaError as exc:
+            return JSONResponse({"detail": str(exc), "field": exc.field}, status_code=400)
         except InputError as exc:
             return JSONResponse({"detail": str(exc)}, status_code=400)
         content, kind = encode_response(media_type(request.headers.get("content-type")) or JSON)
