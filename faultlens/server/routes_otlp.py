@@ -48,7 +48,8 @@ async def otlp_traces(request: Request, services: Services = Depends(get_service
         validate_export(payload)
         result = await run_in_threadpool(services.ingest_payload, payload)
     except BodyError as exc:
-        return JSONResponse({"detail": exc.reason}, status_code=exc.status)
+        # Decoding failed before any field could be read: the body as a whole is at fault.
+        return JSONResponse({"detail": exc.reason, "field": "body"}, status_code=exc.status)
     except SchemaError as exc:
         return JSONResponse({"detail": str(exc), "field": exc.field}, status_code=400)
     except InputError as exc:
