@@ -26,7 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 import sqlite_utils
 
 from .model import Attribution, Lesson, Outcome, Step, Trace
-from .redact import redact
+from .redact import redact, redact_id
 
 DEFAULT_DB = Path(".faultlens") / "faultlens.db"
 
@@ -162,16 +162,17 @@ class SQLiteStore:
     # -- traces ----------------------------------------------------------
     @staticmethod
     def _trace_row(trace: Trace) -> dict[str, Any]:
+        # Every stored string goes through redaction, the id and columns included.
         data = redact(trace.model_dump(mode="json", exclude={"steps"}))
         return {
-            "id": trace.id,
-            "schema_version": trace.schema_version,
+            "id": data["id"],
+            "schema_version": data["schema_version"],
             "query": data["task"]["query"],
             "success": None if trace.outcome is None else int(trace.outcome.success),
-            "framework": trace.source.framework,
-            "benchmark": trace.source.benchmark,
-            "modality": trace.source.modality,
-            "format": trace.source.format,
+            "framework": data["source"]["framework"],
+            "benchmark": data["source"]["benchmark"],
+            "modality": data["source"]["modality"],
+            "format": data["source"]["format"],
             "created_at": trace.created_at,
             "updated_at": time.time(),
             "task": _dumps(data["task"]),
@@ -186,11 +187,11 @@ class SQLiteStore:
     def _step_row(trace_id: str, step: Step, seq: int, position: float) -> dict[str, Any]:
         data = redact(step.model_dump(mode="json"))
         return {
-            "trace_id": trace_id,
-            "key": step.span_id or f"#{step.index}",
+            "trace_id": redact_id(trace_id),
+            "key": data["span_id"] or f"#{step.index}",
             "position": position,
             "seq": seq,
-            "agent": step.agent,
+            "agent": data["agent"],
             "kind": data["kind"],
             "error": int(step.error is not None),
             "data": _dumps(data),
@@ -205,7 +206,7 @@ class SQLiteStore:
         count = 0
         with self._write() as db:
             for trace in traces:
-                db.execute("DELETE FROM steps WHERE trace_id = ?", [trace.id])
+                db.execute("DELETE FROM steps WHERE trace_id = ?", [redact_id(trace.id)])
                 _upsert(db, "traces", self._trace_row(trace), ("id",))
                 for step in trace.steps:
                     _upsert(db, "steps", self._step_row(trace.id, step, step.index, float(step.index)), ("trace_id", "key"))
@@ -219,9 +220,10 @@ class SQLiteStore:
 
     def add_step(self, trace_id: str, step: Step) -> None:
         """Add or replace one step (idempotent by span id). The trace header must exist."""
+        trace_id = redact_id(trace_id)
         with self._write() as db:
             seq = db.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM steps WHERE trace_id = ?", [trace_id]).fetchone()[0]
-            existing = db.execute("SELECT seq FROM steps WHERE trace_id = ? AND key = ?", [trace_id, step.span_id or f"#{step.index}"]).fetchone()
+            existing = db.execute("SELECT seq FROM steps WHERE trace_id = ? AND key = ?", [trace_id, redact_id(step.span_id) if step.span_id else f"#{step.index}"]).fetchone()
             if existing:
                 seq = existing[0]
             # A live step is ordered by when its span started; one without a clock by arrival.
@@ -230,6 +232,7 @@ class SQLiteStore:
             db.execute("UPDATE traces SET updated_at = ? WHERE id = ?", [time.time(), trace_id])
 
     def set_outcome(self, trace_id: str, outcome: Outcome) -> None:
+        trace_id = redact_id(trace_id)
         with self._write() as db:
             cursor = db.execute(
                 "UPDATE traces SET outcome = ?, success = ?, updated_at = ? WHERE id = ?",
@@ -238,17 +241,22 @@ class SQLiteStore:
             if cursor.rowcount == 0:
                 raise TraceNotFound(trace_id)
 
+    # Readers take the id a caller knows (perhaps one holding a secret) and look
+    # up the id it was stored under; redact_id is the identity on clean ids.
     def has_trace(self, trace_id: str) -> bool:
+        trace_id = redact_id(trace_id)
         return self._db().execute("SELECT 1 FROM traces WHERE id = ?", [trace_id]).fetchone() is not None
 
     def get_outcome(self, trace_id: str) -> Outcome | None:
         """A run's outcome without reading its steps (None if not recorded yet). Raises TraceNotFound."""
+        trace_id = redact_id(trace_id)
         row = self._db().execute("SELECT outcome FROM traces WHERE id = ?", [trace_id]).fetchone()
         if row is None:
             raise TraceNotFound(trace_id)
         return Outcome.model_validate_json(row[0]) if row[0] else None
 
     def get_trace(self, trace_id: str) -> Trace:
+        trace_id = redact_id(trace_id)
         db = self._db()
         row = db.execute(
             "SELECT schema_version, task, agents, outcome, source, gold, metadata, created_at FROM traces WHERE id = ?",
@@ -334,13 +342,14 @@ class SQLiteStore:
         return self._db().execute("SELECT COUNT(*) FROM traces").fetchone()[0]
 
     def delete_trace(self, trace_id: str) -> None:
+        trace_id = redact_id(trace_id)
         with self._write() as db:
             db.execute("DELETE FROM steps WHERE trace_id = ?", [trace_id])
             db.execute("DELETE FROM traces WHERE id = ?", [trace_id])
 
     # -- attributions ------------------------------------------------------
     def save_attribution(self, attribution: Attribution) -> None:
-        a = attribution
+        a = Attribution.model_validate(redact(attribution.model_dump(mode="json")))
         with self._write() as db:
             _upsert(
                 db,
@@ -362,12 +371,13 @@ class SQLiteStore:
 
     def attributions(self, trace_id: str) -> list[Attribution]:
         rows = self._db().execute(
-            "SELECT data FROM attributions WHERE trace_id = ? ORDER BY created_at, id", [trace_id]
+            "SELECT data FROM attributions WHERE trace_id = ? ORDER BY created_at, id", [redact_id(trace_id)]
         ).fetchall()
         return [Attribution.model_validate_json(r[0]) for r in rows]
 
     # -- lessons -----------------------------------------------------------
     def save_lesson(self, lesson: Lesson) -> None:
+        lesson = Lesson.model_validate(redact(lesson.model_dump(mode="json")))
         with self._write() as db:
             _upsert(
                 db,

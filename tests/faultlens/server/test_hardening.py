@@ -288,3 +288,47 @@ def test_11_a_refused_request_has_the_headers_too(store):
     response = client.get("/api/runs")
     assert response.status_code == 401
     assert response.headers["x-frame-options"] == "DENY"
+
+
+# -- 6. secrets never stored, ids included --------------------------------------
+SECRET_VALUES = {
+    "sk": "sk-abc123def",
+    "bearer": "Bearer xyzzy",
+    "pwd": "pwd=abc12",
+    "json password": '{"password": "open sesame"}',
+    "aws": "aws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "jwt": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    "url": "https://user:hunter2@host.example/x",
+    "pem": "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\n-----END PRIVATE KEY-----",
+}
+LEAKS = ["abc123def", "xyzzy", "abc12", "open sesame", "wJalrXUtnFEMI", "dozjgNryP4J3", "hunter2", "MIIEvQIBADAN"]
+
+
+def test_6_secrets_in_any_span_field_are_not_stored_or_exported(client, store, db):
+    text = " | ".join(SECRET_VALUES.values())
+    step = span(
+        attributes=attrs(
+            gen_ai__operation__name="chat",
+            gen_ai__conversation__id="conv sk-abc123def",
+            gen_ai__agent__name="agent Bearer xyzzy",
+            faultlens__content=text,
+            gen_ai__tool__call__arguments='{"q": "pwd=abc12"}',
+        ),
+        status={"code": 2, "message": "failed with https://user:hunter2@host.example/x"},
+    )
+    body = export(step)
+    body["resourceSpans"][0]["resource"]["attributes"] = attrs(service__name="svc pwd=abc12")
+    assert post(client, body).status_code == 200
+    second = span("b7ad6b7169203332", attributes=attrs(gen_ai__operation__name="chat", gen_ai__conversation__id="conv sk-abc123def", faultlens__content="again"))
+    assert post(client, export(second)).status_code == 200
+
+    with sqlite3.connect(db) as conn:
+        dump = "\n".join(str(row) for table in ("traces", "steps") for row in conn.execute(f"SELECT * FROM {table}"))
+    for leak in LEAKS:
+        assert leak not in dump, leak
+    (run,) = store.list_traces()  # both requests landed in one run, under the hashed conversation id
+    assert run.id.startswith("redacted-") and run.n_steps == 2
+    assert run.framework is not None and "abc12" not in run.framework
+    exported = client.get(f"/api/runs/{run.id}").text + client.get(f"/runs/{run.id}").text
+    for leak in LEAKS:
+        assert leak not in exported, leak
