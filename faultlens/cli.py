@@ -67,6 +67,9 @@ class PluginGroup(click.Group):
             return super().invoke(ctx)
         except (FaultlensError, TraceNotFound) as exc:
             raise click.ClickException(str(exc)) from None
+        except OSError as exc:
+            # A file we could not open or read (permissions, a directory, a device): name it.
+            raise click.ClickException(f"{exc.filename or 'input'}: {exc.strerror or exc}") from None
 
 
 def _unavailable(name: str, why: str) -> click.Command:
@@ -174,6 +177,8 @@ def import_traces(db_path, spec):
     from faultlens.middleware.sources import load_traces
 
     count = get_store(db_path).save_traces(load_traces(spec))
+    if count == 0:
+        raise click.ClickException(f"{spec}: holds no traces; nothing imported")
     console.print(f"imported {count} trace(s) from {spec} into {db_path or default_db_path()}")
 
 

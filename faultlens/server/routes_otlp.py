@@ -9,7 +9,7 @@ from starlette.concurrency import run_in_threadpool
 from faultlens.middleware.errors import InputError
 from .deps import get_services
 from .otlp_body import JSON, BodyError, decode_otlp, decompress, encode_response, media_type
-from .otlp_schema import SchemaError, validate_export
+from faultlens.middleware.otlp_schema import SchemaError, validate_export
 from .services import Services
 
 router = APIRouter(tags=["otlp"])
