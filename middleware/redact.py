@@ -166,9 +166,16 @@ def is_secret_key(key: str) -> bool:
     return bool(_SECRET_KEY.search(key)) and not _NOT_SECRET_KEY.search(key)
 
 
+# Inline media bytes (Media.data): base64 of an image or a video frame, not
+# text; a pattern matching inside it by chance would corrupt the picture.
+_BASE64_BLOB = re.compile(r"(?:[A-Za-z0-9+/]{4}){16,}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
+
+
 def redact(value: Any, key: str | None = None) -> Any:
     """Return a copy of a JSON-like value with secrets replaced (identifiers hashed, see `redact_id`)."""
     if isinstance(value, str):
+        if key == "data" and _BASE64_BLOB.fullmatch(value):
+            return value
         return redact_id(value) if key in ID_KEYS else redact_text(value)
     if isinstance(value, dict):
         out = {}

@@ -94,3 +94,13 @@ def test_the_store_hashes_ids_and_redacts_every_column(tmp_path):
     assert store.has_trace(secret_id) and [s.id for s in store.list_traces()] == [stored.id]
     store.add_step(secret_id, Step(index=1, agent="b", content="more", span_id="s2"))
     assert len(store.get_trace(stored.id).steps) == 2
+
+
+def test_inline_media_bytes_are_left_intact_but_text_under_data_is_not():
+    import base64
+
+    # Base64 that happens to hold a key-shaped run: as text it would be cut; as media bytes it stays whole.
+    blob = "AKIAIOSFODNN7EXAMPLE" + base64.b64encode(bytes(range(256)) * 8).decode()
+    assert R.redact_text(blob) != blob
+    assert R.redact({"media": [{"mime_type": "image/png", "data": blob}]})["media"][0]["data"] == blob
+    assert R.redact({"data": "password=hunter22"}) == {"data": "password=[REDACTED]"}
