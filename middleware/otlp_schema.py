@@ -270,8 +270,8 @@ def _path(loc: tuple[Any, ...]) -> str:
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif part in ("function-after[_one_kind_and_shallow()]",) or str(part).startswith(("function-", "int", "str")):
-            continue  # pydantic's names for validator layers, not fields of the body
+        elif part in ("int", "str", "float", "bool") or str(part).startswith("function-"):
+            continue  # pydantic's names for union members and validator layers, not fields of the body
         else:
             out += f".{part}" if out else str(part)
     return out or "body"

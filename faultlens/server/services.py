@@ -17,6 +17,7 @@ from fastapi import HTTPException
 
 from faultlens.feedback.memory import track_record
 from faultlens.middleware.model import Lesson, Outcome
+from faultlens.middleware.redact import redact_id
 from faultlens.middleware.store import SQLiteStore
 from .ingest import IngestResult, Ingestor
 from .interop import EvaluationExporter, blamed_span
@@ -43,6 +44,8 @@ class Services:
 
     def record_outcome(self, trace_id: str, outcome: Outcome) -> dict[str, Any]:
         """Store a run's outcome; a failure is queued for attribution (or held until the run has steps)."""
+        # The worker knows runs by their stored id (hashed if it held a secret), as the pages do.
+        trace_id = redact_id(trace_id)
         self.store.set_outcome(trace_id, outcome)
         reply: dict[str, Any] = {"trace_id": trace_id, "success": outcome.success, "queued": False}
         if not outcome.success:
@@ -60,6 +63,8 @@ class Services:
     def ingest_payload(self, payload: dict[str, Any]) -> IngestResult:
         """Store a validated OTLP JSON export and wake the worker for runs it failed or completed."""
         result = self.ingestor(payload)
+        result.traces = [redact_id(trace_id) for trace_id in result.traces]
+        result.outcomes = {redact_id(trace_id): outcome for trace_id, outcome in result.outcomes.items()}
         for trace_id in result.traces:
             job = self.worker.status(trace_id)
             if job is not None and job.state == "waiting":
