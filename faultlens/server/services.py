@@ -61,8 +61,8 @@ class Services:
         return reply
 
     def ingest_payload(self, payload: dict[str, Any]) -> IngestResult:
-        """Store a validated OTLP JSON export and wake the worker for runs it failed or completed."""
-        result = self.ingestor(payload)
+        """Store an OTLP JSON export that passed `otlp_schema.validate_export`; wake the worker for runs it failed or completed."""
+        result = self.ingestor(payload, checked=True)
         result.traces = [redact_id(trace_id) for trace_id in result.traces]
         result.outcomes = {redact_id(trace_id): outcome for trace_id, outcome in result.outcomes.items()}
         for trace_id in result.traces:
