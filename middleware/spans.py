@@ -360,6 +360,8 @@ def span_to_step(record: SpanRecord, *, source: str = "spans", label: str | int 
     """
     try:
         return _span_to_step(record, agent)
+    except InputError:
+        raise
     except _Bad as exc:
         raise InputError(source, label if label is not None else f"span {record.span_id}", exc.field, str(exc)) from None
     except ValidationError as exc:
@@ -486,7 +488,7 @@ def _model_attr(record: SpanRecord, name: str, model: type, source: str, label: 
         return model.model_validate(value)
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise InputError(source, label, name + "." + ".".join(str(p) for p in first["loc"]), first["msg"]) from None
+        raise InputError(source, label, ".".join([name, *(str(p) for p in first["loc"])]), first["msg"]) from None
 
 
 def is_header_span(record: SpanRecord) -> bool:
@@ -501,6 +503,8 @@ def header_from_record(record: SpanRecord, trace_id: str, *, source: str = "span
     where = label if label is not None else f"span {record.span_id}"
     try:
         return _header_from_record(record, trace_id, source=source, label=label)
+    except InputError:
+        raise
     except _Bad as exc:
         raise InputError(source, where, exc.field, str(exc)) from None
     except ValidationError as exc:
