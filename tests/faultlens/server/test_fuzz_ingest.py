@@ -162,7 +162,7 @@ def fuzz_client(tmp_path_factory):
     return client, store, path
 
 
-@settings(max_examples=EXAMPLES, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
+@settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
 @given(request_body())
 def test_any_body_is_answered_cleanly_and_a_refused_one_stores_nothing(fuzz_client, body):
     client, store, path = fuzz_client
