@@ -332,3 +332,14 @@ def test_6_secrets_in_any_span_field_are_not_stored_or_exported(client, store, d
     exported = client.get(f"/api/runs/{run.id}").text + client.get(f"/runs/{run.id}").text
     for leak in LEAKS:
         assert leak not in exported, leak
+
+
+@pytest.mark.parametrize("args", [["--token", " "], ["--token", "x", "--host", "0.0.0.0"], ["--token", "a b c d e f g h i j", "--host", "0.0.0.0"]])
+def test_11_faultlens_serve_refuses_such_tokens_before_listening(tmp_path, args):
+    from click.testing import CliRunner
+
+    from faultlens.cli import cli
+
+    result = CliRunner().invoke(cli, ["serve", "--db", str(tmp_path / "s.db"), *args])
+    assert result.exit_code != 0
+    assert "token" in result.output and "Traceback" not in result.output
