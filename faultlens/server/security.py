@@ -30,6 +30,15 @@ PAGE_CSP = (
     "img-src 'self' data: https: http:; media-src 'self' data: https: http:; "
     "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
+# FastAPI's /docs and /redoc pages load Swagger UI / ReDoc from a CDN and start
+# them with an inline script; they show the API's schema, never stored data.
+DOCS_CSP = (
+    "default-src 'self'; script-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; "
+    "style-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net https://fonts.googleapis.com; font-src https://fonts.gstatic.com; "
+    "img-src 'self' data: https://fastapi.tiangolo.com https://cdn.redoc.ly; worker-src blob:; "
+    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+)
+DOCS_PATHS = ("/docs", "/redoc")
 # A media file is shown inside an <img>/<video>; opened on its own it may do nothing.
 MEDIA_CSP = "default-src 'none'; img-src 'self'; media-src 'self'; sandbox; frame-ancestors 'none'"
 SECURITY_HEADERS = {
@@ -153,5 +162,6 @@ def install(app: FastAPI, token: str | None, logins: FailedLogins) -> None:
         response = await call_next(request)
         for name, value in SECURITY_HEADERS.items():
             response.headers.setdefault(name, value)
-        response.headers.setdefault("Content-Security-Policy", PAGE_CSP)
+        docs = request.url.path.startswith(DOCS_PATHS)
+        response.headers.setdefault("Content-Security-Policy", DOCS_CSP if docs else PAGE_CSP)
         return response

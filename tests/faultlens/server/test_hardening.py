@@ -283,6 +283,13 @@ def test_11_every_page_has_csp_frame_and_nosniff_headers(client, path):
     assert response.headers["x-content-type-options"] == "nosniff"
 
 
+def test_11_the_api_docs_page_may_load_swagger_ui_but_nothing_else_is_relaxed(client):
+    docs = client.get("/docs")
+    assert docs.status_code == 200 and "https://cdn.jsdelivr.net" in docs.headers["content-security-policy"]
+    assert "cdn.jsdelivr.net" not in client.get("/").headers["content-security-policy"]
+    assert docs.headers["x-frame-options"] == "DENY"
+
+
 def test_11_a_refused_request_has_the_headers_too(store):
     client = TestClient(create_app(store, token="t" * 20), base_url="http://127.0.0.1")
     response = client.get("/api/runs")
