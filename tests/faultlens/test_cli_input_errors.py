@@ -3,7 +3,6 @@ the file (and record and field where there is one) with a non-zero exit, never a
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import sqlite3
