@@ -141,6 +141,11 @@ def _redact_short(text: str) -> str:
     return _redact(text)
 
 
+def clear_cache() -> None:
+    """Forget cached short strings (for measurements that must start cold)."""
+    _redact_short.cache_clear()
+
+
 def _redact(text: str) -> str:
     if not _candidate(text):
         return text
