@@ -43,7 +43,11 @@ _PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#
 def _when(ts: float | None) -> str:
     if ts is None:
         return ""
-    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    try:
+        return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except (OverflowError, ValueError, OSError):
+        # A time no datetime holds (a file import or an older store may carry one): show it, do not fail the page.
+        return f"{ts!r} (not a date)"
 
 
 def _mode_label(code: str | None) -> str:

@@ -350,3 +350,12 @@ def test_11_faultlens_serve_refuses_such_tokens_before_listening(tmp_path, args)
     result = CliRunner().invoke(cli, ["serve", "--db", str(tmp_path / "s.db"), *args])
     assert result.exit_code != 0
     assert "token" in result.output and "Traceback" not in result.output
+
+
+def test_1_a_stored_time_no_datetime_holds_does_not_break_the_pages(client, store):
+    # Not through OTLP (the schema refuses it) but through a native file import or an older store.
+    store.save_trace(Trace(id="old", task=Task(query="q"), source=Source(format="native"), created_at=1.5e21,
+                           steps=[Step(index=0, agent="a", kind=StepKind.message, content="c", started_at=1.5e21)]))
+    for path in ("/", "/runs/old", "/api/runs/old"):
+        assert client.get(path).status_code == 200, path
+    assert "not a date" in client.get("/runs/old").text
