@@ -34,6 +34,24 @@ def read_utf8(path: Path) -> str:
         raise InputError(str(path), f"line {line}", None, f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); is this a binary or latin-1 file?") from None
 
 
+def _unencodable(value: object, path: str = "") -> str | None:
+    """The path of the first string (or key) in `value` that cannot be encoded as UTF-8."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return path or None
+        return None
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        here = f"{path}.{key}" if path and not isinstance(key, int) else (f"{path}[{key}]" if isinstance(key, int) else str(key))
+        found = _unencodable(key, here) if isinstance(key, str) else None
+        found = found or _unencodable(item, here)
+        if found:
+            return found
+    return None
+
+
 def parse_trace(text: str, source: str = "<string>", record: str | int | None = None) -> Trace:
     """Parse one JSON trace, raising InputError that names the record and field."""
     try:
@@ -44,6 +62,11 @@ def parse_trace(text: str, source: str = "<string>", record: str | int | None = 
         raise InputError(source, record, None, "JSON nested too deeply") from None
     if not isinstance(data, dict):
         raise InputError(source, record, None, f"expected a JSON object, got {type(data).__name__}")
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        # A JSON escape such as "\ud800" decodes to a lone surrogate, which no store can write.
+        raise InputError(source, record, _unencodable(data), "is not valid Unicode (a lone surrogate)") from None
     try:
         return Trace.model_validate(data)
     except ValidationError as exc:

@@ -168,3 +168,14 @@ def test_a_50_mb_random_file_is_a_message(tmp_path, db):
             result = run(*args)
             assert result.exit_code != 0 and str(path) in result.output and "UTF-8" in result.output
     assert stored(db) == 1
+
+
+def test_a_lone_surrogate_in_a_native_trace_is_a_message_naming_the_field(tmp_path, db):
+    line = GOOD.model_dump_json().replace('"content":"5"', '"content":"\\ud800"')
+    assert "\\ud800" in line
+    path = tmp_path / "surrogate.jsonl"
+    path.write_text(line + "\n")
+    result = run("traces", "import", "--db", db, str(path))
+    assert result.exit_code != 0 and str(path) in result.output
+    assert "steps[0].content" in result.output and "line 1" in result.output
+    assert stored(db) == 1
