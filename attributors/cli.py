@@ -22,14 +22,14 @@ def _load(source: str, db_path: str | None) -> tuple[Trace, bool]:
     """The trace named by SOURCE: a file (JSON or JSONL with one trace) or a stored trace id. True if it came from a file."""
     path = Path(source)
     if path.is_file():
-        from faultlens.middleware.jsonl import load_jsonl, parse_trace
+        from faultlens.middleware.jsonl import load_jsonl, parse_trace, read_utf8
 
         if path.suffix in (".jsonl", ".gz"):
             traces = load_jsonl(path)
             if len(traces) != 1:
                 raise InputError(str(path), None, None, f"holds {len(traces)} traces; attribute one at a time (store them with `faultlens traces import` and pass an id)")
             return traces[0], True
-        return parse_trace(path.read_text(encoding="utf-8"), str(path)), True
+        return parse_trace(read_utf8(path), str(path)), True
     return open_store(db_path).get_trace(source), False
 
 

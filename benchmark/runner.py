@@ -138,22 +138,48 @@ def prediction_record(trace: Trace, attribution: Attribution, dataset: str, meth
     }
 
 
+_REQUIRED = ("trace_id", "predicted", "gold", "status")
+
+
+def _complete_record(raw: bytes) -> dict[str, Any] | None:
+    """The record on a last line that lost its newline, if the line is whole; None if the write was cut off."""
+    try:
+        record = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return record if isinstance(record, dict) and all(key in record for key in _REQUIRED) else None
+
+
 def read_predictions(path: Path) -> list[dict[str, Any]]:
-    """Prediction records of one file; a truncated last line (a killed run) is ignored."""
+    """Prediction records of one file.
+
+    Only a last line without its newline may be bad (a killed run cut it, maybe
+    inside a multi-byte character): it is ignored if it is not a whole record,
+    and counted if it is. Any other bad line is an InputError naming it.
+    """
     if not path.exists():
         return []
+    data = path.read_bytes()
+    lines = data.split(b"\n")
+    last_is_cut = not data.endswith(b"\n")
     records: list[dict[str, Any]] = []
-    lines = path.read_text(encoding="utf-8").split("\n")
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        if last_is_cut and number == len(lines):
+            record = _complete_record(raw)
+            if record is not None:
+                records.append(record)
             continue
         try:
-            record = json.loads(line)
+            record = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise InputError(str(path), f"line {number}", None, f"not UTF-8 (byte {exc.start})") from None
         except json.JSONDecodeError as exc:
-            if number == len(lines):  # no newline after it: the write was cut off
-                continue
             raise InputError(str(path), f"line {number}", None, f"not valid JSON ({exc.msg})") from None
-        for key in ("trace_id", "predicted", "gold", "status"):
+        if not isinstance(record, dict):
+            raise InputError(str(path), f"line {number}", None, f"expected a JSON object, got {type(record).__name__}")
+        for key in _REQUIRED:
             if key not in record:
                 raise InputError(str(path), f"line {number}", key, "missing")
         records.append(record)
@@ -161,12 +187,22 @@ def read_predictions(path: Path) -> list[dict[str, Any]]:
 
 
 def _repair_tail(path: Path) -> None:
-    """Drop a half-written last line so appended lines start on a line of their own."""
+    """Make the file end at a line boundary before appending.
+
+    A last line that lost only its newline is a whole prediction and keeps its
+    place (read_predictions counted it as done); one cut mid-record is dropped.
+    """
     if not path.exists() or path.stat().st_size == 0:
         return
     data = path.read_bytes()
-    if not data.endswith(b"\n"):
-        path.write_bytes(data[: data.rfind(b"\n") + 1])
+    if data.endswith(b"\n"):
+        return
+    start = data.rfind(b"\n") + 1
+    if _complete_record(data[start:]) is not None:
+        with open(path, "ab") as handle:
+            handle.write(b"\n")
+    else:
+        path.write_bytes(data[:start])
 
 
 class _Appender:

@@ -60,6 +60,9 @@ class PluginGroup(click.Group):
             return super().invoke(ctx)
         except FaultlensError as exc:
             raise click.ClickException(str(exc)) from None
+        except OSError as exc:
+            # A file we could not open or read (permissions, a directory, a device): name it.
+            raise click.ClickException(f"{exc.filename or 'input'}: {exc.strerror or exc}") from None
 
 
 def _unavailable(name: str, why: str) -> click.Command:
@@ -179,6 +182,8 @@ def import_traces(db_path, spec, media_root):
         traces = load_traces(spec)
     store = get_store(db_path)
     count = store.save_traces(traces)
+    if count == 0:
+        raise click.ClickException(f"{spec}: holds no traces; nothing imported")
     console.print(f"imported {count} trace(s) from {spec} into {store.location}")
 
 

@@ -21,7 +21,9 @@ from typing import Any
 
 from . import spans as S
 from .errors import FieldError, InputError
+from .jsonl import read_utf8
 from .model import Step, StepKind, Trace
+from .otlp_schema import SchemaError, validate_export
 from .spans import SpanRecord
 
 _STATUS = {0: "unset", 1: "ok", 2: "error", "STATUS_CODE_UNSET": "unset", "STATUS_CODE_OK": "ok", "STATUS_CODE_ERROR": "error"}
@@ -141,10 +143,16 @@ def _span(span: Any, resource: dict[str, Any], field: str) -> SpanRecord:
     )
 
 
-def _records(payload: Any, source: str, line: int | None) -> tuple[list[SpanRecord], dict[int, str]]:
+def _records(payload: Any, source: str, line: int | None, checked: bool = False) -> tuple[list[SpanRecord], dict[int, str]]:
     where = f"line {line}" if line is not None else None
     if not isinstance(payload, dict):
         raise InputError(source, where, None, f"expected a JSON object with resourceSpans, got {type(payload).__name__}")
+    if not checked:
+        try:
+            # The one schema every OTLP export must fit (the server checks the same); the reading below relies on it.
+            validate_export(payload)
+        except SchemaError as exc:
+            raise InputError(source, where, exc.field, exc.message) from None
     resource_spans = payload.get("resourceSpans", payload.get("resource_spans"))
     if not isinstance(resource_spans, list):
         raise InputError(source, where, "resourceSpans", "missing or not a list (is this an OTLP trace export?)")
@@ -167,12 +175,13 @@ def _records(payload: Any, source: str, line: int | None) -> tuple[list[SpanReco
     return records, labels
 
 
-def otlp_json_to_records(payload: dict, source: str = "otlp") -> list[SpanRecord]:
+def otlp_json_to_records(payload: dict, source: str = "otlp", *, checked: bool = False) -> list[SpanRecord]:
     """The spans of one ExportTraceServiceRequest (as JSON) as `SpanRecord`s.
 
     Raises InputError naming the span (resourceSpans[i].scopeSpans[j].spans[k]) and field.
+    checked: the caller has already passed `payload` through `otlp_schema.validate_export`.
     """
-    return _records(payload, source, None)[0]
+    return _records(payload, source, None, checked)[0]
 
 
 def read_otlp_file(path: str | Path) -> Iterator[Trace]:
@@ -182,12 +191,12 @@ def read_otlp_file(path: str | Path) -> Iterator[Trace]:
     returned, so a bad record fails the whole file.
     """
     path = Path(path)
-    text = path.read_text(encoding="utf-8")
     source = str(path)
+    text = read_utf8(path)
     payloads: list[tuple[Any, int | None]]
     try:
         payloads = [(json.loads(text), None)]
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         payloads = []
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
@@ -196,6 +205,8 @@ def read_otlp_file(path: str | Path) -> Iterator[Trace]:
                 payloads.append((json.loads(line), number))
             except json.JSONDecodeError as exc:
                 raise InputError(source, f"line {number}", None, f"not valid JSON ({exc.msg} at column {exc.colno})") from None
+            except RecursionError:
+                raise InputError(source, f"line {number}", None, "JSON nested too deeply") from None
     records: list[SpanRecord] = []
     labels: dict[int, str] = {}
     for payload, line in payloads:

@@ -39,7 +39,7 @@ from psycopg_pool import ConnectionPool
 from .errors import FaultlensError
 from .jobs import JOB_COLUMNS, Job, job_row, next_submission
 from .model import AgentInfo, Attribution, Lesson, Outcome, Step, Trace
-from .redact import redact
+from .redact import redact, redact_id
 from .store_api import (
     STORE_SCHEMA_VERSION,
     SchemaTooNew,
@@ -255,6 +255,7 @@ class PostgresStore:
 
     def add_step(self, trace_id: str, step: Step) -> None:
         """Add or replace one step (idempotent by span id). The trace header must exist."""
+        trace_id = redact_id(trace_id)
         row = {k: _clean(v) for k, v in step_row(trace_id, step, 0, 0.0).items()}
         row.update(started=step.started_at, now=time.time())
         with self._write() as conn:
@@ -269,6 +270,7 @@ class PostgresStore:
     _LINK_COLUMNS = ("span_id", "parent_id", "start_ns", "agent", "describes", "task", "output", "waiting_on")
 
     def save_span_links(self, trace_id: str, rows: Iterable[dict[str, Any]]) -> None:
+        trace_id = redact_id(trace_id)
         rows = [[_clean(trace_id), *(_clean(row.get(c)) for c in self._LINK_COLUMNS)] for row in rows]
         if not rows:
             return
@@ -300,6 +302,7 @@ class PostgresStore:
 
     def steps_waiting_on(self, trace_id: str, span_ids: list[str]) -> list[tuple[str, str]]:
         """(step span id, the ancestor it waits on) for steps waiting on any of `span_ids`."""
+        trace_id = redact_id(trace_id)
         with self._read() as conn:
             rows = conn.execute("SELECT span_id, waiting_on FROM span_links WHERE trace_id = %s AND waiting_on = ANY(%s)",
                                 [_clean(trace_id), [_clean(i) for i in span_ids]]).fetchall()
@@ -307,6 +310,7 @@ class PostgresStore:
 
     def set_step_agents(self, trace_id: str, agents: dict[str, str], waiting: dict[str, str | None]) -> None:
         """Give stored steps (by span id) their agent once the span tree names it, and move what the others wait on."""
+        trace_id = redact_id(trace_id)
         trace_id = _clean(trace_id)
         with self._write() as conn:
             for span_id, waiting_on in waiting.items():
@@ -324,16 +328,19 @@ class PostgresStore:
 
     def delete_step(self, trace_id: str, key: str) -> None:
         """Remove one step (by span id), e.g. a chain step that turned out to repeat its tool's output."""
+        trace_id = redact_id(trace_id)
         with self._write() as conn:
             conn.execute("DELETE FROM steps WHERE trace_id = %s AND key = %s", [_clean(trace_id), _clean(key)])
 
     def set_run_agents(self, trace_id: str, agents: list[AgentInfo]) -> None:
+        trace_id = redact_id(trace_id)
         data = redact([a.model_dump(mode="json") for a in agents])
         with self._write() as conn:
             conn.execute("UPDATE traces SET agents = %s, updated_at = %s WHERE id = %s", [dumps(data), time.time(), _clean(trace_id)])
 
     def fill_run_query(self, trace_id: str, query: str) -> None:
         """Set a run's task query if it has none yet (a task given by the run itself is kept)."""
+        trace_id = redact_id(trace_id)
         if not query:
             return
         query = redact(query)
@@ -347,6 +354,7 @@ class PostgresStore:
                          [_clean(query), dumps(task), time.time(), _clean(trace_id)])
 
     def set_outcome(self, trace_id: str, outcome: Outcome) -> None:
+        trace_id = redact_id(trace_id)
         with self._write() as conn:
             found = conn.execute(
                 "UPDATE traces SET outcome = %s, success = %s, updated_at = %s WHERE id = %s RETURNING id",
@@ -356,11 +364,13 @@ class PostgresStore:
                 raise TraceNotFound(trace_id)
 
     def has_trace(self, trace_id: str) -> bool:
+        trace_id = redact_id(trace_id)
         with self._read() as conn:
             return conn.execute("SELECT 1 FROM traces WHERE id = %s", [_clean(trace_id)]).fetchone() is not None
 
     def get_outcome(self, trace_id: str) -> Outcome | None:
         """A run's outcome without reading its steps (None if not recorded yet). Raises TraceNotFound."""
+        trace_id = redact_id(trace_id)
         with self._read() as conn:
             row = conn.execute("SELECT outcome FROM traces WHERE id = %s", [_clean(trace_id)]).fetchone()
         if row is None:
@@ -368,6 +378,7 @@ class PostgresStore:
         return Outcome.model_validate_json(row[0]) if row[0] else None
 
     def get_trace(self, trace_id: str) -> Trace:
+        trace_id = redact_id(trace_id)
         with self._read() as conn:
             row = conn.execute(
                 "SELECT schema_version, task, agents, outcome, source, gold, metadata, created_at FROM traces WHERE id = %s",
@@ -418,6 +429,7 @@ class PostgresStore:
             return conn.execute("SELECT COUNT(*) FROM traces").fetchone()[0]
 
     def delete_trace(self, trace_id: str) -> None:
+        trace_id = redact_id(trace_id)
         with self._write() as conn:
             conn.execute("DELETE FROM steps WHERE trace_id = %s", [_clean(trace_id)])
             conn.execute("DELETE FROM span_links WHERE trace_id = %s", [_clean(trace_id)])
@@ -425,7 +437,7 @@ class PostgresStore:
 
     # -- attributions ------------------------------------------------------
     def save_attribution(self, attribution: Attribution) -> None:
-        a = attribution
+        a = Attribution.model_validate(redact(attribution.model_dump(mode="json")))
         row = {
             "id": a.id, "trace_id": a.trace_id, "method": a.method, "model": a.model, "status": a.status.value,
             "agent": a.agent, "step": a.step, "mode": a.mode, "created_at": a.created_at, "data": a.model_dump_json(),
@@ -434,12 +446,14 @@ class PostgresStore:
             _upsert(conn, "attributions", row, ("id",))
 
     def attributions(self, trace_id: str) -> list[Attribution]:
+        trace_id = redact_id(trace_id)
         with self._read() as conn:
             rows = conn.execute("SELECT data FROM attributions WHERE trace_id = %s ORDER BY created_at, id", [_clean(trace_id)]).fetchall()
         return [Attribution.model_validate_json(r[0]) for r in rows]
 
     # -- lessons -----------------------------------------------------------
     def save_lesson(self, lesson: Lesson) -> None:
+        lesson = Lesson.model_validate(redact(lesson.model_dump(mode="json")))
         row = {
             "id": lesson.id, "agent": lesson.agent, "mode": lesson.mode, "retired": int(lesson.retired),
             "created_at": lesson.created_at, "updated_at": lesson.updated_at, "data": lesson.model_dump_json(),
@@ -467,6 +481,7 @@ class PostgresStore:
 
     # -- jobs (the failed-run queue, see jobs.py) ----------------------------
     def get_job(self, trace_id: str) -> Job | None:
+        trace_id = redact_id(trace_id)
         with self._read() as conn:
             row = conn.execute(_JOB_SELECT + " WHERE trace_id = %s", [_clean(trace_id)]).fetchone()
         return None if row is None else Job.from_row(row)
@@ -476,6 +491,7 @@ class PostgresStore:
             return dict(conn.execute("SELECT state, COUNT(*) FROM jobs GROUP BY state").fetchall())
 
     def submit_job(self, trace_id: str, *, hold: bool = False, again: bool = False, max_queued: int | None = None, drop_reason: str | None = None) -> Job:
+        trace_id = redact_id(trace_id)
         with self._write() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [_JOB_SPACE, _clean(trace_id)])
             row = conn.execute(_JOB_SELECT + " WHERE trace_id = %s", [_clean(trace_id)]).fetchone()

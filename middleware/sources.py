@@ -77,6 +77,8 @@ def _existing(path: str) -> Path:
     p = Path(path)
     if not p.exists():
         raise InputError(path, None, None, "no such file")
+    if not p.is_file():
+        raise InputError(path, None, None, "is a directory, not a file; give one file (FORMAT:FILE)")
     return p
 
 

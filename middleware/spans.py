@@ -204,6 +204,10 @@ def _flattened(attrs: Mapping[str, Any], prefix: str) -> list[dict[str, Any]]:
         *path, last = m.group(2).split(".")
         for part in path:
             node = node.setdefault(part, {})
+            if not isinstance(node, dict):  # `a.0.message` and `a.0.message.role` both given
+                raise FieldError(key, f"{key} clashes with another attribute that gives {prefix}.{m.group(1)}.{part} a plain value")
+        if isinstance(node.get(last), dict):
+            raise FieldError(key, f"{key} clashes with attributes nested under it")
         node[last] = value
     return [items[i] for i in sorted(items)]
 
@@ -248,12 +252,28 @@ def messages_of(record: SpanRecord, direction: str) -> list[Any] | None:
     name = INPUT_MESSAGES if direction == "input" else OUTPUT_MESSAGES
     if name in attrs:
         value = _json_attr(attrs, name)
-        return value if isinstance(value, list) else [value]
+        messages = value if isinstance(value, list) else [value]
+        _check_messages(messages, name)
+        return messages
     oi = _openinference_messages(attrs, "llm.input_messages" if direction == "input" else "llm.output_messages")
     if oi:
         return oi
     legacy = _openllmetry_messages(attrs, "gen_ai.prompt" if direction == "input" else "gen_ai.completion")
     return legacy or None
+
+
+def _check_messages(messages: list[Any], name: str) -> None:
+    """The shape `message_text` reads: each message a string or an object whose parts/tool_calls are lists of objects."""
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict):
+            continue
+        for key in ("parts", "tool_calls"):
+            items = message.get(key)
+            if items is not None and not isinstance(items, list):
+                raise FieldError(name, f"message {i}: {key} must be a list, not {type(items).__name__}")
+        for call in message.get("tool_calls") or []:
+            if not isinstance(call, dict) or not isinstance(call.get("function", {}), dict):
+                raise FieldError(name, f"message {i}: each tool call must be an object with a 'function' object")
 
 
 def _part_text(part: Any) -> str:
@@ -406,10 +426,16 @@ def span_to_step(record: SpanRecord, *, source: str = "spans", label: str | int 
     """
     try:
         return _span_to_step(record, agent)
+    except InputError:
+        raise
     except FieldError as exc:
         raise InputError(source, label if label is not None else f"span {record.span_id}", exc.field, str(exc)) from None
     except ValidationError as exc:
         raise from_validation_error(source, label if label is not None else f"span {record.span_id}", exc) from None
+    except (TypeError, AttributeError, KeyError, ValueError) as exc:
+        # Attribute values of a shape no reader above expects (e.g. OpenInference
+        # keys that clash): still the client's span, so still a named input error.
+        raise InputError(source, label if label is not None else f"span {record.span_id}", "attributes", f"cannot be read as a step ({type(exc).__name__}: {exc})") from None
 
 
 def _span_to_step(record: SpanRecord, fallback_agent: str | None) -> Step | None:
@@ -545,7 +571,7 @@ def _model_attr(record: SpanRecord, name: str, model: type, source: str, label: 
         return model.model_validate(value)
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise InputError(source, label, name + "." + ".".join(str(p) for p in first["loc"]), first["msg"]) from None
+        raise InputError(source, label, ".".join([name, *(str(p) for p in first["loc"])]), first["msg"]) from None
 
 
 def is_header_span(record: SpanRecord) -> bool:
@@ -553,7 +579,24 @@ def is_header_span(record: SpanRecord) -> bool:
 
 
 def header_from_record(record: SpanRecord, trace_id: str, *, source: str = "spans", label: str | int | None = None) -> Trace:
-    """The trace header (task, agents, outcome, source, ...) a workflow/root span describes."""
+    """The trace header (task, agents, outcome, source, ...) a workflow/root span describes.
+
+    Raises InputError naming the span and attribute for any value it cannot read.
+    """
+    where = label if label is not None else f"span {record.span_id}"
+    try:
+        return _header_from_record(record, trace_id, source=source, label=label)
+    except InputError:
+        raise
+    except FieldError as exc:
+        raise InputError(source, where, exc.field, str(exc)) from None
+    except ValidationError as exc:
+        raise from_validation_error(source, where, exc) from None
+    except (TypeError, AttributeError, KeyError, ValueError) as exc:
+        raise InputError(source, where, "attributes", f"cannot be read as a trace header ({type(exc).__name__}: {exc})") from None
+
+
+def _header_from_record(record: SpanRecord, trace_id: str, *, source: str, label: str | int | None) -> Trace:
     label = label if label is not None else f"span {record.span_id}"
     attrs = record.attributes
     task = _model_attr(record, TRACE_TASK, Task, source, label)
@@ -685,7 +728,7 @@ def ingest(store: Any, records: Iterable[SpanRecord], *, source: str = "spans") 
         if root is None:
             root = next((r for r in group if r.parent_id is None and r.operation in (AGENT, CHAIN)), None)
         header = header_from_record(root, trace_id, source=source) if root is not None else None
-        links = {r.span_id: link_of(r) for r in group}
+        links = {r.span_id: _read_link(r, source) for r in group}
         steps = []
         for r in group:
             step = span_to_step(r, source=source)
@@ -760,6 +803,9 @@ def _ingest_tree(store: Any, trace_id: str, root: SpanRecord | None, header: Tra
 
 
 # -- agent identity from the span tree -----------------------------------------
+_MAX_INT64 = 2**63 - 1  # the span_links.start_ns column is a signed 64-bit integer
+
+
 @dataclass(frozen=True)
 class SpanLink:
     """What the span tree needs of one span: where it hangs, whose it is, what it says of the run.
@@ -779,7 +825,9 @@ class SpanLink:
 
     def row(self, waiting_on: str | None = None) -> dict[str, Any]:
         describes = {"agents": [a.model_dump(mode="json") for a in self.agents], "explicit": self.explicit} if self.agents or self.explicit else None
-        return {"span_id": self.span_id, "parent_id": self.parent_id, "start_ns": self.start_ns, "agent": self.agent,
+        # The schema accepts times up to 2**64 ns; the column is a signed 64-bit integer, and only order matters.
+        start_ns = None if self.start_ns is None else min(self.start_ns, _MAX_INT64)
+        return {"span_id": self.span_id, "parent_id": self.parent_id, "start_ns": start_ns, "agent": self.agent,
                 "describes": json.dumps(describes, sort_keys=True) if describes else None, "task": self.task, "output": self.output,
                 "waiting_on": waiting_on}
 
@@ -857,6 +905,15 @@ def _input_value_text(value: Any) -> str | None:
             if isinstance(item, str):
                 return item
     return None
+
+
+def _read_link(record: SpanRecord, source: str) -> SpanLink:
+    try:
+        return link_of(record)
+    except FieldError as exc:
+        raise InputError(source, f"span {record.span_id}", exc.field, str(exc)) from None
+    except (TypeError, AttributeError, KeyError, ValueError) as exc:
+        raise InputError(source, f"span {record.span_id}", "attributes", f"cannot be read as a span tree link ({type(exc).__name__}: {exc})") from None
 
 
 def link_of(record: SpanRecord) -> SpanLink:

@@ -31,7 +31,7 @@ import sqlite_utils
 from .jobs import JOB_COLUMNS, Job, job_row, next_submission
 from .model import AgentInfo, Attribution, Lesson, Outcome, Step, Trace
 from .pg_store import PostgresStore
-from .redact import redact
+from .redact import redact, redact_id
 from .store_api import (
     DEFAULT_DB,
     STORE_SCHEMA_VERSION,
@@ -197,7 +197,7 @@ class SQLiteStore:
         count = 0
         with self._write() as db:
             for trace in traces:
-                db.execute("DELETE FROM steps WHERE trace_id = ?", [trace.id])
+                db.execute("DELETE FROM steps WHERE trace_id = ?", [redact_id(trace.id)])
                 _upsert(db, "traces", self._trace_row(trace), ("id",))
                 for step in trace.steps:
                     _upsert(db, "steps", self._step_row(trace.id, step, step.index, float(step.index)), ("trace_id", "key"))
@@ -211,6 +211,8 @@ class SQLiteStore:
 
     def add_step(self, trace_id: str, step: Step) -> None:
         """Add or replace one step (idempotent by span id). The trace header must exist."""
+        trace_id = redact_id(trace_id)
+        trace_id = redact_id(trace_id)
         with self._write() as db:
             seq = db.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM steps WHERE trace_id = ?", [trace_id]).fetchone()[0]
             existing = db.execute("SELECT seq FROM steps WHERE trace_id = ? AND key = ?", [trace_id, step_key(step)]).fetchone()
@@ -225,6 +227,7 @@ class SQLiteStore:
     _LINK_COLUMNS = ("span_id", "parent_id", "start_ns", "agent", "describes", "task", "output", "waiting_on")
 
     def save_span_links(self, trace_id: str, rows: Iterable[dict[str, Any]]) -> None:
+        trace_id = redact_id(trace_id)
         with self._write() as db:
             for row in rows:
                 _upsert(db, "span_links", {"trace_id": trace_id, **{c: row.get(c) for c in self._LINK_COLUMNS}}, ("trace_id", "span_id"))
@@ -254,6 +257,7 @@ class SQLiteStore:
 
     def steps_waiting_on(self, trace_id: str, span_ids: list[str]) -> list[tuple[str, str]]:
         """(step span id, the ancestor it waits on) for steps waiting on any of `span_ids`."""
+        trace_id = redact_id(trace_id)
         found: list[tuple[str, str]] = []
         for start in range(0, len(span_ids), 500):  # SQLite's bound-parameter limit
             chunk = span_ids[start : start + 500]
@@ -265,6 +269,7 @@ class SQLiteStore:
 
     def set_step_agents(self, trace_id: str, agents: dict[str, str], waiting: dict[str, str | None]) -> None:
         """Give stored steps (by span id) their agent once the span tree names it, and move what the others wait on."""
+        trace_id = redact_id(trace_id)
         with self._write() as db:
             for span_id, waiting_on in waiting.items():
                 db.execute("UPDATE span_links SET waiting_on = ? WHERE trace_id = ? AND span_id = ?", [waiting_on, trace_id, span_id])
@@ -277,16 +282,19 @@ class SQLiteStore:
 
     def delete_step(self, trace_id: str, key: str) -> None:
         """Remove one step (by span id), e.g. a chain step that turned out to repeat its tool's output."""
+        trace_id = redact_id(trace_id)
         with self._write() as db:
             db.execute("DELETE FROM steps WHERE trace_id = ? AND key = ?", [trace_id, key])
 
     def set_run_agents(self, trace_id: str, agents: list[AgentInfo]) -> None:
+        trace_id = redact_id(trace_id)
         with self._write() as db:
             data = redact([a.model_dump(mode="json") for a in agents])
             db.execute("UPDATE traces SET agents = ?, updated_at = ? WHERE id = ?", [_dumps(data), time.time(), trace_id])
 
     def fill_run_query(self, trace_id: str, query: str) -> None:
         """Set a run's task query if it has none yet (a task given by the run itself is kept)."""
+        trace_id = redact_id(trace_id)
         if not query:
             return
         row = self._db().execute("SELECT query FROM traces WHERE id = ?", [trace_id]).fetchone()
@@ -300,6 +308,8 @@ class SQLiteStore:
             )
 
     def set_outcome(self, trace_id: str, outcome: Outcome) -> None:
+        trace_id = redact_id(trace_id)
+        trace_id = redact_id(trace_id)
         with self._write() as db:
             cursor = db.execute(
                 "UPDATE traces SET outcome = ?, success = ?, updated_at = ? WHERE id = ?",
@@ -308,17 +318,25 @@ class SQLiteStore:
             if cursor.rowcount == 0:
                 raise TraceNotFound(trace_id)
 
+    # Readers take the id a caller knows (perhaps one holding a secret) and look
+    # up the id it was stored under; redact_id is the identity on clean ids.
     def has_trace(self, trace_id: str) -> bool:
+        trace_id = redact_id(trace_id)
+        trace_id = redact_id(trace_id)
         return self._db().execute("SELECT 1 FROM traces WHERE id = ?", [trace_id]).fetchone() is not None
 
     def get_outcome(self, trace_id: str) -> Outcome | None:
         """A run's outcome without reading its steps (None if not recorded yet). Raises TraceNotFound."""
+        trace_id = redact_id(trace_id)
+        trace_id = redact_id(trace_id)
         row = self._db().execute("SELECT outcome FROM traces WHERE id = ?", [trace_id]).fetchone()
         if row is None:
             raise TraceNotFound(trace_id)
         return Outcome.model_validate_json(row[0]) if row[0] else None
 
     def get_trace(self, trace_id: str) -> Trace:
+        trace_id = redact_id(trace_id)
+        trace_id = redact_id(trace_id)
         db = self._db()
         row = db.execute(
             "SELECT schema_version, task, agents, outcome, source, gold, metadata, created_at FROM traces WHERE id = ?",
@@ -367,6 +385,8 @@ class SQLiteStore:
         return self._db().execute("SELECT COUNT(*) FROM traces").fetchone()[0]
 
     def delete_trace(self, trace_id: str) -> None:
+        trace_id = redact_id(trace_id)
+        trace_id = redact_id(trace_id)
         with self._write() as db:
             db.execute("DELETE FROM steps WHERE trace_id = ?", [trace_id])
             db.execute("DELETE FROM span_links WHERE trace_id = ?", [trace_id])
@@ -374,7 +394,7 @@ class SQLiteStore:
 
     # -- attributions ------------------------------------------------------
     def save_attribution(self, attribution: Attribution) -> None:
-        a = attribution
+        a = Attribution.model_validate(redact(attribution.model_dump(mode="json")))
         with self._write() as db:
             _upsert(
                 db,
@@ -395,13 +415,15 @@ class SQLiteStore:
             )
 
     def attributions(self, trace_id: str) -> list[Attribution]:
+        trace_id = redact_id(trace_id)
         rows = self._db().execute(
-            "SELECT data FROM attributions WHERE trace_id = ? ORDER BY created_at, id", [trace_id]
+            "SELECT data FROM attributions WHERE trace_id = ? ORDER BY created_at, id", [redact_id(trace_id)]
         ).fetchall()
         return [Attribution.model_validate_json(r[0]) for r in rows]
 
     # -- lessons -----------------------------------------------------------
     def save_lesson(self, lesson: Lesson) -> None:
+        lesson = Lesson.model_validate(redact(lesson.model_dump(mode="json")))
         with self._write() as db:
             _upsert(
                 db,
@@ -439,6 +461,7 @@ class SQLiteStore:
     _JOB_SELECT = f"SELECT {', '.join(JOB_COLUMNS)} FROM jobs"
 
     def get_job(self, trace_id: str) -> Job | None:
+        trace_id = redact_id(trace_id)
         row = self._db().execute(self._JOB_SELECT + " WHERE trace_id = ?", [trace_id]).fetchone()
         return None if row is None else Job.from_row(row)
 
@@ -446,6 +469,7 @@ class SQLiteStore:
         return dict(self._db().execute("SELECT state, COUNT(*) FROM jobs GROUP BY state").fetchall())
 
     def submit_job(self, trace_id: str, *, hold: bool = False, again: bool = False, max_queued: int | None = None, drop_reason: str | None = None) -> Job:
+        trace_id = redact_id(trace_id)
         with self._write() as db:
             row = db.execute(self._JOB_SELECT + " WHERE trace_id = ?", [trace_id]).fetchone()
             current = None if row is None else Job.from_row(row)

@@ -20,7 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 from .errors import FaultlensError, NotFound
 from .jobs import JobStore
 from .model import AgentInfo, Attribution, Lesson, Outcome, Step, Trace
-from .redact import redact
+from .redact import redact, redact_id
 
 DEFAULT_DB = Path(".faultlens") / "faultlens.db"
 # The version of the tables' layout (not of the Trace model: that is model.SCHEMA_VERSION).
@@ -147,16 +147,17 @@ def dumps(value: Any) -> str | None:
 
 def trace_row(trace: Trace) -> dict[str, Any]:
     """A trace's header as a `traces` row, secrets redacted."""
+    # Every stored string goes through redaction, the id and columns included.
     data = redact(trace.model_dump(mode="json", exclude={"steps"}))
     return {
-        "id": trace.id,
-        "schema_version": trace.schema_version,
+        "id": data["id"],
+        "schema_version": data["schema_version"],
         "query": data["task"]["query"],
         "success": None if trace.outcome is None else int(trace.outcome.success),
-        "framework": trace.source.framework,
-        "benchmark": trace.source.benchmark,
-        "modality": trace.source.modality,
-        "format": trace.source.format,
+        "framework": data["source"]["framework"],
+        "benchmark": data["source"]["benchmark"],
+        "modality": data["source"]["modality"],
+        "format": data["source"]["format"],
         "created_at": trace.created_at,
         "updated_at": time.time(),
         "task": dumps(data["task"]),
@@ -169,19 +170,19 @@ def trace_row(trace: Trace) -> dict[str, Any]:
 
 
 def step_key(step: Step) -> str:
-    """What makes a step unique within its trace: its span id, else its index."""
-    return step.span_id or f"#{step.index}"
+    """What makes a step unique within its trace: its (redacted) span id, else its index."""
+    return redact_id(step.span_id) if step.span_id else f"#{step.index}"
 
 
 def step_row(trace_id: str, step: Step, seq: int, position: float) -> dict[str, Any]:
     """A step as a `steps` row, secrets redacted."""
     data = redact(step.model_dump(mode="json"))
     return {
-        "trace_id": trace_id,
+        "trace_id": redact_id(trace_id),
         "key": step_key(step),
         "position": position,
         "seq": seq,
-        "agent": step.agent,
+        "agent": data["agent"],
         "kind": data["kind"],
         "error": int(step.error is not None),
         "data": dumps(data),

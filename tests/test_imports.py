@@ -38,8 +38,6 @@ KNOWN_PRIVATE: set[tuple[str, str, str]] = {
 KNOWN_CYCLES: list[frozenset[str]] = [
     # tracer.langgraph_handler() imports the instrumentation, which imports the tracer (middleware/tracer.py)
     frozenset({"faultlens.middleware.instrument.langgraph", "faultlens.middleware.tracer"}),
-    # branch harden: create_app is being split into APIRouter modules
-    frozenset({"faultlens.server.app", "faultlens.server.ui"}),
 ]
 
 

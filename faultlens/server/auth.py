@@ -34,12 +34,30 @@ def resolve_token(token: str | None) -> str | None:
     return value or None
 
 
+# A token guards everything a public server holds; shorter ones can be guessed
+# (the failed-login limit slows guessing, it does not make a short token long).
+MIN_PUBLIC_TOKEN = 16
+
+
 def check_bind(host: str, token: str | None) -> None:
-    """Raise `UnsafeBind` unless `host` is loopback or a token is set."""
-    if not is_loopback(host) and not token:
+    """Raise `UnsafeBind` unless `host` is loopback or a good enough token is set.
+
+    A token with whitespace is refused anywhere (an HTTP header cannot carry it
+    intact); on a public interface it must also be at least MIN_PUBLIC_TOKEN characters.
+    """
+    if token is not None and token != "" and (not token.strip() or any(c.isspace() for c in token)):
+        raise UnsafeBind(f"the token contains whitespace, which an 'Authorization: Bearer' header cannot carry; choose another ({TOKEN_ENV} or --token)")
+    if is_loopback(host):
+        return
+    if not token:
         raise UnsafeBind(
             f"refusing to listen on {host!r} without a token: anyone who can reach it could read your traces. "
             f"Set {TOKEN_ENV} (or pass --token), or bind to 127.0.0.1."
+        )
+    if len(token) < MIN_PUBLIC_TOKEN:
+        raise UnsafeBind(
+            f"refusing to listen on {host!r} with a {len(token)}-character token: use at least {MIN_PUBLIC_TOKEN} characters "
+            f"(e.g. python -c 'import secrets; print(secrets.token_urlsafe(24))'), or bind to 127.0.0.1."
         )
 
 

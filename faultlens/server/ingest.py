@@ -64,11 +64,14 @@ class Ingestor:
     def _outcome(self, trace_id: str) -> Outcome | None:
         return self.store.get_outcome(trace_id) if self.store.has_trace(trace_id) else None
 
-    def __call__(self, payload: dict[str, Any]) -> IngestResult:
-        """Store one OTLP JSON payload. Raises InputError (and stores nothing) if any span is bad."""
+    def __call__(self, payload: dict[str, Any], *, checked: bool = False) -> IngestResult:
+        """Store one OTLP JSON payload. Raises InputError (and stores nothing) if any span is bad.
+
+        checked: `payload` already passed `otlp_schema.validate_export` (the route does it first).
+        """
         from faultlens.middleware.otlp import otlp_json_to_records
 
-        records = otlp_json_to_records(payload, source=SOURCE)
+        records = otlp_json_to_records(payload, source=SOURCE, checked=checked)
         ids = list(group_by_trace(records))
         # One transaction per request. The store makes other writers of the same runs wait
         # (SQLite: its one writer; PostgreSQL: a lock per run, across servers).

@@ -46,18 +46,35 @@ def decompress(body: bytes, encoding: str | None, limit: int) -> bytes:
         return body
     if encoding not in ("gzip", "deflate"):
         raise BodyError(415, f"unsupported Content-Encoding {encoding!r}; use gzip, deflate or none")
-    # wbits: 16+MAX for a gzip header, MAX for zlib-wrapped deflate.
-    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS if encoding == "gzip" else zlib.MAX_WBITS)
-    try:
-        out = inflater.decompress(body, limit + 1)
-    except zlib.error as exc:
-        raise BodyError(400, f"body is not valid {encoding}: {exc}") from None
-    if len(out) > limit or inflater.unconsumed_tail:
-        # A small compressed body may inflate to gigabytes; the limit applies to what we would parse.
-        raise BodyError(413, f"decompressed body is larger than the {limit}-byte limit")
-    if not inflater.eof:
-        raise BodyError(400, f"body is truncated {encoding} data")
-    return out
+    if encoding == "deflate":
+        return _inflate(body, zlib.MAX_WBITS, encoding, limit, members=False)
+    return _inflate(body, 16 + zlib.MAX_WBITS, encoding, limit, members=True)
+
+
+def _inflate(data: bytes, wbits: int, encoding: str, limit: int, *, members: bool) -> bytes:
+    """Inflate every member of `data` (gzip allows several back to back, as `gzip.decompress` reads them).
+
+    Anything after the last complete stream that is not another gzip member is
+    an error: a body whose tail we did not read would be acknowledged but not stored.
+    """
+    out = bytearray()
+    while True:
+        # wbits: 16+MAX for a gzip header, MAX for zlib-wrapped deflate.
+        inflater = zlib.decompressobj(wbits)
+        try:
+            out += inflater.decompress(data, limit + 1 - len(out))
+        except zlib.error as exc:
+            raise BodyError(400, f"body is not valid {encoding}: {exc}") from None
+        if len(out) > limit or inflater.unconsumed_tail:
+            # A small compressed body may inflate to gigabytes; the limit applies to what we would parse.
+            raise BodyError(413, f"decompressed body is larger than the {limit}-byte limit")
+        if not inflater.eof:
+            raise BodyError(400, f"body is truncated {encoding} data")
+        data = inflater.unused_data
+        if not data:
+            return bytes(out)
+        if not (members and data[:2] == b"\x1f\x8b"):
+            raise BodyError(400, f"body has {len(data)} byte(s) of trailing data after the {encoding} stream")
 
 
 def _b64_to_hex(value: str) -> str:
@@ -90,11 +107,18 @@ def protobuf_to_otlp_json(body: bytes) -> dict[str, Any]:
     return payload
 
 
+def _no_constant(name: str) -> Any:
+    # Python's json reads NaN and Infinity, which JSON does not have and no response could echo.
+    raise json.JSONDecodeError(f"{name} is not a JSON value", name, 0)
+
+
 def parse_json(body: bytes) -> dict[str, Any]:
     try:
-        payload = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        payload = json.loads(body, parse_constant=_no_constant)
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, NaN
         raise BodyError(400, f"body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise BodyError(400, "body is not valid JSON: it nests too deeply") from None
     if not isinstance(payload, dict):
         raise BodyError(400, f"body must be a JSON object with 'resourceSpans', not {type(payload).__name__}")
     return payload

@@ -14,28 +14,40 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote
 
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from faultlens.middleware.model import Attribution, Media, Trace
-from faultlens.middleware.store import TraceNotFound
+from faultlens.middleware.store import Store, TraceNotFound
 from faultlens.middleware.taxonomy import is_mode, get_mode
 from .auth import TOKEN_COOKIE, token_matches
+from .deps import get_services, get_store, get_worker, trace_or_404
 from .report_view import report_sections
+from .security import MEDIA_CSP, client_of, too_many
+from .services import Services, parse_since
+from .worker import FailureWorker
 
 HERE = Path(__file__).parent
 templates = Jinja2Templates(directory=str(HERE / "templates"))
 # Order of the runs list: failed, then not yet judged, then succeeded.
 _STATUS_RANK = {False: 0, None: 1, True: 2}
+# What /media may serve: pictures and video, never a type a browser would run
+# (text/html, SVG with its scripts, ...), whatever the span claims.
+_MEDIA_PREFIXES = ("image/", "video/")
+_MEDIA_REFUSED = {"image/svg+xml"}
 _PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#ff9da7", "#9c755f", "#bab0ac", "#e15759"]
 
 
 def _when(ts: float | None) -> str:
     if ts is None:
         return ""
-    return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    try:
+        return datetime.fromtimestamp(ts, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except (OverflowError, ValueError, OSError):
+        # A time no datetime holds (a file import or an older store may carry one): show it, do not fail the page.
+        return f"{ts!r} (not a date)"
 
 
 def _mode_label(code: str | None) -> str:
@@ -57,16 +69,22 @@ templates.env.filters["mode_label"] = _mode_label
 templates.env.filters["pretty"] = _pretty
 
 
-def media_src(app: FastAPI, trace: Trace, step_index: int, position: int, media: Media) -> str | None:
-    """Where the browser can load a media item from, or None if it must not (a path outside media_root)."""
+def servable_media_type(mime_type: str | None) -> bool:
+    kind = (mime_type or "").split(";", 1)[0].strip().lower()
+    return kind.startswith(_MEDIA_PREFIXES) and kind not in _MEDIA_REFUSED
+
+
+def media_src(media_root: Path | None, trace: Trace, step_index: int, position: int, media: Media) -> str | None:
+    """Where the browser can load a media item from, or None if it must not (not a picture or video, a path outside media_root)."""
+    if not servable_media_type(media.mime_type):
+        return None
     if media.data is not None:
         return f"data:{media.mime_type};base64,{media.data}"
     if media.uri is not None:
         return media.uri if media.uri.startswith(("http://", "https://", "data:")) else None
-    root = app.state.media_root
-    if root is None or media.path is None:
+    if media_root is None or media.path is None:
         return None
-    if not _inside(Path(media.path), root):
+    if not _inside(Path(media.path), media_root):
         return None
     return f"/media/{quote(trace.id)}/{step_index}/{position}"
 
@@ -83,114 +101,130 @@ def _latest(attributions: list[Attribution]) -> Attribution | None:
     return attributions[-1] if attributions else None
 
 
-def add_ui(app: FastAPI, lessons_for) -> None:
-    store = app.state.store
-    worker = app.state.worker
-    app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
+def page(request: Request, name: str, **context: Any) -> HTMLResponse:
+    context.setdefault("nav", name.split(".")[0])
+    return templates.TemplateResponse(request, name, context)
 
-    def page(request: Request, name: str, **context: Any) -> HTMLResponse:
-        context.setdefault("nav", name.split(".")[0])
-        return templates.TemplateResponse(request, name, context)
 
-    @app.get("/", response_class=HTMLResponse, include_in_schema=False)
-    def runs_page(request: Request, status: str = "", agent: str = "", since: str = ""):
-        from .app import parse_since
+router = APIRouter(include_in_schema=False)
 
-        try:
-            summaries = store.list_traces(status=status or None, agent=agent or None, since=parse_since(since), limit=500)
-        except ValueError as exc:
-            raise HTTPException(400, str(exc)) from None
-        summaries.sort(key=lambda s: (_STATUS_RANK[s.success], -s.created_at))
-        jobs = {s.id: worker.status(s.id) for s in summaries}
-        blames = {s.id: _latest(store.attributions(s.id)) for s in summaries if s.success is False}
-        return page(request, "runs.html", runs=summaries, jobs=jobs, blames=blames, status=status, agent=agent, since=since)
 
-    @app.get("/runs/{trace_id}", response_class=HTMLResponse, include_in_schema=False)
-    def trace_page(request: Request, trace_id: str):
-        try:
-            trace = store.get_trace(trace_id)
-        except TraceNotFound as exc:
-            raise HTTPException(404, str(exc)) from None
-        attributions = store.attributions(trace_id)
-        blame = _latest(attributions)
-        agents = sorted({s.agent for s in trace.steps}, key=lambda a: min(s.index for s in trace.steps if s.agent == a))
-        colors = {a: _PALETTE[i % len(_PALETTE)] for i, a in enumerate(agents)}
-        candidates = {c.step: c for c in (blame.ranking if blame else [])}
-        media = {
-            step.index: [(m, media_src(app, trace, step.index, i, m)) for i, m in enumerate(step.media)] for step in trace.steps
-        }
-        job = worker.status(trace_id)
-        return page(
-            request,
-            "trace.html",
-            nav="runs",
-            trace=trace,
-            blame=blame,
-            attributions=attributions,
-            agents=agents,
-            colors=colors,
-            candidates=candidates,
-            media=media,
-            job=job,
-            pending=job is not None and job.state in ("waiting", "queued", "running"),
-        )
+@router.get("/", response_class=HTMLResponse)
+def runs_page(request: Request, status: str = "", agent: str = "", since: str = "", store: Store = Depends(get_store), worker: FailureWorker = Depends(get_worker)):
+    try:
+        summaries = store.list_traces(status=status or None, agent=agent or None, since=parse_since(since), limit=500)
+    except ValueError as exc:
+        raise HTTPException(400, str(exc)) from None
+    summaries.sort(key=lambda s: (_STATUS_RANK[s.success], -s.created_at))
+    jobs = {s.id: worker.status(s.id) for s in summaries}
+    blames = {s.id: _latest(store.attributions(s.id)) for s in summaries if s.success is False}
+    return page(request, "runs.html", runs=summaries, jobs=jobs, blames=blames, status=status, agent=agent, since=since)
 
-    @app.get("/media/{trace_id}/{step}/{position}", include_in_schema=False)
-    def media_file(trace_id: str, step: int, position: int):
-        root = app.state.media_root
-        try:
-            item = store.get_trace(trace_id).steps[step].media[position]
-        except (TraceNotFound, IndexError):
-            raise HTTPException(404, "no such media") from None
-        if root is None or item.path is None or not _inside(Path(item.path), root) or not Path(item.path).is_file():
-            raise HTTPException(404, "media is not under the server's media root")
-        return FileResponse(item.path, media_type=item.mime_type)
 
-    @app.get("/lessons", response_class=HTMLResponse, include_in_schema=False)
-    def lessons_page(request: Request, agent: str = "", task: str = "", retired: str = ""):
-        if agent and task:
-            lessons = lessons_for(agent, task, 20)
-        else:
-            lessons = store.lessons(agent=agent or None, include_retired=bool(retired))
-        rows = []
-        for lesson in lessons:
-            shown_outcomes = lesson.helped + lesson.failed
-            rows.append((lesson, f"{lesson.helped / shown_outcomes:.0%}" if shown_outcomes else "–"))
-        return page(request, "lessons.html", rows=rows, agent=agent, task=task, retired=retired)
+@router.get("/runs/{trace_id}", response_class=HTMLResponse)
+def trace_page(request: Request, trace_id: str, services: Services = Depends(get_services)):
+    store, worker = services.store, services.worker
+    trace = trace_or_404(store, trace_id)
+    attributions = store.attributions(trace_id)
+    blame = _latest(attributions)
+    agents = sorted({s.agent for s in trace.steps}, key=lambda a: min(s.index for s in trace.steps if s.agent == a))
+    colors = {a: _PALETTE[i % len(_PALETTE)] for i, a in enumerate(agents)}
+    candidates = {c.step: c for c in (blame.ranking if blame else [])}
+    media = {
+        step.index: [(m, media_src(services.media_root, trace, step.index, i, m)) for i, m in enumerate(step.media)] for step in trace.steps
+    }
+    job = worker.status(trace_id)
+    return page(
+        request,
+        "trace.html",
+        nav="runs",
+        trace=trace,
+        blame=blame,
+        attributions=attributions,
+        agents=agents,
+        colors=colors,
+        candidates=candidates,
+        media=media,
+        job=job,
+        pending=job is not None and job.state in ("waiting", "queued", "running"),
+    )
 
-    @app.get("/reports", response_class=HTMLResponse, include_in_schema=False)
-    def reports_page(request: Request):
-        root: Path | None = app.state.reports_dir
-        sections = report_sections(root) if root is not None and root.is_dir() else []
-        return page(request, "reports.html", root=root, sections=sections)
 
-    @app.get("/reports/files/{name:path}", include_in_schema=False)
-    def report_file(name: str):
-        root: Path | None = app.state.reports_dir
-        if root is None:
-            raise HTTPException(404, "no reports directory configured (faultlens serve --reports DIR)")
-        path = root / name
-        if not _inside(path, root.resolve()) or not path.is_file():
-            raise HTTPException(404, f"no report file {name!r}")
-        kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
-        # A report's HTML is shown as text: it came from a file, not from us.
-        return FileResponse(path, media_type="text/plain" if kind == "text/html" else kind)
+@router.get("/media/{trace_id}/{step}/{position}")
+def media_file(trace_id: str, step: int, position: int, services: Services = Depends(get_services)):
+    root = services.media_root
+    try:
+        item = services.store.get_trace(trace_id).steps[step].media[position]
+    except (TraceNotFound, IndexError):
+        raise HTTPException(404, "no such media") from None
+    if root is None or item.path is None or not _inside(Path(item.path), root) or not Path(item.path).is_file():
+        raise HTTPException(404, "media is not under the server's media root")
+    if not servable_media_type(item.mime_type):
+        raise HTTPException(415, f"media of type {item.mime_type!r} is not served; only image and video types are")
+    return FileResponse(item.path, media_type=item.mime_type, headers={"Content-Security-Policy": MEDIA_CSP, "X-Content-Type-Options": "nosniff"})
 
-    @app.get("/login", response_class=HTMLResponse, include_in_schema=False)
-    def login_form(request: Request, next: str = "/"):
-        return page(request, "login.html", next=next if next.startswith("/") and not next.startswith("//") else "/", error="")
 
-    @app.post("/login", include_in_schema=False)
-    async def login(request: Request):
-        form = parse_qs((await request.body()).decode("utf-8", errors="replace"))
-        given = (form.get("token") or [""])[0]
-        target = (form.get("next") or ["/"])[0]
-        if not target.startswith("/") or target.startswith("//"):
-            target = "/"
-        expected = app.state.token
-        if expected and not token_matches(expected, f"Bearer {given}"):
+@router.get("/lessons", response_class=HTMLResponse)
+def lessons_page(request: Request, agent: str = "", task: str = "", retired: str = "", services: Services = Depends(get_services)):
+    if agent and task:
+        lessons = services.lessons_for(agent, task, 20)
+    else:
+        lessons = services.store.lessons(agent=agent or None, include_retired=bool(retired))
+    rows = []
+    for lesson in lessons:
+        shown_outcomes = lesson.helped + lesson.failed
+        rows.append((lesson, f"{lesson.helped / shown_outcomes:.0%}" if shown_outcomes else "–"))
+    return page(request, "lessons.html", rows=rows, agent=agent, task=task, retired=retired)
+
+
+@router.get("/reports", response_class=HTMLResponse)
+def reports_page(request: Request, services: Services = Depends(get_services)):
+    root = services.reports_dir
+    sections = report_sections(root) if root is not None and root.is_dir() else []
+    return page(request, "reports.html", root=root, sections=sections)
+
+
+@router.get("/reports/files/{name:path}")
+def report_file(name: str, services: Services = Depends(get_services)):
+    root = services.reports_dir
+    if root is None:
+        raise HTTPException(404, "no reports directory configured (faultlens serve --reports DIR)")
+    path = root / name
+    if not _inside(path, root.resolve()) or not path.is_file():
+        raise HTTPException(404, f"no report file {name!r}")
+    kind = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+    # A report's HTML is shown as text: it came from a file, not from us.
+    return FileResponse(path, media_type="text/plain" if kind == "text/html" else kind)
+
+
+@router.get("/login", response_class=HTMLResponse)
+def login_form(request: Request, next: str = "/"):
+    return page(request, "login.html", next=next if next.startswith("/") and not next.startswith("//") else "/", error="")
+
+
+@router.post("/login")
+async def login(request: Request, services: Services = Depends(get_services)):
+    form = parse_qs((await request.body()).decode("utf-8", errors="replace"))
+    given = (form.get("token") or [""])[0]
+    target = (form.get("next") or ["/"])[0]
+    if not target.startswith("/") or target.startswith("//"):
+        target = "/"
+    expected = services.token
+    if expected:
+        logins = request.app.state.failed_logins
+        wait = logins.retry_after(client_of(request))
+        if wait:
+            return too_many(wait)
+        if not token_matches(expected, f"Bearer {given}"):
+            logins.failed(client_of(request))
             return page(request, "login.html", next=target, error="wrong token")
-        response = RedirectResponse(target, status_code=303)
-        if expected:
-            response.set_cookie(TOKEN_COOKIE, given, httponly=True, samesite="strict")
-        return response
+    response = RedirectResponse(target, status_code=303)
+    if expected:
+        response.set_cookie(TOKEN_COOKIE, given, httponly=True, samesite="strict")
+    return response
+
+
+def add_ui(app: FastAPI) -> None:
+    """Mount the static files and the pages."""
+    app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
+    app.include_router(router)

@@ -146,13 +146,13 @@ def _free_port() -> int:
 @pytest.mark.slow
 def test_the_faultlens_serve_command_serves(tmp_path):
     port = _free_port()
-    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "FAULTLENS_TOKEN": "cli-test-token"}
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "FAULTLENS_TOKEN": "cli-test-token-0123"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "faultlens.cli", "serve", "--host", "0.0.0.0", "--port", str(port), "--db", str(tmp_path / "cli.db")],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     try:
-        auth = {"Authorization": "Bearer cli-test-token"}
+        auth = {"Authorization": "Bearer cli-test-token-0123"}
         url = f"http://127.0.0.1:{port}"
 
         def up():

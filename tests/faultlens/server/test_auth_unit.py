@@ -18,7 +18,7 @@ def test_other_hosts_need_a_token(host):
     assert not is_loopback(host)
     with pytest.raises(UnsafeBind, match="FAULTLENS_TOKEN"):
         check_bind(host, None)
-    check_bind(host, "s3cret-token")
+    check_bind(host, "s3cret-token-of-24-chars")
 
 
 def test_token_from_environment(monkeypatch):

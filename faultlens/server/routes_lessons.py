@@ -1,0 +1,40 @@
+"""The lessons API and the service endpoints (health, worker)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from fastapi import APIRouter, Depends, Query
+
+from faultlens.middleware.store import Store
+from .deps import get_services, get_store, get_worker
+from .services import Services
+from .worker import FailureWorker
+
+router = APIRouter()
+
+
+@router.get("/api/lessons", tags=["lessons"], summary="Stored lessons")
+def list_lessons(agent: str | None = None, include_retired: bool = False, store: Store = Depends(get_store)) -> list[dict[str, Any]]:
+    return [l.model_dump(mode="json") for l in store.lessons(agent=agent or None, include_retired=include_retired)]
+
+
+@router.get("/api/lessons/for", tags=["lessons"], summary="Lessons to show an agent before it works on a task")
+def lessons_for_task(
+    agent: str = Query(..., min_length=1),
+    task: str = Query("", description="the task text"),
+    k: int = Query(5, ge=1, le=50),
+    services: Services = Depends(get_services),
+) -> list[dict[str, Any]]:
+    return [l.model_dump(mode="json") for l in services.lessons_for(agent, task, k)]
+
+
+@router.get("/api/worker", tags=["service"], summary="Background worker: queue length and counters")
+def worker_status(worker: FailureWorker = Depends(get_worker)) -> dict[str, Any]:
+    return worker.summary()
+
+
+@router.get("/api/health", tags=["service"], summary="Liveness and store size")
+def health(store: Store = Depends(get_store)) -> dict[str, Any]:
+    return {"ok": True, "runs": store.count_traces(), "time": time.time()}

@@ -1,0 +1,58 @@
+"""POST /v1/traces: OTLP/HTTP trace export, protobuf or JSON, checked against one schema before ingest."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from faultlens.middleware.errors import InputError
+from .deps import get_services
+from .otlp_body import JSON, BodyError, decode_otlp, decompress, encode_response, media_type
+from faultlens.middleware.otlp_schema import SchemaError, validate_export
+from .services import Services
+
+router = APIRouter(tags=["otlp"])
+
+
+@router.post(
+    "/v1/traces",
+    summary="OTLP/HTTP trace export (protobuf or JSON)",
+    response_class=Response,
+    responses={
+        200: {"description": "ExportTraceServiceResponse"},
+        400: {"description": "bad payload (the detail names the field); nothing stored"},
+        413: {"description": "body too large"},
+        415: {"description": "unsupported Content-Type or Content-Encoding"},
+    },
+)
+async def otlp_traces(request: Request, services: Services = Depends(get_services)) -> Response:
+    """Point an OpenTelemetry SDK or Collector's OTLP/HTTP exporter here.
+
+    Spans are idempotent by span id: sending the same span twice stores it
+    once. A body that cannot be read, or that does not fit the OTLP schema
+    (`otlp_schema`), stores nothing.
+    """
+    limit = services.max_body_bytes
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        return JSONResponse({"detail": f"body of {declared} bytes is larger than the {limit}-byte limit"}, status_code=413)
+    body = bytearray()
+    async for chunk in request.stream():
+        body.extend(chunk)
+        if len(body) > limit:
+            return JSONResponse({"detail": f"body is larger than the {limit}-byte limit"}, status_code=413)
+    try:
+        raw = decompress(bytes(body), request.headers.get("content-encoding"), limit)
+        payload = decode_otlp(raw, request.headers.get("content-type"))
+        validate_export(payload)
+        result = await run_in_threadpool(services.ingest_payload, payload)
+    except BodyError as exc:
+        # Decoding failed before any field could be read: the body as a whole is at fault.
+        return JSONResponse({"detail": exc.reason, "field": "body"}, status_code=exc.status)
+    except SchemaError as exc:
+        return JSONResponse({"detail": str(exc), "field": exc.field}, status_code=400)
+    except InputError as exc:
+        return JSONResponse({"detail": str(exc), "field": exc.field}, status_code=400)
+    content, kind = encode_response(media_type(request.headers.get("content-type")) or JSON)
+    return Response(content, media_type=kind, headers={"X-Faultlens-Spans": str(result.spans)})

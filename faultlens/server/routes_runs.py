@@ -1,0 +1,88 @@
+"""The runs API: list and read runs, record outcomes, queue and read attributions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, HTTPException, Query
+from pydantic import BaseModel, Field
+
+from faultlens.middleware.model import Outcome, Source, Task, Trace
+from faultlens.middleware.store import Store
+from .deps import get_services, get_store, get_worker, trace_or_404
+from .services import Services, parse_since
+from .worker import FailureWorker
+
+router = APIRouter(prefix="/api/runs", tags=["runs"])
+
+
+class OutcomeIn(BaseModel):
+    """How a run ended, as the agent (or its evaluator) reports it."""
+
+    success: bool
+    score: float | None = None
+    detail: str | None = None
+    evaluator: str | None = Field(default=None, description="who judged the run; defaults to 'api'")
+
+
+@router.get("", summary="List runs, newest first")
+def list_runs(
+    status: str | None = Query(None, description="failed, succeeded or unknown"),
+    agent: str | None = Query(None, description="only runs with a step by this agent"),
+    since: str | None = Query(None, description="only runs updated at or after this time (epoch seconds or ISO 8601)"),
+    limit: int = Query(100, ge=1, le=1000),
+    offset: int = Query(0, ge=0),
+    store: Store = Depends(get_store),
+    worker: FailureWorker = Depends(get_worker),
+) -> list[dict[str, Any]]:
+    try:
+        summaries = store.list_traces(status=status or None, agent=agent or None, since=parse_since(since), limit=limit, offset=offset)
+    except ValueError as exc:
+        raise HTTPException(400, str(exc)) from None
+    out = []
+    for s in summaries:
+        row = dict(s.__dict__)
+        job = worker.status(s.id)
+        row["attribution_job"] = job.state if job else None
+        out.append(row)
+    return out
+
+
+@router.get("/{trace_id}", summary="One run as a faultlens Trace")
+def get_run(trace_id: str, store: Store = Depends(get_store)) -> dict[str, Any]:
+    return trace_or_404(store, trace_id).model_dump(mode="json")
+
+
+@router.post("/{trace_id}/outcome", summary="Record how a run ended; a failure queues attribution")
+def post_outcome(trace_id: str, outcome: OutcomeIn, services: Services = Depends(get_services)) -> dict[str, Any]:
+    """Store the outcome. A failure is queued for attribution at once if the run has steps,
+    else it waits (state `waiting`) until its first spans arrive."""
+    store = services.store
+    if not store.has_trace(trace_id):
+        # Spans not here yet: keep the outcome under a placeholder; the
+        # run's spans fill it in (their header keeps this outcome).
+        store.begin_trace(Trace(id=trace_id, task=Task(query=""), source=Source(format="otlp")))
+    return services.record_outcome(trace_id, Outcome(success=outcome.success, score=outcome.score, detail=outcome.detail, evaluator=outcome.evaluator or "api"))
+
+
+@router.post("/{trace_id}/attribute", summary="Queue a failed run for attribution again")
+def requeue(trace_id: str, store: Store = Depends(get_store), worker: FailureWorker = Depends(get_worker)) -> dict[str, Any]:
+    trace = trace_or_404(store, trace_id)
+    if not trace.failed:
+        raise HTTPException(409, f"run {trace_id!r} is not recorded as failed; post a failed outcome first")
+    status = worker.submit(trace_id, again=True)
+    return {"trace_id": trace_id, "queued": status.state == "queued", "worker": status.as_dict()}
+
+
+@router.get("/{trace_id}/attribution", summary="The run's attributions, newest last, and the worker's state")
+def get_attribution(trace_id: str, store: Store = Depends(get_store), worker: FailureWorker = Depends(get_worker)) -> dict[str, Any]:
+    if not store.has_trace(trace_id):
+        raise HTTPException(404, f"no run with id {trace_id!r}")
+    attributions = store.attributions(trace_id)
+    job = worker.status(trace_id)
+    return {
+        "trace_id": trace_id,
+        "job": job.as_dict() if job else None,
+        "latest": attributions[-1].model_dump(mode="json") if attributions else None,
+        "attributions": [a.model_dump(mode="json") for a in attributions],
+    }

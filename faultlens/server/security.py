@@ -1,0 +1,167 @@
+"""The server's gatekeeping, as ASGI middleware: who may talk to it, from which origin, how often they may guess, and the headers every answer carries.
+
+- No token: only requests addressed to a loopback name are answered, and a
+  state-changing request that a browser marks as coming from another origin is
+  refused (a page on evil.example could otherwise POST to 127.0.0.1).
+- A token: every request needs it (header or the login cookie), and a client
+  that presents a wrong one too often is told to wait (429).
+- Every response carries a strict Content-Security-Policy, X-Frame-Options and
+  nosniff; media files get a CSP that forbids everything (`sandbox`).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from urllib.parse import urlsplit
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, RedirectResponse
+
+from .auth import TOKEN_COOKIE, host_name, is_loopback, token_matches
+
+# Paths open without a token: the login form itself (it only sets a cookie).
+OPEN_PATHS = {"/login"}
+_SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}
+# Inline style attributes carry the per-agent colours; scripts come only from /static.
+PAGE_CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data: https: http:; media-src 'self' data: https: http:; "
+    "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+# FastAPI's /docs and /redoc pages load Swagger UI / ReDoc from a CDN and start
+# them with an inline script; they show the API's schema, never stored data.
+DOCS_CSP = (
+    "default-src 'self'; script-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net; "
+    "style-src 'self' 'unsafe-inline' https://cdn.jsdelivr.net https://fonts.googleapis.com; font-src https://fonts.gstatic.com; "
+    "img-src 'self' data: https://fastapi.tiangolo.com https://cdn.redoc.ly; worker-src blob:; "
+    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+)
+DOCS_PATHS = ("/docs", "/redoc")
+# A media file is shown inside an <img>/<video>; opened on its own it may do nothing.
+MEDIA_CSP = "default-src 'none'; img-src 'self'; media-src 'self'; sandbox; frame-ancestors 'none'"
+SECURITY_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "same-origin",
+}
+
+
+class FailedLogins:
+    """At most `limit` wrong tokens per client address in any `window` seconds."""
+
+    def __init__(self, limit: int = 10, window: float = 60.0):
+        self.limit = limit
+        self.window = window
+        self._failures: dict[str, deque[float]] = {}
+        self._lock = threading.Lock()
+
+    def _recent(self, client: str, now: float) -> deque[float]:
+        failures = self._failures.setdefault(client, deque())
+        while failures and failures[0] <= now - self.window:
+            failures.popleft()
+        return failures
+
+    def retry_after(self, client: str) -> float:
+        """Seconds `client` must wait before trying again (0: it may try now)."""
+        now = time.monotonic()
+        with self._lock:
+            failures = self._recent(client, now)
+            if len(failures) < self.limit:
+                return 0.0
+            return max(failures[0] + self.window - now, 0.0)
+
+    def failed(self, client: str) -> None:
+        now = time.monotonic()
+        with self._lock:
+            self._recent(client, now).append(now)
+            if len(self._failures) > 10_000:  # forget the oldest clients rather than grow without bound
+                self._failures.pop(next(iter(self._failures)))
+
+
+def client_of(request: Request) -> str:
+    return request.client.host if request.client else "?"
+
+
+def too_many(retry_after: float) -> JSONResponse:
+    return JSONResponse(
+        {"detail": f"too many wrong tokens from this address; try again in {retry_after:.0f} s"},
+        status_code=429,
+        headers={"Retry-After": str(max(int(retry_after + 0.999), 1))},
+    )
+
+
+def cross_origin(request: Request) -> bool:
+    """True if a browser says this request comes from a page of another origin."""
+    if request.headers.get("sec-fetch-site", "") in ("cross-site", "same-site"):
+        return True
+    origin = request.headers.get("origin")
+    if origin is None:
+        return False  # not sent by a browser's cross-origin fetch or form (SDK exporters send none)
+    if origin == "null":
+        return True  # sandboxed frames, data: pages, redirects across origins
+    return urlsplit(origin).netloc.lower() != (request.headers.get("host") or "").lower()
+
+
+def install(app: FastAPI, token: str | None, logins: FailedLogins) -> None:
+    """Add the gatekeeping middleware to `app` (the last added runs first)."""
+
+    if not token:
+
+        @app.middleware("http")
+        async def same_origin_writes_only(request: Request, call_next):
+            # Without a token nothing proves the caller is the user; a browser's
+            # Origin header at least proves a cross-site page is not.
+            if request.method not in _SAFE_METHODS and cross_origin(request):
+                return JSONResponse(
+                    {"detail": "cross-origin request refused: this server has no token, so it only accepts changes from its own pages and from non-browser clients"},
+                    status_code=403,
+                )
+            return await call_next(request)
+
+        @app.middleware("http")
+        async def loopback_names_only(request: Request, call_next):
+            # Without a token the server trusts whoever can reach it, i.e. this
+            # machine. A web page that rebinds its own DNS name to 127.0.0.1
+            # could reach it too; its requests carry that name as Host.
+            if is_loopback(host_name(request.headers.get("host"))):
+                return await call_next(request)
+            return JSONResponse(
+                {"detail": "this server has no token, so it only answers requests addressed to 127.0.0.1, ::1 or localhost"},
+                status_code=403,
+            )
+
+    else:
+
+        @app.middleware("http")
+        async def require_token(request: Request, call_next):
+            if request.url.path in OPEN_PATHS or request.url.path.startswith("/static/"):
+                return await call_next(request)
+            authorization = request.headers.get("authorization")
+            cookie = request.cookies.get(TOKEN_COOKIE)
+            client = client_of(request)
+            wait = logins.retry_after(client)
+            if wait:
+                return too_many(wait)
+            if token_matches(token, authorization, cookie):
+                return await call_next(request)
+            if authorization or cookie:
+                logins.failed(client)  # a wrong token is a guess; a missing one is not
+            wants_html = "text/html" in request.headers.get("accept", "") and request.method == "GET"
+            if wants_html and not request.url.path.startswith(("/api/", "/v1/")):
+                return RedirectResponse(f"/login?next={request.url.path}", status_code=303)
+            return JSONResponse(
+                {"detail": "missing or wrong token: send 'Authorization: Bearer <FAULTLENS_TOKEN>'"},
+                status_code=401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+
+    @app.middleware("http")
+    async def security_headers(request: Request, call_next):
+        response = await call_next(request)
+        for name, value in SECURITY_HEADERS.items():
+            response.headers.setdefault(name, value)
+        docs = request.url.path.startswith(DOCS_PATHS)
+        response.headers.setdefault("Content-Security-Policy", DOCS_CSP if docs else PAGE_CSP)
+        return response

@@ -1,0 +1,118 @@
+"""What the routes share: the store, the failed-run worker, the ingestor and the caller's hooks.
+
+`create_app` builds one `Services` and keeps it on `app.state.services`; the
+routers reach it (and the store) through the FastAPI dependencies in `deps`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from fastapi import HTTPException
+
+from faultlens.feedback.memory import track_record
+from faultlens.middleware.model import Lesson, Outcome
+from faultlens.middleware.redact import redact_id
+from faultlens.middleware.store import Store
+from .ingest import IngestResult, Ingestor
+from .interop import EvaluationExporter, blamed_span
+from .worker import FailureWorker
+
+log = logging.getLogger("faultlens.server")
+
+LessonsFor = Callable[[str, str, int], list[Lesson]]
+OnOutcome = Callable[[str, Outcome], Any]
+
+
+@dataclass
+class Services:
+    store: Store
+    worker: FailureWorker
+    ingestor: Ingestor
+    lessons_for: LessonsFor
+    on_outcome: OnOutcome | None
+    queue_root_errors: bool
+    max_body_bytes: int
+    token: str | None
+    reports_dir: Path | None
+    media_root: Path | None
+
+    def record_outcome(self, trace_id: str, outcome: Outcome) -> dict[str, Any]:
+        """Store a run's outcome; a failure is queued for attribution (or held until the run has steps)."""
+        # The worker knows runs by their stored id (hashed if it held a secret), as the pages do.
+        trace_id = redact_id(trace_id)
+        self.store.set_outcome(trace_id, outcome)
+        reply: dict[str, Any] = {"trace_id": trace_id, "success": outcome.success, "queued": False}
+        if not outcome.success:
+            # An agent may report its outcome before its span processor has
+            # exported anything; attributing an empty run would blame nothing.
+            if self.store.get_trace(trace_id).steps:
+                status = self.worker.submit(trace_id)
+            else:
+                status = self.worker.hold(trace_id)
+            reply.update(queued=status.state == "queued", worker=status.as_dict())
+        if self.on_outcome is not None:
+            self.on_outcome(trace_id, outcome)
+        return reply
+
+    def ingest_payload(self, payload: dict[str, Any]) -> IngestResult:
+        """Store an OTLP JSON export that passed `otlp_schema.validate_export`; wake the worker for runs it failed or completed."""
+        result = self.ingestor(payload, checked=True)
+        result.traces = [redact_id(trace_id) for trace_id in result.traces]
+        result.outcomes = {redact_id(trace_id): outcome for trace_id, outcome in result.outcomes.items()}
+        for trace_id in result.traces:
+            job = self.worker.status(trace_id)
+            if job is not None and job.state == "waiting":
+                self.worker.submit(trace_id)
+        for trace_id, outcome in result.outcomes.items():
+            if self.queue_root_errors and not outcome.success:
+                self.worker.submit(trace_id)
+            if self.on_outcome is not None:
+                try:
+                    self.on_outcome(trace_id, outcome)
+                except Exception:  # the spans are stored; failing the export would only make the client resend them
+                    log.exception("on_outcome(%s) failed after ingest", trace_id)
+        return result
+
+
+def exporting_after(store: Store, ingestor: Ingestor, exporter: EvaluationExporter) -> Callable[[str, float], None]:
+    """The worker's `after` hook: export each attribution made since `started` onto the blamed span."""
+
+    def export_new_attributions(trace_id: str, started: float) -> None:
+        trace = store.get_trace(trace_id)
+        for attribution in store.attributions(trace_id):
+            if attribution.created_at >= started - 1e-3:
+                exporter.export(trace, attribution, otel_trace_id=ingestor.spans.get(blamed_span(trace, attribution)))
+
+    return export_new_attributions
+
+
+def best_track_record_first(store: Store) -> LessonsFor:
+    """Retrieval without task relevance: the agent's active lessons, best track record first."""
+
+    def lessons_for(agent: str, task: str, k: int) -> list[Lesson]:
+        return sorted(store.lessons(agent=agent), key=lambda l: (track_record(l), l.created_at), reverse=True)[:k]
+
+    return lessons_for
+
+
+def parse_since(value: str | None) -> float | None:
+    """`since` as epoch seconds, or an ISO 8601 time (naive means UTC)."""
+    if value is None or value == "":
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise HTTPException(400, f"since must be epoch seconds or ISO 8601, not {value!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp()

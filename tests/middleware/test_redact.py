@@ -1,0 +1,106 @@
+"""Redaction: the secret shapes of issue #20 item 6, ids hashed rather than dropped, and ordinary text left alone."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+from faultlens.middleware.model import AgentInfo, Source, Step, Task, Trace
+from faultlens.middleware.store import SQLiteStore
+
+R = importlib.import_module("faultlens.middleware.redact")  # the package exports a function of the same name
+
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+JWT = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo\n4lgOEePzNm0tRgeLezV6ffAt0gunVTLw7onL\n-----END RSA PRIVATE KEY-----"
+
+# (text, the secret part that must disappear)
+SECRETS = [
+    ("my key is sk-abc123def", "sk-abc123def"),
+    ("sk-proj-abcdefghijklmnopqrstuv", "abcdefghijklmnopqrstuv"),
+    ("Authorization: Bearer xyz", "xyz"),
+    ("pwd=abc12", "abc12"),
+    ("passwd=abc12;", "abc12"),
+    ("password=abc12", "abc12"),
+    ('the config is {"password": "correct horse battery"}', "correct horse battery"),
+    (f"aws_secret_access_key={AWS_SECRET}", AWS_SECRET),
+    (f"here: {AWS_SECRET} (copied)", AWS_SECRET),
+    ("AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE"),
+    (f"token {JWT}", JWT.split(".")[2]),
+    ("clone https://user:pass@host.example/repo.git", "pass@"),
+    (f"key:\n{PEM}\nthat's all", "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo"),
+    ("ghp_abcdefghijklmnopqrstuvwxyz0123456789", "ghp_abcdefghijklmnopqrstuvwxyz0123456789"),
+    ("slack xoxb-123456789012-abcdefghijkl", "xoxb-123456789012"),
+    ("access_token: s3cr3tvalue", "s3cr3tvalue"),
+]
+CLEAN = [
+    "The answer is 391. Calculator returned 17 * 23 = 391.",
+    "trace 0af7651916cd43dd8448eb211c80319c span b7ad6b7169203331",
+    "commit 2fd4e1c67a2d28fced849ee1bb76e7391b93eb12",
+    "We use sk-learn and scikit-learn",
+    "max_tokens=512, input_tokens: 20",
+    "The password field is required",
+    "def f(token): return token",
+    "solver",
+    "https://example.org/docs/page",
+]
+
+
+@pytest.mark.parametrize("text, secret", SECRETS)
+def test_each_secret_shape_is_redacted(text, secret):
+    out = R.redact_text(text)
+    assert secret not in out
+    assert R.REDACTED in out
+
+
+@pytest.mark.parametrize("text", CLEAN)
+def test_ordinary_text_is_left_alone(text):
+    assert R.redact_text(text) == text
+
+
+def test_an_id_with_a_secret_is_hashed_the_same_way_every_time():
+    assert R.redact_id("run-1") == "run-1"
+    hashed = R.redact_id("run sk-abc123def")
+    assert hashed.startswith(R.ID_PREFIX) and "sk-abc" not in hashed
+    assert R.redact_id("run sk-abc123def") == hashed != R.redact_id("run sk-abc123deg")
+    assert R.redact_id(hashed) == hashed  # stored ids come back unchanged
+
+
+def test_redaction_is_idempotent():
+    for text, _ in SECRETS:
+        once = R.redact_text(text)
+        assert R.redact_text(once) == once
+
+
+def test_the_store_hashes_ids_and_redacts_every_column(tmp_path):
+    store = SQLiteStore(tmp_path / "s.db")
+    secret_id = "conv-Bearer abcdefgh"
+    trace = Trace(
+        id=secret_id,
+        task=Task(query="q"),
+        agents=[AgentInfo(name="agent password=hunter22")],
+        source=Source(framework="svc sk-abc123def", format="otlp"),
+        steps=[Step(index=0, agent="agent password=hunter22", content="hello", span_id="span sk-zzz999yyy")],
+    )
+    store.save_trace(trace)
+    dump = "\n".join(str(row) for table in ("traces", "steps") for row in store._db().execute(f"SELECT * FROM {table}").fetchall())
+    for secret in ("abcdefgh", "hunter22", "sk-abc123def", "sk-zzz999yyy"):
+        assert secret not in dump
+    # The caller's id still finds the run, under its hashed id; the agent keeps one (hashed) name everywhere.
+    stored = store.get_trace(secret_id)
+    assert stored.id == R.redact_id(secret_id) and stored.id.startswith(R.ID_PREFIX)
+    assert stored.steps[0].agent == stored.agents[0].name == R.redact_id("agent password=hunter22")
+    assert store.has_trace(secret_id) and [s.id for s in store.list_traces()] == [stored.id]
+    store.add_step(secret_id, Step(index=1, agent="b", content="more", span_id="s2"))
+    assert len(store.get_trace(stored.id).steps) == 2
+
+
+def test_inline_media_bytes_are_left_intact_but_text_under_data_is_not():
+    import base64
+
+    # Base64 that happens to hold a key-shaped run: as text it would be cut; as media bytes it stays whole.
+    blob = "AKIAIOSFODNN7EXAMPLE" + base64.b64encode(bytes(range(256)) * 8).decode()
+    assert R.redact_text(blob) != blob
+    assert R.redact({"media": [{"mime_type": "image/png", "data": blob}]})["media"][0]["data"] == blob
+    assert R.redact({"data": "password=hunter22"}) == {"data": "password=[REDACTED]"}
