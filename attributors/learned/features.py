@@ -47,11 +47,14 @@ import re
 
 import numpy as np
 
-from faultlens.middleware.model import StepKind, Trace
+from faultlens.middleware.model import StepKind, StepRole, Trace
+from faultlens.middleware.roles import cause_of
 
-from ..methods.heuristic import _answer_values, _final_step, _norm, _numbers, _text
+from ..steptext import answer_values as _answer_values
+from ..steptext import environment_fault, final_step, norm, numbers, step_text
 
 _KINDS = [k.value for k in StepKind]
+_ROLES = [r.value for r in StepRole]
 _FAILURE = re.compile(r"\b(error|exception|traceback|failed|failure|not found|no results?|invalid|timeout|timed out|"
                       r"denied|unavailable|cannot|unable to|wrong|incorrect|mismatch)\b", re.I)
 _CORRECTION = re.compile(r"\b(actually|correction|instead|mistake|re-?check\w*|re-?calculat\w*|should be|not correct|"
@@ -77,6 +80,7 @@ def _base_names() -> list[str]:
              "turn.agent_share", "turn.agent_ordinal_log", "turn.agent_first_appearance", "turn.speaker_change",
              "turn.final_agent", "turn.first_agent", "turn.n_agents_log", "turn.single_agent", "turn.turn_ordinal_log"]
     names += [f"kind.{k}" for k in _KINDS]
+    names += [f"role.{r}" for r in _ROLES] + ["role.environment_fault", "err.own_result", "err.own_result_words"]
     names += ["kind.agent_written", "kind.after_tool_result",
               "err.this", "err.next", "err.prev", "err.any", "err.words_this", "err.words_next", "err.retry",
               "err.since_last_log",
@@ -111,7 +115,7 @@ def _values(text: str) -> set[str]:
     Sentence-opening words are kept on purpose: dropping them lowered the
     leave-one-environment-out step accuracy on dev (0.334 -> 0.293).
     """
-    return set(_numbers(text)) | {m.lower() for m in _NAME.findall(text)}
+    return set(numbers(text)) | {m.lower() for m in _NAME.findall(text)}
 
 
 def _words(text: str) -> set[str]:
@@ -139,21 +143,29 @@ def trace_features(trace: Trace) -> np.ndarray:
     n = len(steps)
     if n == 0:
         return np.zeros((0, len(feature_names())))
-    texts = [_text(s) for s in steps]
-    norms = [_norm(t) for t in texts]
+    texts = [step_text(s) for s in steps]
+    norms = [norm(t) for t in texts]
     values = [_values(t) for t in texts]
     words = [_words(t) for t in texts]
     task_text = trace.task.query or ""
     task_values, task_words = _values(task_text), _words(task_text)
-    final = _final_step(trace)
-    final_text = _text(final)
+    final = final_step(trace)
+    final_text = step_text(final)
     answer_values = [v for v in _answer_values(final_text)]
     answer_set = _values(final_text)
     agents = [s.agent for s in steps]
     agent_counts = {a: agents.count(a) for a in set(agents)}
-    written = [s.kind != StepKind.tool_result for s in steps]
+    written = [s.kind != StepKind.tool_result and s.role == StepRole.decision for s in steps]
 
-    errors = [bool(s.error) or (s.kind == StepKind.tool_result and bool(_FAILURE.search(texts[i]))) for i, s in enumerate(steps)]
+    errors = [bool(s.error) or (not written[i] and bool(_FAILURE.search(texts[i]))) for i, s in enumerate(steps)]
+    # What the results of a decision (its tool results, the executor's output of its code) showed.
+    own_error, own_words = [False] * n, [False] * n
+    for i, s in enumerate(steps):
+        if not written[i]:
+            cause = cause_of(trace, i)
+            if cause is not None:
+                own_error[cause] = own_error[cause] or bool(s.error)
+                own_words[cause] = own_words[cause] or bool(_FAILURE.search(texts[i]))
     seen = set(task_values)
     seen_words = set(task_words)
     new_values, new_words_frac, new_words = [], [], []
@@ -218,6 +230,8 @@ def trace_features(trace: Trace) -> np.ndarray:
             "turn.n_agents_log": math.log1p(len(agent_counts)), "turn.single_agent": len(agent_counts) == 1,
             "turn.turn_ordinal_log": math.log1p(turns),
             f"kind.{step.kind.value}": 1.0, "kind.agent_written": written[i],
+            f"role.{step.role.value}": 1.0, "role.environment_fault": environment_fault(step),
+            "err.own_result": own_error[i], "err.own_result_words": own_words[i],
             "kind.after_tool_result": i > 0 and steps[i - 1].kind == StepKind.tool_result,
             "err.this": bool(step.error), "err.next": i + 1 < n and errors[i + 1], "err.prev": i > 0 and errors[i - 1],
             "err.any": errors[i], "err.words_this": bool(_FAILURE.search(texts[i])),

@@ -1,0 +1,62 @@
+"""Which steps are decisions, and which decision a tool result or an executor's output is about.
+
+Real frameworks record more than decisions: tool results, a code executor's
+output (`Computer_terminal`, a tool-runner user proxy), system prompts,
+termination checks. A step's `role` (see `StepRole`) says which. Every offline
+attributor uses the two functions here the same way: it blames decision steps
+(`candidates`), and evidence found on a tool result or an executor's output
+counts for the decision that caused it (`cause_of`), unless the tool itself
+failed on a correct call (an environment fault, which stays on the tool step).
+"""
+
+from __future__ import annotations
+
+import re
+
+from .model import Step, StepKind, StepRole, Trace
+
+# Participant names that run code or tools for others instead of deciding
+# (AutoGen/CaptainAgent's Computer_terminal, Magentic-One's ComputerTerminal,
+# user proxies that only execute). Matched against the whole name.
+EXECUTOR_NAME = re.compile(r"(?i)^(computer[_ ]?terminal|terminal|code[_ ]?executor|executor|tool[_ ]?runner|"
+                           r"user[_ ]?proxy|executor[_ ]?agent|python[_ ]?executor|shell)$")
+
+
+def executor_name(name: str | None) -> bool:
+    """True for a participant whose messages are an executor's output, not decisions."""
+    return bool(name) and bool(EXECUTOR_NAME.match(name.strip()))
+
+
+def candidates(trace: Trace) -> list[Step]:
+    """The steps an attributor may blame by default: the decisions (all steps if the trace records none)."""
+    found = [s for s in trace.steps if s.role == StepRole.decision]
+    return found or list(trace.steps)
+
+
+def cause_of(trace: Trace, index: int) -> int | None:
+    """The decision step a non-decision step is evidence about, or None (control steps, no decision around).
+
+    A tool result belongs to the nearest earlier call of the same tool; else
+    (an executor's output, a result whose call was not recorded) to the
+    nearest earlier decision of the agent that caused it: the same agent
+    when the result carries the caller's name, else the latest decision
+    before it. A decision step is its own cause. When no decision precedes
+    it (a tool span recorded before its agent's own step), the next decision.
+    """
+    step = trace.steps[index]
+    if step.role == StepRole.decision:
+        return index
+    if step.role == StepRole.control:
+        return None
+    earlier = [s for s in reversed(trace.steps[:index]) if s.role == StepRole.decision]
+    if step.tool_name is not None:
+        for s in earlier:
+            if s.kind == StepKind.tool_call and s.tool_name == step.tool_name:
+                return s.index
+    for s in earlier:
+        if s.agent == step.agent:
+            return s.index
+    if earlier:
+        return earlier[0].index
+    later = [s for s in trace.steps[index + 1:] if s.role == StepRole.decision]
+    return later[0].index if later else None
