@@ -215,7 +215,27 @@ def to_otlp(data: Any, source: str) -> dict[str, Any]:
 
 
 def _task_of(data: dict) -> str:
-    """The question: the `task` of the first (outermost) AGENT span's input, which smolagents writes as JSON."""
+    """The question: the `task` of the first (outermost) AGENT span's input, which smolagents writes as JSON;
+    in runs recorded without an AGENT span (TRAIL's SWE runs), the first user message of the first LLM call."""
+    return _agent_task(data) or _first_user_message(data)
+
+
+def _first_user_message(data: dict) -> str:
+    stack = list(reversed(data["spans"]))
+    while stack:
+        span = stack.pop()
+        attrs = span.get("span_attributes") or {}
+        if str(attrs.get("openinference.span.kind", "")).upper() == "LLM":
+            numbers = sorted({int(m.group(1)) for k in attrs if (m := re.match(r"llm\.input_messages\.(\d+)\.message\.role$", k))})
+            for n in numbers:
+                if attrs.get(f"llm.input_messages.{n}.message.role") == "user":
+                    return str(attrs.get(f"llm.input_messages.{n}.message.content") or "")
+            return ""
+        stack.extend(reversed(span.get("child_spans") or []))
+    return ""
+
+
+def _agent_task(data: dict) -> str:
     stack = list(reversed(data["spans"]))
     while stack:
         span = stack.pop()

@@ -35,7 +35,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from faultlens.middleware.errors import InputError, from_validation_error
-from faultlens.middleware.model import AgentInfo, GoldLabel, Media, Outcome, Source, Step, StepKind, Task, Trace
+from faultlens.middleware.model import AgentInfo, GoldLabel, Media, Outcome, Source, Step, StepKind, StepRole, Task, Trace
+from faultlens.middleware.roles import executor_name
 from faultlens.middleware.taxonomy import BY_CODE
 
 from .whowhen import json_files, read_json, subset_of
@@ -184,7 +185,9 @@ class _Parser:
         elif kind_name == "user":
             fields.update(agent=entry.get("agent") or entry.get("name") or "user", kind=StepKind.human)
         else:
-            fields.update(agent=entry.get("agent") or "system", kind=StepKind.message)
+            fields.update(agent=entry.get("agent") or "system", kind=StepKind.message, role=StepRole.control)
+        if kind_name != "tool" and executor_name(fields["agent"]):
+            fields["role"] = StepRole.executor_output
         native = entry.get("step", i)
         return Step(index=i, native_id=str(native), metadata={"kind": kind_name}, **fields)
 
@@ -227,6 +230,7 @@ class _Parser:
         text, media = self.content_and_parts(entry.get("output"), record)
         media += self.media_list(entry, "images", record) + self.media_list(entry, "frames", record, frames=True)
         return Step(index=i, agent=entry["agent"].strip(), kind=StepKind.message, content=text, media=media,
+                    role=StepRole.executor_output if executor_name(entry["agent"]) else StepRole.decision,
                     error=_text(entry["error"]) if entry.get("error") else None,
                     native_id=f"{entry['round']}:{entry['position']}",
                     metadata={k: entry[k] for k in ("role", "round", "position") if entry.get(k) is not None})

@@ -36,27 +36,36 @@ def candidates(trace: Trace) -> list[Step]:
 def cause_of(trace: Trace, index: int) -> int | None:
     """The decision step a non-decision step is evidence about, or None (control steps, no decision around).
 
-    A tool result belongs to the nearest earlier call of the same tool; else
-    (an executor's output, a result whose call was not recorded) to the
-    nearest earlier decision of the agent that caused it: the same agent
-    when the result carries the caller's name, else the latest decision
-    before it. A decision step is its own cause. When no decision precedes
-    it (a tool span recorded before its agent's own step), the next decision.
+    In order: the nearest earlier call of the same tool (a result recorded
+    apart from its call); the nearest earlier decision under the same parent
+    span (the model call that issued a tool call); the decision its parent
+    span stands for (an agent whose own code called the tool: its step comes
+    after the tool's, when the agent returns); the nearest earlier decision of
+    the same agent; the latest decision before it (an executor runs the code
+    of whoever spoke last); else the next decision. A decision is its own cause.
     """
     step = trace.steps[index]
     if step.role == StepRole.decision:
         return index
     if step.role == StepRole.control:
         return None
-    earlier = [s for s in reversed(trace.steps[:index]) if s.role == StepRole.decision]
+    decisions = [s for s in trace.steps if s.role == StepRole.decision]
+    earlier = [s for s in reversed(decisions) if s.index < index]
     if step.tool_name is not None:
         for s in earlier:
-            if s.kind == StepKind.tool_call and s.tool_name == step.tool_name:
+            if s.kind == StepKind.tool_call and s.tool_name == step.tool_name and s.parent_span_id == step.parent_span_id:
+                return s.index
+    if step.parent_span_id is not None:
+        for s in earlier:
+            if s.parent_span_id == step.parent_span_id:
+                return s.index
+        for s in decisions:
+            if s.span_id == step.parent_span_id:
                 return s.index
     for s in earlier:
         if s.agent == step.agent:
             return s.index
     if earlier:
         return earlier[0].index
-    later = [s for s in trace.steps[index + 1:] if s.role == StepRole.decision]
+    later = [s for s in decisions if s.index > index]
     return later[0].index if later else None

@@ -12,13 +12,19 @@ Signals (weights are round numbers chosen by reasoning, not fitted to data):
 | signal | fires on | weight | mode |
 |---|---|---|---|
 | tool_error | a step with `error` set; an argument-type error also blames the call that caused it | 3 | A.2 (bad arguments) or V.3 (environment) |
-| error_words | tool results whose text reads like a failure (error, not found, timeout, ...) | 1 | V.3, and 0.5 A.2 on the call |
+| error_words | tool results and executors' output whose text reads like a failure (error, not found, timeout, ...) | 1 | V.3, and 0.5 A.2 on the call |
 | answer_origin | the first step where the (wrong) final answer's value appears | 2 (1 if it came from a tool) | R.3 numeric with arithmetic, else R.1 |
 | reference_lost | with the reference answer: the first agent step after the last step that still had the correct value | 1.5 | V.1 |
 | near_miss | an action whose names/numbers nearly but not exactly match the task's (Marla vs Marta) | 2.5 | A.2 in tool calls, C.2 in messages, R.4 otherwise |
 | excluded_used | an action that uses what the task said to exclude ("without X", "except X") | 1.5 | R.4 |
 | repeated_action | the first repeat of an identical tool call or message by the same agent | 1.5 | A.6 |
 | hedging | agent text that guesses or assumes ("I assume", "probably") | 1 | R.1 |
+
+Only decisions are blamed (`middleware.roles`): a hit on a tool result or on
+an executor's output counts for the decision that caused it (the call, the
+code; `to_decisions`), with mode A.2 or A.4 instead of V.3, except when the
+tool failed on its own (an environment fault: the error reads as a timeout,
+an outage, a 5xx), which stays on the tool step as V.3 and says so.
 
 With no signal at all, the documented prior is the step that gave the final
 answer, mode R.2, confidence 0, and the reason says that no signal fired.
@@ -110,8 +116,8 @@ def _calling_step(trace: Trace, step: Step) -> Step | None:
 def error_words(trace: Trace, ctx: Context) -> list[Hit]:
     hits = []
     for step in trace.steps:
-        if step.error or step.kind != StepKind.tool_result:
-            continue  # tool_error already covers steps with an error field
+        if step.error or step.role not in (StepRole.tool_result, StepRole.executor_output):
+            continue  # tool_error already covers steps with an error field; only results and executor output are read
         text = (step.content or "") + " " + (json.dumps(step.tool_result, default=str) if step.tool_result is not None else "")
         match = _FAILURE_WORDS.search(text)
         if match:
@@ -292,6 +298,15 @@ def to_decisions(trace: Trace, hits: list[Hit]) -> tuple[list[Hit], int]:
                 if hit.mode == "V.3" else hit.mode)
         out.append(Hit(cause, hit.weight, mode, hit.signal, f"via step {hit.step} ({step.role.value}): {hit.note}"))
     return out, moved
+
+
+def signal_weights(trace: Trace, with_reference: bool = False) -> dict[int, float]:
+    """Every signal's hits, moved to the decisions they are about, summed per step (the `learned` model reads these)."""
+    hits, _ = to_decisions(trace, [hit for signal in SIGNALS.values() for hit in signal(trace, Context(with_reference=with_reference))])
+    totals: dict[int, float] = defaultdict(float)
+    for hit in hits:
+        totals[hit.step] += hit.weight
+    return dict(totals)
 
 
 class Heuristic(BaseAttributor):
