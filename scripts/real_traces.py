@@ -30,10 +30,11 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from faultlens import attributors  # noqa: E402
 from faultlens.benchmark.datasets import load_dataset  # noqa: E402
 from faultlens.benchmark.metrics import normalize_agent  # noqa: E402
+from faultlens.benchmark.runner import MOST_COMMON_STEP, MostCommonStep  # noqa: E402
 from faultlens.middleware.roles import candidates  # noqa: E402
 
 METHODS = ["learned", "heuristic", "baseline:random-step", "baseline:random-agent", "baseline:majority-agent",
-           "baseline:first-step", "baseline:last-step"]
+           "baseline:first-step", "baseline:last-step", MOST_COMMON_STEP]
 SAMPLES, SEED = 2000, 0
 
 
@@ -43,7 +44,8 @@ def datasets(realdev: Path) -> dict[str, str]:
 
 
 def score(traces, method: str) -> dict[str, np.ndarray]:
-    attributor = attributors.get(method)
+    # The most-common-step floor reads the gold steps of the whole scored set (as `bench run` scores it).
+    attributor = MostCommonStep(traces) if method == MOST_COMMON_STEP else attributors.get(method)
     step, agent, top3, anyerr = [], [], [], []
     for t in traces:
         a = attributor.attribute(t)
