@@ -11,6 +11,7 @@ import json
 import re
 
 from faultlens.middleware.model import Step, StepKind, StepRole, Trace
+from faultlens.middleware.roles import candidates
 
 NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?")
 ARGUMENT_ERROR = re.compile(r"\b(invalid|not found|no such|missing|unknown|unrecognized|bad request|argument|parameter|malformed|"
@@ -77,7 +78,7 @@ def environment_fault(step: Step) -> bool:
 
 
 def blameable(trace: Trace) -> list[int]:
-    """Indices of the steps an offline method may blame: the decisions, and tool steps that failed
-    as an environment fault (V.3). All steps if the trace records no decision."""
-    found = [s.index for s in trace.steps if s.role == StepRole.decision or environment_fault(s)]
-    return found or [s.index for s in trace.steps]
+    """Indices of the steps an offline method may blame: `middleware.roles.candidates`, and tool steps that
+    failed as an environment fault (V.3)."""
+    found = {s.index for s in candidates(trace)} | {s.index for s in trace.steps if environment_fault(s)}
+    return sorted(found)

@@ -28,8 +28,9 @@ def executor_name(name: str | None) -> bool:
 
 
 def candidates(trace: Trace) -> list[Step]:
-    """The steps an attributor may blame by default: the decisions (all steps if the trace records none)."""
-    found = [s for s in trace.steps if s.role == StepRole.decision]
+    """The steps an attributor may blame by default: the decisions, and tool steps that are the only record of
+    their own call (`cause_of` gives the step itself); all steps if the trace records neither."""
+    found = [s for s in trace.steps if s.role == StepRole.decision or cause_of(trace, s.index) == s.index]
     return found or list(trace.steps)
 
 
@@ -37,12 +38,15 @@ def cause_of(trace: Trace, index: int) -> int | None:
     """The decision step a non-decision step is evidence about, or None (control steps, no decision around).
 
     In order: the nearest earlier call of the same tool (a result recorded
-    apart from its call); the nearest earlier decision under the same parent
-    span (the model call that issued a tool call); the decision its parent
+    apart from its call); the nearest earlier decision of the same agent under
+    the same parent span (the model call that issued a tool call); the decision its parent
     span stands for (an agent whose own code called the tool: its step comes
     after the tool's, when the agent returns); the nearest earlier decision of
-    the same agent; the latest decision before it (an executor runs the code
-    of whoever spoke last); else the next decision. A decision is its own cause.
+    the same agent; the tool step itself when it records its own arguments
+    (an `execute_tool` span is call and result in one, and nothing else of
+    its agent came before); the latest decision before it (an executor runs
+    the code of whoever spoke last); else the next decision. A decision is its
+    own cause.
     """
     step = trace.steps[index]
     if step.role == StepRole.decision:
@@ -57,7 +61,7 @@ def cause_of(trace: Trace, index: int) -> int | None:
                 return s.index
     if step.parent_span_id is not None:
         for s in earlier:
-            if s.parent_span_id == step.parent_span_id:
+            if s.parent_span_id == step.parent_span_id and s.agent == step.agent:
                 return s.index
         for s in decisions:
             if s.span_id == step.parent_span_id:
@@ -65,6 +69,10 @@ def cause_of(trace: Trace, index: int) -> int | None:
     for s in earlier:
         if s.agent == step.agent:
             return s.index
+    if step.tool_arguments is not None and step.role == StepRole.tool_result:
+        # An execute_tool span that records its own arguments, with no decision of its agent before it:
+        # the span is the only record of the call, so it answers for the call itself.
+        return index
     if earlier:
         return earlier[0].index
     later = [s for s in decisions if s.index > index]

@@ -286,10 +286,10 @@ def to_decisions(trace: Trace, hits: list[Hit]) -> tuple[list[Hit], int]:
     out, moved = [], 0
     for hit in hits:
         step = trace.steps[hit.step]
-        if step.is_decision or (hit.mode == "V.3" and environment_fault(step)):
+        cause = cause_of(trace, hit.step)
+        if step.is_decision or cause == hit.step or (hit.mode == "V.3" and environment_fault(step)):
             out.append(hit)
             continue
-        cause = cause_of(trace, hit.step)
         if cause is None:
             continue
         moved += 1

@@ -96,3 +96,17 @@ def test_a_tool_failing_on_a_correct_call_is_an_environment_fault():
     assert "environment fault" in result.reason
     learned = attributors.get("learned").attribute(t)
     assert learned.step in (0, 1, 2)  # the failed tool step is a candidate here, unlike a result of a bad call
+
+
+def test_a_tool_span_that_is_the_only_record_of_its_call_answers_for_it():
+    # GenAI execute_tool spans hold call and result in one; with no earlier step of the calling agent,
+    # the span is the call, and a bad argument is blamed there (not on another agent's earlier step).
+    t = trace_of([
+        dict(agent="planner", kind=StepKind.llm_call, content="Use the converter tool on 3 km."),
+        dict(agent="worker", kind=StepKind.tool_call, role=StepRole.tool_result, tool_name="converter",
+             tool_arguments={"value": 3, "unit": "kg"}, error="ValueError: unknown unit 'kg' for a length"),
+        dict(agent="worker", kind=StepKind.final_answer, content="3 km is 3 metres."),
+    ])
+    assert cause_of(t, 1) == 1 and 1 in [s.index for s in candidates(t)]
+    result = attributors.get("heuristic").attribute(t)
+    assert (result.step, result.agent, result.mode) == (1, "worker", "A.2")
