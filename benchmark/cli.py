@@ -137,8 +137,8 @@ def build(out, seed, agent_model, generator, seeds, per_seed, min_per_mode, topu
 
 
 @click.command("train")
-@click.option("--dataset", "dataset", default="bundled:dev", show_default=True,
-              help="Training dataset spec; a test split is refused.")
+@click.option("--dataset", "dataset", multiple=True, default=("bundled:dev",), show_default=True,
+              help="Training dataset spec, repeatable (traces pooled); a test split or a real dataset's holdout half is refused.")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Where to write the model (joblib), e.g. attributors/learned/model.joblib. Required unless --loeo.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the model fit.")
@@ -154,7 +154,7 @@ def train(dataset, out, seed, loeo, test_dataset, json_out):
 
     \b
     Rebuild the shipped model:
-      faultlens train --dataset bundled:dev --out attributors/learned/model.joblib
+      faultlens train --dataset bundled:dev --dataset trail:../shared/realdev/trail:train --out attributors/learned/model.joblib
     Leave-one-environment-out table (train on dev of the other environments, test on test of the held-out one):
       faultlens train --loeo --dataset bundled:dev --test-dataset bundled:test
     """
@@ -164,6 +164,9 @@ def train(dataset, out, seed, loeo, test_dataset, json_out):
         from .datasets import load_dataset
         from .train import leave_one_environment_out, loeo_tables
 
+        if len(dataset) != 1:
+            raise click.UsageError("--loeo takes one --dataset")
+        dataset = dataset[0]
         report = leave_one_environment_out(load_dataset(dataset).traces(), load_dataset(test_dataset).traces(), seed=seed,
                                            dataset_spec=dataset, in_distribution=True,
                                            progress=lambda env: console.print(f"held out {env}: done"))
@@ -184,7 +187,7 @@ def train(dataset, out, seed, loeo, test_dataset, json_out):
     from .train import train_learned
 
     started = time.perf_counter()
-    result = train_learned(dataset, out=out, seed=seed)
+    result = train_learned(list(dataset), out=out, seed=seed)
     console.print(f"trained on {result.traces} trace(s), {result.steps} step(s) of {', '.join(result.environments) or 'unnamed'}; "
                   f"training step accuracy {result.train_step_accuracy:.3f}; wrote {result.out} "
                   f"({result.out.stat().st_size / 1e6:.2f} MB) in {time.perf_counter() - started:.0f} s")

@@ -6,6 +6,9 @@
     jsonl:PATH              our native JSONL (optionally gzipped)
     whowhen:DIR             Who&When (ICML 2025): a folder of JSON files
     whowhenpro:DIR          Who&When Pro (2026): one JSON file per trace (docs/datasets.md)
+    trail:DIR[:SPLIT]       TRAIL (2025): smolagents span trees with error annotations
+    taubench:DIR[:SPLIT]    tau-bench retail runs with AgentRx labels
+                            (SPLIT: train or holdout, a fixed half of the runs)
 
 Any other spec goes to `middleware.sources.load_traces`, so third-party sources
 registered under the `faultlens.sources` entry-point group work here too.
@@ -67,6 +70,10 @@ def load_dataset(spec: str, media_root: str | Path | None = None) -> Dataset:
         return Dataset(spec, lambda: load_whowhen_spec(arg))
     if sep and name == "whowhenpro":
         return Dataset(spec, lambda: load_whowhenpro_spec(arg))
+    if sep and name == "trail":
+        return Dataset(spec, lambda: load_trail_spec(arg))
+    if sep and name == "taubench":
+        return Dataset(spec, lambda: load_taubench_spec(arg))
 
     def other() -> Iterable[Trace]:
         from faultlens.middleware.sources import load_traces
@@ -134,3 +141,15 @@ def load_whowhenpro_spec(arg: str, media_root: str | Path | None = None) -> Iter
     from .whowhenpro import read_whowhenpro
 
     return read_whowhenpro(arg, media_root=media_root)
+
+
+def load_trail_spec(arg: str) -> Iterator[Trace]:
+    from .trail import load_trail_spec as load
+
+    return load(arg)
+
+
+def load_taubench_spec(arg: str) -> Iterator[Trace]:
+    from .taubench import load_taubench_spec as load
+
+    return load(arg)

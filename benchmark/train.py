@@ -15,7 +15,7 @@ the same traces (`faultlens train --loeo` prints the table).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,10 @@ from faultlens.middleware.model import Trace
 
 from .datasets import bundled_path, load_dataset
 from .metrics import normalize_agent
+
+
+# What the shipped model (attributors/learned/model.joblib) is trained on, from the repository root.
+SHIPPED_DATASETS = ("bundled:dev", "trail:../shared/realdev/trail:train")
 
 
 class TestTraceError(FaultlensError):
@@ -61,10 +65,13 @@ def assert_no_test_traces(dataset_spec: str, traces: Iterable[Trace], data_dir: 
     parts = dataset_spec.split(":")
     if "test" in parts[:2] and parts[0] in {"bundled", "whowhen", "whowhenpro"} or dataset_spec.rstrip("/").endswith("test.jsonl.gz"):
         raise TestTraceError(f"refusing to train on {dataset_spec!r}: it names a test split")
+    if parts[-1] == "holdout":
+        raise TestTraceError(f"refusing to train on {dataset_spec!r}: it names the held-out half of a real dataset")
     ids, tasks = test_identities(data_dir)
     for trace in traces:
-        if trace.source.subset == "test" or trace.metadata.get("split") == "test":
-            raise TestTraceError(f"refusing to train: trace {trace.id} is marked as a test trace")
+        if trace.source.subset == "test" or trace.metadata.get("split") in ("test", "holdout"):
+            raise TestTraceError(f"refusing to train: trace {trace.id} is marked as a {trace.metadata.get('split') or 'test'} trace"
+                                 + (" (train on the `:train` half of a real dataset)" if trace.metadata.get("split") == "holdout" else ""))
         if trace.id in ids or (trace.task.id and trace.task.id in tasks):
             raise TestTraceError(f"refusing to train: trace {trace.id} (task {trace.task.id}) is in the bundled test split")
 
@@ -85,14 +92,24 @@ def fit_checked(dataset_spec: str, traces: list[Trace], seed: int = 0, data_dir:
     return fit(traces, seed=seed)
 
 
-def train_learned(dataset_spec: str = "bundled:dev", out: Path | str = DEFAULT_MODEL_PATH, seed: int = 0,
+def train_learned(dataset_spec: str | Sequence[str] = "bundled:dev", out: Path | str = DEFAULT_MODEL_PATH, seed: int = 0,
                   data_dir: Path | None = None) -> TrainResult:
-    """Train the `learned` model on a dataset and write it to `out`."""
-    traces = labelled(load_dataset(dataset_spec).traces())
-    if not traces:
-        raise FaultlensError(f"{dataset_spec} has no traces with a gold step to train on")
-    model = fit_checked(dataset_spec, traces, seed=seed, data_dir=data_dir)
-    model.meta["dataset"] = dataset_spec
+    """Train the `learned` model on one dataset or several (their traces pooled) and write it to `out`.
+
+    The shipped model is trained on `SHIPPED_DATASETS`: the bundled `dev`
+    split and the `train` half of TRAIL, so that it has seen a real
+    framework's traces; TRAIL's `holdout` half and all of AgentRx stay for reporting.
+    """
+    specs = [dataset_spec] if isinstance(dataset_spec, str) else list(dataset_spec)
+    traces: list[Trace] = []
+    for spec in specs:
+        found = labelled(load_dataset(spec).traces())
+        if not found:
+            raise FaultlensError(f"{spec} has no traces with a gold step to train on")
+        assert_no_test_traces(spec, found, data_dir)
+        traces += found
+    model = fit_checked(" + ".join(specs), traces, seed=seed, data_dir=data_dir)
+    model.meta["dataset"] = " + ".join(specs)
     path = save(model, out)
     scored = evaluate(LearnedAttributor(model=model), traces)
     return TrainResult(path, model.meta["traces"], model.meta["steps"], model.meta["environments"], scored["step"], model.meta)

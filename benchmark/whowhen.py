@@ -27,7 +27,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from faultlens.middleware.errors import InputError, from_validation_error
-from faultlens.middleware.model import AgentInfo, GoldLabel, Outcome, Source, Step, StepKind, Task, Trace
+from faultlens.middleware.model import AgentInfo, GoldLabel, Outcome, Source, Step, StepKind, StepRole, Task, Trace
+from faultlens.middleware.roles import executor_name
 
 FORMAT = "whowhen"
 # The systems that produced each subset, as the Who&When paper reports.
@@ -108,7 +109,9 @@ def parse_whowhen(data: Any, path: Path, subset: str | None = None) -> Trace:
             raise InputError(source, where, "content", "missing")
         role = str(message.get("role") or "")
         kind = StepKind.human if role.lower() in ("human", "user") and not message.get("name") else StepKind.message
-        steps.append(Step(index=i, agent=agent.strip(), kind=kind, content=_text(message["content"]),
+        # A code executor / terminal participant's messages are its output, evidence about the code it ran.
+        step_role = StepRole.executor_output if executor_name(agent) else StepRole.decision
+        steps.append(Step(index=i, agent=agent.strip(), kind=kind, role=step_role, content=_text(message["content"]),
                           native_id=str(i), metadata={"role": role} if role else {}))
 
     raw_step = _require(data, "mistake_step", source, (str, int))

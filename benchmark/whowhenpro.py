@@ -52,7 +52,8 @@ from pydantic import ValidationError
 
 from faultlens.middleware.answer_key import ANSWER_KEY
 from faultlens.middleware.errors import InputError, from_validation_error
-from faultlens.middleware.model import AgentInfo, GoldLabel, Media, Outcome, Source, Step, StepKind, Task, Trace
+from faultlens.middleware.model import AgentInfo, GoldLabel, Media, Outcome, Source, Step, StepKind, StepRole, Task, Trace
+from faultlens.middleware.roles import executor_name
 from faultlens.middleware.taxonomy import BY_CODE
 
 from .whowhen import json_files, read_json, subset_of
@@ -269,7 +270,9 @@ class _Parser:
         elif kind_name == "user":
             fields.update(agent=entry.get("agent") or entry.get("name") or "user", kind=StepKind.human)
         else:
-            fields.update(agent=entry.get("agent") or "system", kind=StepKind.message)
+            fields.update(agent=entry.get("agent") or "system", kind=StepKind.message, role=StepRole.control)
+        if kind_name != "tool" and executor_name(fields["agent"]):
+            fields["role"] = StepRole.executor_output
         native = entry.get("step", i)
         metadata = {"kind": kind_name} | ({"tool_call_id": entry["tool_call_id"]} if entry.get("tool_call_id") else {})
         return Step(index=i, native_id=str(native), metadata=metadata, **fields)
@@ -335,6 +338,7 @@ class _Parser:
             fields.update(kind=StepKind.tool_call, tool_arguments=actions,
                           tool_name=", ".join(str(n) for n in names if n) or None)
         return Step(index=i, agent=agent.strip(), content=text, media=media,
+                    role=StepRole.executor_output if executor_name(agent) else StepRole.decision,
                     error=_text(entry["error"]) if entry.get("error") else None,
                     native_id=f"{entry['round']}{'.' if published else ':'}{entry['position']}", metadata=metadata, **fields)
 

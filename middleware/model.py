@@ -15,10 +15,12 @@ import uuid
 from enum import Enum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializationInfo, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from .errors import NotFound
 
+# Steps gained a `role` within schema "1": it is written only where it differs
+# from the role the step's kind implies, so data without it reads unchanged.
 SCHEMA_VERSION = "1"
 
 Modality = Literal["text", "image", "video"]
@@ -116,6 +118,27 @@ class StepKind(str, Enum):
     human = "human"
 
 
+class StepRole(str, Enum):
+    """What a step is in the run, which decides whether it can be the decisive error.
+
+    An attributor blames *decisions*. A tool's result or a code executor's
+    output is evidence about the decision that caused it (the call, the code),
+    not a candidate itself, unless the tool failed on a correct call (an
+    environment fault, V.3). Control steps (system prompts, termination
+    checks, bookkeeping) are context.
+    """
+
+    decision = "decision"  # an agent's own message, plan, call, code or answer; also a simulated user's turn
+    tool_result = "tool_result"  # what a tool or the environment returned
+    executor_output = "executor_output"  # a code executor / terminal participant's output (Computer_terminal, ...)
+    control = "control"  # system prompts, termination checks, orchestration bookkeeping
+
+
+def default_role(kind: StepKind | str | None) -> StepRole:
+    """The role a step has when its source did not say: tool results are evidence, all else a decision."""
+    return StepRole.tool_result if kind in (StepKind.tool_result, StepKind.tool_result.value) else StepRole.decision
+
+
 class Usage(_Model):
     input_tokens: int = 0
     output_tokens: int = 0
@@ -128,6 +151,7 @@ class Step(_Model):
     index: int = Field(ge=0)
     agent: str
     kind: StepKind = StepKind.message
+    role: StepRole = StepRole.decision
     content: str = ""
     media: list[Media] = Field(default_factory=list)
     tool_name: str | None = None
@@ -144,9 +168,28 @@ class Step(_Model):
     lessons: list[str] = Field(default_factory=list, description="ids of lessons shown to the agent")
     metadata: dict[str, Any] = Field(default_factory=dict)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _role_from_kind(cls, data: Any) -> Any:
+        # Data written before steps had a role (schema 1) gets the role its kind implies.
+        if isinstance(data, dict) and data.get("role") is None:
+            data = {**data, "role": default_role(data.get("kind"))}
+        return data
+
+    @model_serializer(mode="wrap")
+    def _role_when_needed(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and self.role == default_role(self.kind):
+            data.pop("role", None)  # implied by the kind: old data and new stay byte-identical
+        return data
+
     @property
     def failed(self) -> bool:
         return self.error is not None
+
+    @property
+    def is_decision(self) -> bool:
+        return self.role == StepRole.decision
 
 
 class Trace(_Model):

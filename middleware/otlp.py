@@ -248,7 +248,8 @@ def _json(value: Any) -> str:
 
 
 def _step_span(trace: Trace, step: Step, trace_hex: str, root_id: str, base_ns: int) -> dict[str, Any]:
-    attrs: dict[str, Any] = {S.CONVERSATION_ID: trace.id, S.AGENT_NAME: step.agent, S.STEP_KIND: step.kind.value, S.STEP_INDEX: step.index}
+    attrs: dict[str, Any] = {S.CONVERSATION_ID: trace.id, S.AGENT_NAME: step.agent, S.STEP_KIND: step.kind.value, S.STEP_INDEX: step.index,
+                             S.STEP_ROLE: step.role.value}
     metadata = dict(step.metadata)
     inputs = metadata.pop("input_messages", None)
     outputs = metadata.pop("output_messages", None)

@@ -36,7 +36,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from .errors import FieldError, InputError, from_validation_error
-from .model import AgentInfo, GoldLabel, Media, Outcome, Source, Step, StepKind, Task, Trace, Usage
+from .model import AgentInfo, GoldLabel, Media, Outcome, Source, Step, StepKind, StepRole, Task, Trace, Usage, default_role
 
 # -- attribute names ---------------------------------------------------------
 OPERATION = "gen_ai.operation.name"
@@ -56,6 +56,7 @@ OUTPUT_MESSAGES = "gen_ai.output.messages"
 PROVIDER = "gen_ai.provider.name"
 
 STEP_KIND = "faultlens.step.kind"
+STEP_ROLE = "faultlens.step.role"
 COST_USD = "faultlens.cost_usd"
 LESSONS = "faultlens.lessons"
 MEDIA = "faultlens.media"
@@ -334,6 +335,18 @@ def _kind_of(record: SpanRecord, op: str | None) -> StepKind | None:
     return {CHAT: StepKind.llm_call, TOOL: StepKind.tool_call, AGENT: StepKind.message, CHAIN: StepKind.tool_result}.get(op or "")
 
 
+def _role_of(record: SpanRecord, op: str | None, kind: StepKind) -> StepRole:
+    """A tool span (execute_tool, OpenInference TOOL/RETRIEVER) is what the tool did: evidence about
+    the decision that called it, not a decision itself; `faultlens.step.role` overrides."""
+    explicit = record.attributes.get(STEP_ROLE)
+    if explicit is not None:
+        try:
+            return StepRole(str(explicit))
+        except ValueError:
+            raise FieldError(STEP_ROLE, f"unknown step role {explicit!r}; expected one of {[r.value for r in StepRole]}") from None
+    return StepRole.tool_result if op == TOOL else default_role(kind)
+
+
 def _plain_output(record: SpanRecord) -> str | None:
     """A span's `output.value` when it is text a person reads, not a JSON document."""
     value = record.attributes.get("output.value")
@@ -537,6 +550,7 @@ def _span_to_step(record: SpanRecord, fallback_agent: str | None) -> Step | None
         index=0,
         agent=agent_of(record) or fallback_agent or str(record.resource.get("service.name") or "agent"),
         kind=kind,
+        role=_role_of(record, op, kind),
         content=content,
         media=media,
         tool_name=str(tool_name) if tool_name is not None else None,

@@ -54,7 +54,7 @@ from opentelemetry.trace import Status, StatusCode
 from pydantic import BaseModel
 
 from . import spans as S
-from .model import AgentInfo, Media, Outcome, Source, StepKind, Task, Trace, new_id
+from .model import AgentInfo, Media, Outcome, Source, StepKind, StepRole, Task, Trace, new_id
 from .store import Store, open_store
 
 log = logging.getLogger("faultlens.tracer")
@@ -570,6 +570,7 @@ class Tracer:
                 here = self.call_context()
                 attributes = {
                     S.OPERATION: S.TOOL,
+                    S.STEP_ROLE: StepRole.tool_result.value,  # what the tool did: evidence about the call, not a decision
                     S.TOOL_NAME: tool_name,
                     S.TOOL_ARGUMENTS: to_json(_bound_arguments(signature, args, kwargs)),
                 }

@@ -27,9 +27,6 @@ PACKAGES = {
 
 # (importing module, imported module, private name): being fixed on other branches.
 KNOWN_PRIVATE: set[tuple[str, str, str]] = {
-    # branch realtraces: the learned features' helpers shared with the heuristic
-    *(("faultlens.attributors.learned.features", "faultlens.attributors.methods.heuristic", name)
-      for name in ("_answer_values", "_final_step", "_norm", "_numbers", "_text")),
     # the LangGraph instrumentation reads the tracer's context variable (middleware/tracer.py is being edited elsewhere)
     ("faultlens.middleware.instrument.langgraph", "faultlens.middleware.tracer", "_current_run"),
 }

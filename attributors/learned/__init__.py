@@ -1,8 +1,11 @@
-"""`learned`: offline attribution by a small scikit-learn model trained on the bundled benchmark's `dev` split.
+"""`learned`: offline attribution by a small scikit-learn model.
 
+Trained on the bundled benchmark's `dev` split and the `train` half of TRAIL
+(real smolagents runs, so that the model has seen a real framework's traces).
 Importing this package registers the `learned` attributor. The model file
 (`model.joblib`) ships next to this module; `faultlens train --dataset
-bundled:dev --out PATH` rebuilds it (see `benchmark.train`).
+bundled:dev --dataset trail:../shared/realdev/trail:train --out PATH` rebuilds
+it (see `benchmark.train`).
 """
 
 from ..registry import register

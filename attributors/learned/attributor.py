@@ -19,6 +19,7 @@ import numpy as np
 from faultlens.middleware.model import Attribution, AttributionStatus, Candidate, Cost, Trace
 
 from ..base import BaseAttributor
+from ..steptext import blameable
 from .features import trace_features
 from .model import LearnedModel, load
 
@@ -49,14 +50,17 @@ class LearnedAttributor(BaseAttributor):
                                error="the trace has no steps to attribute", details=details)
         X = features if features is not None else trace_features(trace)
         scores = self.model.step_scores(X)
+        # Only decisions (and environment faults) are candidates: a tool result or an executor's
+        # output is evidence, already in its cause's features (`err.own_result`, ...).
+        allowed = blameable(trace)
         # Highest score first, the earliest step on a tie (the decisive error is the first one).
-        order = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
+        order = sorted(allowed, key=lambda i: (-scores[i], i))
         best = order[0]
         mode, mode_p = self.model.mode(X[best])
         top = self.model.contributions(X, best)[:TOP_FEATURES]
         details["top_features"] = [{"feature": n, "contribution": round(c, 4)} for n, c in top]
         details["mode_probability"] = round(mode_p, 4)
-        total = float(np.sum(scores))
+        total = float(np.sum(scores[allowed]))
         ranking = [Candidate(step=i, score=round(float(scores[i]), 4), agent=trace.steps[i].agent) for i in order[:RANKING_SIZE]]
         why = ", ".join(n for n, c in top[:3] if c > 0) or "no feature stood out"
         return Attribution(

@@ -25,9 +25,22 @@ Feature groups (names are stable; they are stored with the model):
 - `turn.*`: agent's share of steps, the k-th step of its agent, the first step
   of a turn (speaker change), the first appearance of an agent, the agent of
   step 0 and of the final answer, number of agents;
-- `kind.*`: `Step.kind` one-hot, and whether the step is one an agent wrote;
+- `kind.*`: `Step.kind` one-hot, whether the step is one an agent wrote (a
+  decision), and whether it is the first call of its tool;
+- `role.*`: `Step.role` one-hot (decision, tool result, executor output,
+  control), and whether a tool step failed as an environment fault. Only
+  decisions (and environment faults) are ranked; what a result showed is a
+  feature of its cause (`err.own_result*`, via `middleware.roles.cause_of`);
 - `err.*`: a tool error on this / the next / the previous step, failure words,
-  a retry (the same tool called again right after), steps since the last error;
+  a retry (the same tool called again right after), steps since the last error,
+  an error in this decision's own results, and the first decision after a
+  failure, and whether it goes on silently (no failure word, no retry);
+- `heuristic.*`: the `heuristic` method's signal weight on the step (hits
+  moved to the decisions they are about) and whether it is the heuristic's
+  top step. Trained on bundled data alone they hurt (dev LOEO step accuracy
+  0.349 with, 0.377 without); with TRAIL's train half in training they help
+  (measured while developing: TRAIL holdout 0.414 without, 0.483 with;
+  bundled test 0.661 / 0.664);
 - `content.*`: values (numbers and capitalised names) of the final answer
   first appearing here, values never seen before in the trace (task text
   included), whether later steps carry them forward, whether a later step
@@ -47,11 +60,15 @@ import re
 
 import numpy as np
 
-from faultlens.middleware.model import StepKind, Trace
+from faultlens.middleware.model import StepKind, StepRole, Trace
+from faultlens.middleware.roles import cause_of
 
-from ..methods.heuristic import _answer_values, _final_step, _norm, _numbers, _text
+from ..methods.heuristic import signal_weights
+from ..steptext import answer_values as _answer_values
+from ..steptext import environment_fault, final_step, norm, numbers, step_text
 
 _KINDS = [k.value for k in StepKind]
+_ROLES = [r.value for r in StepRole]
 _FAILURE = re.compile(r"\b(error|exception|traceback|failed|failure|not found|no results?|invalid|timeout|timed out|"
                       r"denied|unavailable|cannot|unable to|wrong|incorrect|mismatch)\b", re.I)
 _CORRECTION = re.compile(r"\b(actually|correction|instead|mistake|re-?check\w*|re-?calculat\w*|should be|not correct|"
@@ -67,7 +84,7 @@ _STOP = frozenset("the and for with that this from are was were has have had wil
 _RELATIVE = ["content.len_log", "content.new_values_log", "content.written_new_words_log", "content.new_words_frac", "content.task_overlap",
              "content.prev_overlap", "content.later_max_overlap", "turn.agent_share"]
 # Binary features whose first occurrence in the trace is its own feature.
-_FIRSTS = ["content.written_new_values", "content.new_values_any", "content.answer_value_here", "content.new_values_in_answer", "err.any",
+_FIRSTS = ["content.written_new_values", "err.silent_after_error", "content.new_values_any", "content.answer_value_here", "content.new_values_in_answer", "err.any",
            "err.next", "content.contradicted_later", "content.repeated_later", "content.hedge_words",
            "content.correction_words", "turn.speaker_change", "kind.tool_call", "content.new_values_carried"]
 
@@ -77,6 +94,9 @@ def _base_names() -> list[str]:
              "turn.agent_share", "turn.agent_ordinal_log", "turn.agent_first_appearance", "turn.speaker_change",
              "turn.final_agent", "turn.first_agent", "turn.n_agents_log", "turn.single_agent", "turn.turn_ordinal_log"]
     names += [f"kind.{k}" for k in _KINDS]
+    names += [f"role.{r}" for r in _ROLES] + ["role.environment_fault", "err.own_result", "err.own_result_words",
+                                                 "err.first_decision_after_error", "err.silent_after_error", "kind.first_use_of_tool",
+                                                 "heuristic.weight", "heuristic.top"]
     names += ["kind.agent_written", "kind.after_tool_result",
               "err.this", "err.next", "err.prev", "err.any", "err.words_this", "err.words_next", "err.retry",
               "err.since_last_log",
@@ -109,9 +129,11 @@ def _values(text: str) -> set[str]:
     """The values a step states: numbers and capitalised words (names, and the headings that open a line).
 
     Sentence-opening words are kept on purpose: dropping them lowered the
-    leave-one-environment-out step accuracy on dev (0.334 -> 0.293).
+    leave-one-environment-out step accuracy on dev (0.334 -> 0.293). Function
+    words that open a sentence ("The", "What", "This") are no value, though:
+    counted as one, every answer sentence "introduced a new value".
     """
-    return set(_numbers(text)) | {m.lower() for m in _NAME.findall(text)}
+    return set(numbers(text)) | {w for w in (m.lower() for m in _NAME.findall(text)) if w not in _STOP}
 
 
 def _words(text: str) -> set[str]:
@@ -139,21 +161,29 @@ def trace_features(trace: Trace) -> np.ndarray:
     n = len(steps)
     if n == 0:
         return np.zeros((0, len(feature_names())))
-    texts = [_text(s) for s in steps]
-    norms = [_norm(t) for t in texts]
+    texts = [step_text(s) for s in steps]
+    norms = [norm(t) for t in texts]
     values = [_values(t) for t in texts]
     words = [_words(t) for t in texts]
     task_text = trace.task.query or ""
     task_values, task_words = _values(task_text), _words(task_text)
-    final = _final_step(trace)
-    final_text = _text(final)
+    final = final_step(trace)
+    final_text = step_text(final)
     answer_values = [v for v in _answer_values(final_text)]
     answer_set = _values(final_text)
     agents = [s.agent for s in steps]
     agent_counts = {a: agents.count(a) for a in set(agents)}
-    written = [s.kind != StepKind.tool_result for s in steps]
+    written = [s.kind != StepKind.tool_result and s.role == StepRole.decision for s in steps]
 
-    errors = [bool(s.error) or (s.kind == StepKind.tool_result and bool(_FAILURE.search(texts[i]))) for i, s in enumerate(steps)]
+    errors = [bool(s.error) or (not written[i] and bool(_FAILURE.search(texts[i]))) for i, s in enumerate(steps)]
+    # What the results of a decision (its tool results, the executor's output of its code) showed.
+    own_error, own_words = [False] * n, [False] * n
+    for i, s in enumerate(steps):
+        if not written[i]:
+            cause = cause_of(trace, i)
+            if cause is not None:
+                own_error[cause] = own_error[cause] or bool(s.error)
+                own_words[cause] = own_words[cause] or bool(_FAILURE.search(texts[i]))
     seen = set(task_values)
     seen_words = set(task_words)
     new_values, new_words_frac, new_words = [], [], []
@@ -173,6 +203,29 @@ def trace_features(trace: Trace) -> np.ndarray:
     for i in range(n - 1, -1, -1):
         correction_after[i] = found
         found = found or bool(_CORRECTION.search(texts[i]))
+
+    # The first decision after a failure (a failed call, an error the executor printed), and whether it goes on
+    # as if nothing had happened: no failure word, no retry of the failed tool. Silently dropping a failure is
+    # the decisive error of many real runs (the lookup that failed is left out of the report).
+    after_error, silent = [False] * n, [False] * n
+    pending: int | None = None
+    tools_seen: set[str] = set()
+    first_tool = [False] * n
+    for i, s in enumerate(steps):
+        if written[i] and pending is not None:
+            after_error[i] = True
+            retried = s.tool_name is not None and s.tool_name == steps[pending].tool_name
+            silent[i] = not _FAILURE.search(texts[i]) and not retried
+            pending = None
+        if errors[i] and not written[i]:
+            pending = i
+        if written[i] and s.kind == StepKind.tool_call and s.tool_name:
+            first_tool[i] = s.tool_name not in tools_seen
+            tools_seen.add(s.tool_name)
+
+    # The heuristic's documented signals (without the reference answer), moved to the decisions they are about.
+    weights = signal_weights(trace)
+    top_weight = max(weights.values(), default=0.0)
 
     rows = np.zeros((n, len(_BASE)))
     ordinal: dict[str, int] = {}
@@ -218,6 +271,11 @@ def trace_features(trace: Trace) -> np.ndarray:
             "turn.n_agents_log": math.log1p(len(agent_counts)), "turn.single_agent": len(agent_counts) == 1,
             "turn.turn_ordinal_log": math.log1p(turns),
             f"kind.{step.kind.value}": 1.0, "kind.agent_written": written[i],
+            f"role.{step.role.value}": 1.0, "role.environment_fault": environment_fault(step),
+            "err.own_result": own_error[i], "err.own_result_words": own_words[i],
+            "err.first_decision_after_error": after_error[i], "err.silent_after_error": silent[i],
+            "kind.first_use_of_tool": first_tool[i],
+            "heuristic.weight": weights.get(i, 0.0), "heuristic.top": top_weight > 0 and weights.get(i, 0.0) == top_weight,
             "kind.after_tool_result": i > 0 and steps[i - 1].kind == StepKind.tool_result,
             "err.this": bool(step.error), "err.next": i + 1 < n and errors[i + 1], "err.prev": i > 0 and errors[i - 1],
             "err.any": errors[i], "err.words_this": bool(_FAILURE.search(texts[i])),

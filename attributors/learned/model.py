@@ -40,6 +40,7 @@ from threadpoolctl import threadpool_limits
 from faultlens.middleware.errors import FaultlensError
 from faultlens.middleware.model import Trace
 
+from ..steptext import blameable
 from .features import feature_names, trace_features
 
 FORMAT_VERSION = 2
@@ -106,6 +107,11 @@ def labelled(traces: list[Trace]) -> list[Trace]:
     return [t for t in traces if t.gold is not None and t.steps and 0 <= t.gold.step < len(t.steps)]
 
 
+def candidate_rows(trace: Trace) -> list[int]:
+    """The rows the step scorer learns from and ranks: the steps an offline method may blame."""
+    return blameable(trace)
+
+
 # Chosen by leave-one-environment-out step accuracy on the bundled dev/test data; see `benchmark.train`.
 TREE_PARAMS = {"max_iter": 200, "learning_rate": 0.05, "max_leaf_nodes": 15, "min_samples_leaf": 20,
                "l2_regularization": 1.0}
@@ -124,10 +130,14 @@ def fit(traces: list[Trace], seed: int = 0, C: float = 0.5,
     blocks, labels, gold_rows, modes = [], [], [], []
     for trace in usable:
         X = _dense(features[trace.id] if features is not None and trace.id in features else trace_features(trace))
-        y = np.zeros(X.shape[0], dtype=int)
-        y[trace.gold.step] = 1
-        blocks.append(X)
-        labels.append(y)
+        rows = candidate_rows(trace)
+        if trace.gold.step in rows:
+            # A gold step that is no candidate (a tool result blamed for a wrong call) cannot be ranked; the trace
+            # still teaches the mode classifier.
+            y = np.zeros(len(rows), dtype=int)
+            y[rows.index(trace.gold.step)] = 1
+            blocks.append(X[rows])
+            labels.append(y)
         if trace.gold.mode:
             gold_rows.append(X[trace.gold.step])
             modes.append(trace.gold.mode)

@@ -7,8 +7,11 @@
   on a tie), and its first step.
 - `baseline:first-step`, `baseline:last-step`: step 0 or the last step.
 
-Random choices are seeded by `seed` and the trace id, so the same trace always
-gets the same answer. Baselines name no failure mode (`mode` is None).
+Every baseline chooses among the trace's decision steps (`middleware.roles.
+candidates`: tool results, executors' output and control steps are not
+candidates), as every other offline method does. Random choices are seeded by
+`seed` and the trace id, so the same trace always gets the same answer.
+Baselines name no failure mode (`mode` is None).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from collections import Counter
 from typing import Any
 
 from faultlens.middleware.model import Attribution, AttributionStatus, Step, Trace
+from faultlens.middleware.roles import candidates
 
 from ..base import BaseAttributor
 from ..registry import register
@@ -53,10 +57,11 @@ class Baseline(BaseAttributor):
 
 class RandomStep(Baseline):
     name = "baseline:random-step"
-    rule = "a uniformly random step, seeded by the trace id"
+    rule = "a uniformly random decision step, seeded by the trace id"
 
     def pick(self, trace: Trace) -> Step:
-        return trace.steps[self.rng(trace).randrange(len(trace.steps))]
+        steps = candidates(trace)
+        return steps[self.rng(trace).randrange(len(steps))]
 
 
 class RandomAgent(Baseline):
@@ -65,9 +70,10 @@ class RandomAgent(Baseline):
 
     def pick(self, trace: Trace) -> Step:
         rng = self.rng(trace)
-        agents = list(dict.fromkeys(s.agent for s in trace.steps))
+        steps = candidates(trace)
+        agents = list(dict.fromkeys(s.agent for s in steps))
         agent = agents[rng.randrange(len(agents))]
-        own = [s for s in trace.steps if s.agent == agent]
+        own = [s for s in steps if s.agent == agent]
         return own[rng.randrange(len(own))]
 
 
@@ -76,26 +82,27 @@ class MajorityAgent(Baseline):
     rule = "the agent with the most steps, at its first step"
 
     def pick(self, trace: Trace) -> Step:
-        counts = Counter(s.agent for s in trace.steps)
-        order = list(dict.fromkeys(s.agent for s in trace.steps))
+        steps = candidates(trace)
+        counts = Counter(s.agent for s in steps)
+        order = list(dict.fromkeys(s.agent for s in steps))
         agent = max(order, key=lambda a: (counts[a], -order.index(a)))
-        return next(s for s in trace.steps if s.agent == agent)
+        return next(s for s in steps if s.agent == agent)
 
 
 class FirstStep(Baseline):
     name = "baseline:first-step"
-    rule = "the first step"
+    rule = "the first decision step"
 
     def pick(self, trace: Trace) -> Step:
-        return trace.steps[0]
+        return candidates(trace)[0]
 
 
 class LastStep(Baseline):
     name = "baseline:last-step"
-    rule = "the last step"
+    rule = "the last decision step"
 
     def pick(self, trace: Trace) -> Step:
-        return trace.steps[-1]
+        return candidates(trace)[-1]
 
 
 for _cls in (RandomStep, RandomAgent, MajorityAgent, FirstStep, LastStep):

@@ -12,13 +12,19 @@ Signals (weights are round numbers chosen by reasoning, not fitted to data):
 | signal | fires on | weight | mode |
 |---|---|---|---|
 | tool_error | a step with `error` set; an argument-type error also blames the call that caused it | 3 | A.2 (bad arguments) or V.3 (environment) |
-| error_words | tool results whose text reads like a failure (error, not found, timeout, ...) | 1 | V.3, and 0.5 A.2 on the call |
+| error_words | tool results and executors' output whose text reads like a failure (error, not found, timeout, ...) | 1 | V.3, and 0.5 A.2 on the call |
 | answer_origin | the first step where the (wrong) final answer's value appears | 2 (1 if it came from a tool) | R.3 numeric with arithmetic, else R.1 |
 | reference_lost | with the reference answer: the first agent step after the last step that still had the correct value | 1.5 | V.1 |
 | near_miss | an action whose names/numbers nearly but not exactly match the task's (Marla vs Marta) | 2.5 | A.2 in tool calls, C.2 in messages, R.4 otherwise |
 | excluded_used | an action that uses what the task said to exclude ("without X", "except X") | 1.5 | R.4 |
 | repeated_action | the first repeat of an identical tool call or message by the same agent | 1.5 | A.6 |
 | hedging | agent text that guesses or assumes ("I assume", "probably") | 1 | R.1 |
+
+Only decisions are blamed (`middleware.roles`): a hit on a tool result or on
+an executor's output counts for the decision that caused it (the call, the
+code; `to_decisions`), with mode A.2 or A.4 instead of V.3, except when the
+tool failed on its own (an environment fault: the error reads as a timeout,
+an outage, a 5xx), which stays on the tool step as V.3 and says so.
 
 With no signal at all, the documented prior is the step that gave the final
 answer, mode R.2, confidence 0, and the reason says that no signal fired.
@@ -35,10 +41,14 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from faultlens.middleware.model import Attribution, AttributionStatus, Cost, Step, StepKind, Trace
+from faultlens.middleware.model import Attribution, AttributionStatus, Cost, Step, StepKind, StepRole, Trace
+
+from faultlens.middleware.roles import cause_of
 
 from ..base import BaseAttributor
 from ..registry import register
+from ..steptext import (ARGUMENT_ERROR, NUMBER, action_text, answer_values, environment_fault, final_step,
+                        norm, numbers, step_text)
 from .llm_base import candidates_ranking
 
 
@@ -56,66 +66,19 @@ class Context:
     with_reference: bool
 
 
-def _text(step: Step) -> str:
-    parts = [step.content or ""]
-    if step.tool_arguments is not None:
-        parts.append(json.dumps(step.tool_arguments, ensure_ascii=False, default=str) if not isinstance(step.tool_arguments, str) else step.tool_arguments)
-    if step.tool_result is not None:
-        parts.append(json.dumps(step.tool_result, ensure_ascii=False, default=str) if not isinstance(step.tool_result, str) else step.tool_result)
-    if step.error:
-        parts.append(step.error)
-    return "\n".join(p for p in parts if p)
-
-
-def _action_text(step: Step) -> str:
-    """What the agent itself wrote or sent (not what a tool returned)."""
-    if step.kind == StepKind.tool_result:
-        return ""
-    parts = [step.content or ""]
-    if step.tool_arguments is not None:
-        parts.append(json.dumps(step.tool_arguments, ensure_ascii=False, default=str) if not isinstance(step.tool_arguments, str) else step.tool_arguments)
-    return "\n".join(p for p in parts if p)
-
-
-_ARGUMENT_ERROR = re.compile(r"\b(invalid|not found|no such|missing|unknown|unrecognized|bad request|argument|parameter|malformed|does not exist|no results?|400|404|422)\b", re.I)
-_ENVIRONMENT_ERROR = re.compile(r"\b(timeout|timed out|unavailable|connection|refused|rate limit|internal server|crash(ed)?|5\d\d|overloaded)\b", re.I)
 _FAILURE_WORDS = re.compile(r"\b(error|exception|traceback|failed|failure|not found|no results?|invalid|timeout|timed out|denied|unavailable|cannot|unable to)\b", re.I)
 _HEDGE = re.compile(r"\b(i assume|assuming|let'?s assume|probably|i guess|i think|most likely|not sure|without (checking|verifying)|presumably)\b", re.I)
-_NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?")
 _ARITHMETIC = re.compile(r"[+*/=×÷]|\b(sum|total|difference|minus|plus|times|divided|average|multipl\w*|subtract\w*|add(ed|ing)?)\b", re.I)
 _EXCLUDE = re.compile(r"\b(?:without|excluding|except|other than|not including)\s+(?:the\s+|a\s+|an\s+)?([A-Za-z][\w-]{2,})", re.I)
 _ENTITY = re.compile(r"\b[A-Z][a-zA-Z]{2,}(?:\s+[A-Z][a-zA-Z]{2,})*\b|\b\d{2,}\b")
-
-
-def _numbers(text: str) -> list[str]:
-    return [n.replace(",", "") for n in _NUMBER.findall(text)]
-
-
-def _norm(text: str) -> str:
-    return re.sub(r"\s+", " ", re.sub(r"[^\w.\s-]", " ", text.lower())).strip()
-
-
-def _final_step(trace: Trace) -> Step:
-    finals = [s for s in trace.steps if s.kind == StepKind.final_answer]
-    return finals[-1] if finals else trace.steps[-1]
-
-
-def _answer_values(text: str) -> list[str]:
-    """The salient values of an answer: its numbers, else the whole short answer."""
-    numbers = _numbers(text)
-    if numbers:
-        return numbers[-1:]  # the last number is usually the answer ("... so the total is 42")
-    short = _norm(text)
-    return [short] if 0 < len(short) <= 60 else []
-
 
 def _answer_correct(trace: Trace, final: Step, ctx: Context) -> bool:
     """True only if the reference answer may be used (with_reference) and the final answer contains it."""
     reference = trace.task.reference_answer
     if reference is None or not ctx.with_reference:
         return False
-    wanted = _answer_values(reference)
-    got = _norm(_text(final))
+    wanted = answer_values(reference)
+    got = norm(step_text(final))
     return bool(wanted) and all(v in got for v in wanted)
 
 
@@ -127,15 +90,15 @@ def tool_error(trace: Trace, ctx: Context) -> list[Hit]:
     for step in trace.steps:
         if not step.error:
             continue
-        if _ENVIRONMENT_ERROR.search(step.error):
-            hits.append(Hit(step.index, 3.0, "V.3", "tool_error", f"environment failure: {step.error[:120]}"))
+        if environment_fault(step):
+            hits.append(Hit(step.index, 3.0, "V.3", "tool_error", f"environment fault (the tool failed, not the call): {step.error[:120]}"))
             continue
         call = _calling_step(trace, step)
-        if _ARGUMENT_ERROR.search(step.error) and call is not None and call.index != step.index:
+        if ARGUMENT_ERROR.search(step.error) and call is not None and call.index != step.index:
             hits.append(Hit(call.index, 3.0, "A.2", "tool_error", f"its call failed at step {step.index}: {step.error[:120]}"))
             hits.append(Hit(step.index, 1.0, "V.3", "tool_error", f"error reported: {step.error[:120]}"))
         else:
-            mode = "A.2" if _ARGUMENT_ERROR.search(step.error) else "V.3"
+            mode = "A.2" if ARGUMENT_ERROR.search(step.error) else "V.3"
             hits.append(Hit(step.index, 3.0, mode, "tool_error", f"error: {step.error[:120]}"))
     return hits
 
@@ -153,8 +116,8 @@ def _calling_step(trace: Trace, step: Step) -> Step | None:
 def error_words(trace: Trace, ctx: Context) -> list[Hit]:
     hits = []
     for step in trace.steps:
-        if step.error or step.kind != StepKind.tool_result:
-            continue  # tool_error already covers steps with an error field
+        if step.error or step.role not in (StepRole.tool_result, StepRole.executor_output):
+            continue  # tool_error already covers steps with an error field; only results and executor output are read
         text = (step.content or "") + " " + (json.dumps(step.tool_result, default=str) if step.tool_result is not None else "")
         match = _FAILURE_WORDS.search(text)
         if match:
@@ -166,27 +129,27 @@ def error_words(trace: Trace, ctx: Context) -> list[Hit]:
 
 
 def answer_origin(trace: Trace, ctx: Context) -> list[Hit]:
-    final = _final_step(trace)
+    final = final_step(trace)
     if _answer_correct(trace, final, ctx):
         return []  # the value is right; the failure lies elsewhere (format, verification, ...)
-    values = _answer_values(final.content or _text(final))
+    values = answer_values(final.content or step_text(final))
     if not values:
         return []
-    task_text = _norm(trace.task.query)
+    task_text = norm(trace.task.query)
     hits = []
     for value in values:
         if value in task_text:
             continue  # copied from the question; its first appearance says nothing
         for step in trace.steps[: final.index]:
-            text = _text(step)
-            present = value in _numbers(text) if _NUMBER.fullmatch(value) else value in _norm(text)
+            text = step_text(step)
+            present = value in numbers(text) if NUMBER.fullmatch(value) else value in norm(text)
             if not present:
                 continue
             if step.kind == StepKind.tool_result:
                 hits.append(Hit(step.index, 1.0, "V.3", "answer_origin", f"the final answer's value {value!r} first comes from this tool result"))
             else:
-                numeric = bool(_NUMBER.fullmatch(value))
-                mode = "R.3" if numeric and _ARITHMETIC.search(_action_text(step)) else "R.1"
+                numeric = bool(NUMBER.fullmatch(value))
+                mode = "R.3" if numeric and _ARITHMETIC.search(action_text(step)) else "R.1"
                 hits.append(Hit(step.index, 2.0, mode, "answer_origin", f"the final answer's value {value!r} first appears here"))
             break
     return hits
@@ -196,17 +159,17 @@ def reference_lost(trace: Trace, ctx: Context) -> list[Hit]:
     reference = trace.task.reference_answer
     if not ctx.with_reference or reference is None:
         return []
-    final = _final_step(trace)
+    final = final_step(trace)
     if _answer_correct(trace, final, ctx):
         return []
-    wanted = _answer_values(reference)
+    wanted = answer_values(reference)
     if not wanted:
         return []
     last_seen = None
     for step in trace.steps[: final.index]:
-        text = _text(step)
-        numeric = bool(_NUMBER.fullmatch(wanted[0]))
-        if (wanted[0] in _numbers(text)) if numeric else (wanted[0] in _norm(text)):
+        text = step_text(step)
+        numeric = bool(NUMBER.fullmatch(wanted[0]))
+        if (wanted[0] in numbers(text)) if numeric else (wanted[0] in norm(text)):
             last_seen = step.index
     if last_seen is None:
         return []
@@ -243,7 +206,7 @@ def near_miss(trace: Trace, ctx: Context) -> list[Hit]:
         return []
     hits = []
     for step in trace.steps:
-        text = _action_text(step)
+        text = action_text(step)
         if not text:
             continue
         for token in set(re.findall(r"\b[A-Za-z]{4,}\b|\b\d{2,}\b", text)):
@@ -265,7 +228,7 @@ def excluded_used(trace: Trace, ctx: Context) -> list[Hit]:
     for step in trace.steps:
         if step.kind not in (StepKind.tool_call, StepKind.final_answer, StepKind.plan):
             continue
-        words = set(re.findall(r"[a-z][\w-]+", _action_text(step).lower()))
+        words = set(re.findall(r"[a-z][\w-]+", action_text(step).lower()))
         used = excluded & words
         if used:
             hits.append(Hit(step.index, 1.5, "R.4", "excluded_used", f"uses {sorted(used)[0]!r}, which the task excludes"))
@@ -279,7 +242,7 @@ def repeated_action(trace: Trace, ctx: Context) -> list[Hit]:
         if step.kind == StepKind.tool_call and step.tool_name:
             key: tuple = (step.agent, "call", step.tool_name, json.dumps(step.tool_arguments, sort_keys=True, default=str))
         elif step.kind in (StepKind.message, StepKind.llm_call, StepKind.plan) and len((step.content or "").strip()) >= 20:
-            key = (step.agent, "text", _norm(step.content))
+            key = (step.agent, "text", norm(step.content))
         else:
             continue
         if key in seen:
@@ -294,7 +257,7 @@ def repeated_action(trace: Trace, ctx: Context) -> list[Hit]:
 def hedging(trace: Trace, ctx: Context) -> list[Hit]:
     hits = []
     for step in trace.steps:
-        match = _HEDGE.search(_action_text(step))
+        match = _HEDGE.search(action_text(step))
         if match:
             hits.append(Hit(step.index, 1.0, "R.1", "hedging", f"guesses: {match.group(0)!r}"))
     return hits
@@ -310,6 +273,40 @@ SIGNALS: dict[str, Callable[[Trace, Context], list[Hit]]] = {
     "repeated_action": repeated_action,
     "hedging": hedging,
 }
+
+
+def to_decisions(trace: Trace, hits: list[Hit]) -> tuple[list[Hit], int]:
+    """Hits on a tool result or an executor's output count for the decision that caused it (`middleware.roles`).
+
+    The one exception is an environment fault: a tool step whose error reads as
+    the environment failing (timeout, 5xx, ...) keeps its V.3 hit, because the
+    call was not the problem. Hits on control steps are dropped. Returns the
+    hits and how many were moved.
+    """
+    out, moved = [], 0
+    for hit in hits:
+        step = trace.steps[hit.step]
+        cause = cause_of(trace, hit.step)
+        if step.is_decision or cause == hit.step or (hit.mode == "V.3" and environment_fault(step)):
+            out.append(hit)
+            continue
+        if cause is None:
+            continue
+        moved += 1
+        # What the result showed was the call's fault (A.2), or the executed code's (A.4).
+        mode = ({StepRole.tool_result: "A.2", StepRole.executor_output: "A.4"}.get(step.role, hit.mode)
+                if hit.mode == "V.3" else hit.mode)
+        out.append(Hit(cause, hit.weight, mode, hit.signal, f"via step {hit.step} ({step.role.value}): {hit.note}"))
+    return out, moved
+
+
+def signal_weights(trace: Trace, with_reference: bool = False) -> dict[int, float]:
+    """Every signal's hits, moved to the decisions they are about, summed per step (the `learned` model reads these)."""
+    hits, _ = to_decisions(trace, [hit for signal in SIGNALS.values() for hit in signal(trace, Context(with_reference=with_reference))])
+    totals: dict[int, float] = defaultdict(float)
+    for hit in hits:
+        totals[hit.step] += hit.weight
+    return dict(totals)
 
 
 class Heuristic(BaseAttributor):
@@ -334,13 +331,15 @@ class Heuristic(BaseAttributor):
         if not trace.steps:
             return Attribution(trace_id=trace.id, method=self.name, backend="heuristic", status=AttributionStatus.error, error="the trace has no steps to attribute", details=details)
         ctx = Context(with_reference=self.with_reference)
-        hits = [hit for name in self.signals for hit in SIGNALS[name](trace, ctx)]
+        hits, moved = to_decisions(trace, [hit for name in self.signals for hit in SIGNALS[name](trace, ctx)])
         details["signals"] = [asdict(h) for h in hits]
+        if moved:
+            details["moved_to_cause"] = moved
         totals: dict[int, float] = defaultdict(float)
         for hit in hits:
             totals[hit.step] += hit.weight
         if not totals:
-            final = _final_step(trace)
+            final = final_step(trace)
             fields = dict(step=final.index, agent=final.agent, mode="R.2", confidence=0.0,
                           reason="no signal fired; prior: the step that gave the final answer")
             details["prior"] = True

@@ -38,7 +38,10 @@ def test_tool_error_blames_the_call_for_argument_errors():
     ])
     result = attributors.get("heuristic").attribute(t)
     assert (result.step, result.mode) == (1, "A.2")
-    assert ("tool_error", 2) in signals_of(result)
+    # The tool result is evidence about the call, not a candidate: its hit moved to step 1.
+    assert signals_of(result) == {("tool_error", 1)}
+    assert any("via step 2 (tool_result)" in s["note"] for s in result.details["signals"])
+    assert all(c.step != 2 for c in result.ranking)
 
 
 def test_environment_error_blames_the_failing_step():

@@ -27,9 +27,12 @@ def test_demo_runs_offline_and_stores_a_failed_and_a_succeeded_trace(tmp_path):
     store = open_store(db)
     [attribution] = store.attributions(failed.id)
     assert attribution.method == "learned" and attribution.status.value == "ok"
-    # the lookup of Munich failed at step 3 and the team went on without Munich: the error is there or after it
+    # the lookup of Munich failed at step 3 and the researcher's report went on without Munich: that report
+    # (its model call or its returned output) is the decisive step, not the failed lookup nor the analyst's sum
     failed_lookup = next(s.index for s in failed.steps if s.failed)
-    assert attribution.step >= failed_lookup and attribution.agent in {"researcher", "analyst"}
+    blamed = failed.steps[attribution.step]
+    assert attribution.step > failed_lookup and attribution.agent == "researcher" == blamed.agent
+    assert "Rome" in blamed.content and "Munich" not in blamed.content
     lessons = store.lessons()
     assert lessons and all(lesson.agent == attribution.agent and lesson.trace_id == failed.id for lesson in lessons)
     assert "attribution" in result.output and f"lesson for {attribution.agent}" in result.output

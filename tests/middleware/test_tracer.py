@@ -218,3 +218,14 @@ def test_otel_traces_exporter_env_adds_an_exporter(tmp_path, monkeypatch):
 def test_record_outcome_outside_a_run_is_an_error(tracer):
     with pytest.raises(RuntimeError, match="tracer.run"):
         tracer.record_outcome(success=True)
+
+
+def test_tool_spans_are_tool_results_and_agent_steps_decisions(tracer):
+    from faultlens.middleware.model import StepRole
+
+    planner, _ = build_team(tracer)
+    with tracer.run(task="q") as run:
+        planner("q")
+    steps = tracer.store.get_trace(run.id).steps
+    assert {s.role for s in steps if s.tool_name} == {StepRole.tool_result}
+    assert all(s.role == StepRole.decision for s in steps if not s.tool_name)

@@ -1,0 +1,183 @@
+"""tau-bench conversations with AgentRx's failure labels (Microsoft, 2025).
+
+    taubench:DIR            every failed run of DIR
+    taubench:DIR:train      a fixed half (by a hash of the trace id), and
+    taubench:DIR:holdout    the other half (see `trail.realdev_split`)
+
+DIR holds `tau_dataset_failed.json(.gz)`: a list of runs `{task_id, reward,
+info, traj: [{role: system|user|assistant|tool, content, tool_calls?, name?,
+tool_call_id?}], trial}`; and `tau_ground_truth.json(.gz)`: per run
+`{trajectory_id (= task_id), failures: [{failure_id, step_number,
+step_reason, failure_category, category_reason, failed_agent}], root_cause:
+{failure_id, reason_for_root_cause}, failure_summary}`.
+
+One message of `traj` is one step, in order. Agents: `System` (the policy
+prompt; a control step), `User` (tau-bench's simulated user, a decision step:
+AgentRx blames it in some runs), `Assistant` (the retail agent; a message with
+`tool_calls` is a tool call), and tool messages, which are the environment's
+answers (agent `Tool`, role tool_result).
+
+Gold: the root cause's failure. `step_number` counts the messages of `traj`
+from 1, system prompt included, so gold.step = step_number - 1; gold.agent is
+its `failed_agent` (`Assistant` or `User`, as AgentRx writes it, even where it
+names a step of the other speaker); gold.reason its step reason; `gold.mode`
+stays empty (AgentRx's categories are kept in `metadata`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from faultlens.middleware.errors import InputError, from_validation_error
+from faultlens.middleware.model import AgentInfo, GoldLabel, Outcome, Source, Step, StepKind, StepRole, Task, Trace
+
+from .trail import read_json_file, realdev_split, split_spec_arg
+
+FORMAT = "taubench"
+RUNS = "tau_dataset_failed"
+LABELS = "tau_ground_truth"
+AGENTS = {"system": "System", "user": "User", "assistant": "Assistant", "tool": "Tool"}
+ROLES = {"system": StepRole.control, "user": StepRole.decision, "assistant": StepRole.decision, "tool": StepRole.tool_result}
+
+
+def _file(root: Path, stem: str) -> Path:
+    for name in (f"{stem}.json", f"{stem}.json.gz"):
+        if (root / name).exists():
+            return root / name
+    raise InputError(str(root / f"{stem}.json"), None, None, "missing (also looked for .json.gz)")
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _steps(traj: Any, source: str, record: str) -> list[Step]:
+    if not isinstance(traj, list) or not traj:
+        raise InputError(source, record, "traj", "missing, empty or not a list")
+    steps = []
+    for i, message in enumerate(traj):
+        where = f"{record}, traj[{i}]"
+        if not isinstance(message, dict):
+            raise InputError(source, where, None, f"expected a message object, got {type(message).__name__}")
+        role = message.get("role")
+        if role not in AGENTS:
+            raise InputError(source, where, "role", f"{role!r} is not one of {', '.join(AGENTS)}")
+        content = _text(message.get("content"))
+        calls = message.get("tool_calls") or []
+        if not isinstance(calls, list):
+            raise InputError(source, where, "tool_calls", "must be a list")
+        tool_name = arguments = result = None
+        kind = {"system": StepKind.message, "user": StepKind.human, "assistant": StepKind.message, "tool": StepKind.tool_result}[role]
+        if role == "assistant" and calls:
+            kind = StepKind.tool_call
+            fns = []
+            for j, call in enumerate(calls):
+                fn = call.get("function") if isinstance(call, dict) else None
+                if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
+                    raise InputError(source, where, f"tool_calls[{j}].function.name", "missing or not a string")
+                args = fn.get("arguments")
+                try:
+                    args = json.loads(args) if isinstance(args, str) else args
+                except json.JSONDecodeError:
+                    pass  # kept as the text the model wrote: a malformed call is evidence, not an import error
+                fns.append((fn["name"], args))
+            tool_name = fns[0][0] if len(fns) == 1 else ",".join(n for n, _ in fns)
+            arguments = fns[0][1] if len(fns) == 1 else [{"name": n, "arguments": a} for n, a in fns]
+            content = "\n".join([content] + [f"[tool_call] {n}({json.dumps(a, ensure_ascii=False, sort_keys=True)})" for n, a in fns]).strip()
+        elif role == "tool":
+            tool_name = str(message.get("name") or "") or None
+            result = content
+        metadata = {"role": role}
+        if message.get("tool_call_id"):
+            metadata["tool_call_id"] = message["tool_call_id"]
+        steps.append(Step(index=i, agent=AGENTS[role], kind=kind, role=ROLES[role], content=content, tool_name=tool_name,
+                          tool_arguments=arguments, tool_result=result, native_id=str(i + 1), metadata=metadata))
+    return steps
+
+
+def _label(labels: dict[Any, Any], task_id: Any, source: str, n_steps: int) -> tuple[GoldLabel, dict[str, Any]]:
+    record = f"trajectory_id {task_id}"
+    if task_id not in labels:
+        raise InputError(source, record, "trajectory_id", "no ground truth for this run")
+    label = labels[task_id]
+    failures = label.get("failures")
+    if not isinstance(failures, list) or not failures:
+        raise InputError(source, record, "failures", "missing, empty or not a list")
+    root = label.get("root_cause")
+    if not isinstance(root, dict) or "failure_id" not in root:
+        raise InputError(source, record, "root_cause.failure_id", "missing")
+    chosen = [f for f in failures if isinstance(f, dict) and f.get("failure_id") == root["failure_id"]]
+    if len(chosen) != 1:
+        raise InputError(source, record, "root_cause.failure_id", f"{root['failure_id']!r} names {len(chosen)} of the failures, not one")
+    failure = chosen[0]
+    number = failure.get("step_number")
+    if not isinstance(number, int) or isinstance(number, bool) or not 1 <= number <= n_steps:
+        raise InputError(source, record, "failures.step_number", f"{number!r} is not a message number 1..{n_steps}")
+    agent = failure.get("failed_agent")
+    if agent not in ("Assistant", "User"):
+        raise InputError(source, record, "failures.failed_agent", f"{agent!r} is not Assistant or User")
+    gold = GoldLabel(step=number - 1, agent=agent, native_step=str(number), reason=_text(failure.get("step_reason")) or None)
+    meta = {"failure_category": failure.get("failure_category"), "failure_summary": label.get("failure_summary"),
+            "failure_steps": sorted({f["step_number"] - 1 for f in failures if isinstance(f, dict) and isinstance(f.get("step_number"), int)})}
+    return gold, meta
+
+
+def read_taubench(directory: str | Path, split: str | None = None) -> Iterator[Trace]:
+    """Yield one failed `Trace` with its gold label per run (see the module docstring)."""
+    root = Path(directory)
+    if not root.is_dir():
+        raise InputError(f"taubench:{directory}", None, None, "no such directory")
+    runs_path, labels_path = _file(root, RUNS), _file(root, LABELS)
+    runs, labels_raw = read_json_file(runs_path), read_json_file(labels_path)
+    if not isinstance(runs, list):
+        raise InputError(str(runs_path), None, None, f"expected a list of runs, got {type(runs).__name__}")
+    if not isinstance(labels_raw, list):
+        raise InputError(str(labels_path), None, None, f"expected a list of labels, got {type(labels_raw).__name__}")
+    labels = {}
+    for i, label in enumerate(labels_raw):
+        if not isinstance(label, dict) or "trajectory_id" not in label:
+            raise InputError(str(labels_path), f"[{i}]", "trajectory_id", "missing")
+        labels[label["trajectory_id"]] = label
+    for i, run in enumerate(runs):
+        record = f"[{i}]"
+        if not isinstance(run, dict) or "task_id" not in run:
+            raise InputError(str(runs_path), record, "task_id", "missing")
+        task_id = run["task_id"]
+        trial = run.get("trial")
+        trace_id = f"taubench:{task_id}" + (f"/trial-{trial}" if trial is not None else "")
+        if split is not None and realdev_split(trace_id) != split:
+            continue
+        record = f"[{i}] (task_id {task_id})"
+        steps = _steps(run.get("traj"), str(runs_path), record)
+        gold, label_meta = _label(labels, task_id, str(labels_path), len(steps))
+        info = run.get("info") if isinstance(run.get("info"), dict) else {}
+        instruction = (info.get("task") or {}).get("instruction") if isinstance(info.get("task"), dict) else None
+        first_user = next((s.content for s in steps if s.agent == "User"), "")
+        reward = run.get("reward")
+        try:
+            yield Trace(
+                id=trace_id,
+                task=Task(query=_text(instruction) or first_user, id=str(task_id)),
+                agents=[AgentInfo(name="System", role="policy prompt"), AgentInfo(name="User", role="simulated customer"),
+                        AgentInfo(name="Assistant", role="retail agent"), AgentInfo(name="Tool", role="retail environment")],
+                steps=steps,
+                outcome=Outcome(success=False, score=float(reward) if isinstance(reward, (int, float)) else None,
+                                evaluator="tau-bench reward", detail="failed run (AgentRx)"),
+                source=Source(framework="tau-bench", benchmark="taubench-retail", format=FORMAT, native_id=str(task_id)),
+                gold=gold,
+                metadata={"agentrx": label_meta, "split": realdev_split(trace_id)},
+            )
+        except ValidationError as exc:
+            raise from_validation_error(str(runs_path), record, exc) from None
+
+
+def load_taubench_spec(arg: str) -> Iterator[Trace]:
+    root, split = split_spec_arg(arg, f"taubench:{arg}")
+    return read_taubench(root, split)

@@ -1,0 +1,137 @@
+"""The "real traces" table: every offline method, random choice and every baseline on the real datasets.
+
+    .venv/bin/python scripts/real_traces.py [--realdev ../shared/realdev] [--json out.json] [--markdown out.md]
+
+For each dataset: step accuracy, agent accuracy (where the dataset labels
+agents), top-3 recall of the gold step (methods with a ranking), TRAIL's
+"hits any annotated error span", each with a 95% percentile bootstrap
+interval over traces, and the paired bootstrap interval of `learned` minus
+each other method on step accuracy (the same resampled traces for both).
+"Random choice" is the exact expected accuracy of a uniformly random step
+(all steps, and decision steps only), not a sample.
+
+The learned model ships trained on the bundled `dev` split and the `train`
+half of TRAIL (see `benchmark.train`); TRAIL is therefore reported on its
+`holdout` half only. AgentRx (tau-bench) is not trained on and is reported whole.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from faultlens import attributors  # noqa: E402
+from faultlens.benchmark.datasets import load_dataset  # noqa: E402
+from faultlens.benchmark.metrics import normalize_agent  # noqa: E402
+from faultlens.benchmark.runner import MOST_COMMON_STEP, MostCommonStep  # noqa: E402
+from faultlens.middleware.roles import candidates  # noqa: E402
+
+METHODS = ["learned", "heuristic", "baseline:random-step", "baseline:random-agent", "baseline:majority-agent",
+           "baseline:first-step", "baseline:last-step", MOST_COMMON_STEP]
+SAMPLES, SEED = 2000, 0
+
+
+def datasets(realdev: Path) -> dict[str, str]:
+    return {"TRAIL (holdout half)": f"trail:{realdev / 'trail'}:holdout",
+            "AgentRx tau-bench retail (all)": f"taubench:{realdev / 'agentrx'}"}
+
+
+def score(traces, method: str) -> dict[str, np.ndarray]:
+    # The most-common-step floor reads the gold steps of the whole scored set (as `bench run` scores it).
+    attributor = MostCommonStep(traces) if method == MOST_COMMON_STEP else attributors.get(method)
+    step, agent, top3, anyerr = [], [], [], []
+    for t in traces:
+        a = attributor.attribute(t)
+        step.append(a.step == t.gold.step)
+        agent.append(t.gold.agent is not None and a.agent is not None and normalize_agent(a.agent) == normalize_agent(t.gold.agent))
+        ranked = [c.step for c in a.ranking][:3]
+        top3.append(t.gold.step in ranked if a.ranking else np.nan)
+        errors = t.metadata.get("trail", {}).get("error_steps")
+        anyerr.append(a.step in errors if errors is not None else np.nan)
+    return {k: np.asarray(v, dtype=float) for k, v in
+            {"step": step, "agent": agent, "top3": top3, "any_error": anyerr}.items()}
+
+
+def ci(values: np.ndarray, rng_seed: int = SEED) -> tuple[float, float, float] | None:
+    values = values[~np.isnan(values)]
+    if values.size == 0:
+        return None
+    rng = np.random.default_rng(rng_seed)
+    idx = rng.integers(0, values.size, size=(SAMPLES, values.size))
+    means = values[idx].mean(axis=1)
+    return float(values.mean()), float(np.percentile(means, 2.5)), float(np.percentile(means, 97.5))
+
+
+def paired(a: np.ndarray, b: np.ndarray) -> tuple[float, float, float]:
+    rng = np.random.default_rng(SEED)
+    idx = rng.integers(0, a.size, size=(SAMPLES, a.size))
+    diffs = a[idx].mean(axis=1) - b[idx].mean(axis=1)
+    return float(a.mean() - b.mean()), float(np.percentile(diffs, 2.5)), float(np.percentile(diffs, 97.5))
+
+
+def fmt(c) -> str:
+    return "—" if c is None else f"{c[0]:.3f} [{c[1]:.3f}, {c[2]:.3f}]"
+
+
+def run(realdev: Path) -> dict:
+    out = {}
+    for name, spec in datasets(realdev).items():
+        traces = load_dataset(spec).traces()
+        labels_agents = any(t.gold.agent for t in traces)
+        rows = {m: score(traces, m) for m in METHODS}
+        uniform_all = float(np.mean([1 / len(t.steps) for t in traces]))
+        uniform_dec = float(np.mean([1 / len(candidates(t)) for t in traces]))
+        top3_dec = float(np.mean([min(3, len(candidates(t))) / len(candidates(t)) for t in traces]))
+        table = {}
+        for m, r in rows.items():
+            table[m] = {"step": ci(r["step"]), "agent": ci(r["agent"]) if labels_agents else None,
+                        "top3": ci(r["top3"]), "any_error": ci(r["any_error"]),
+                        "learned_minus_this_step": None if m == "learned" else paired(rows["learned"]["step"], r["step"]),
+                        "learned_minus_this_agent": None if m == "learned" or not labels_agents else paired(rows["learned"]["agent"], r["agent"])}
+        out[name] = {"spec": spec, "traces": len(traces), "labels_agents": labels_agents, "methods": table,
+                     "random_step_all_expected": uniform_all, "random_step_decisions_expected": uniform_dec,
+                     "random_3_decisions_expected": top3_dec}
+    return out
+
+
+def markdown(result: dict) -> str:
+    lines = []
+    for name, d in result.items():
+        lines.append(f"### {name}: {d['traces']} traces (`{d['spec']}`)\n")
+        lines.append("| method | step acc [95% CI] | learned − this, step [95% CI] | agent acc [95% CI] | top-3 recall | hits any error span |")
+        lines.append("|---|---|---|---|---|---|")
+        for m, r in d["methods"].items():
+            diff = r["learned_minus_this_step"]
+            lines.append(f"| {m} | {fmt(r['step'])} | {fmt(diff) if diff else '—'} | {fmt(r['agent'])} | {fmt(r['top3'])} | {fmt(r['any_error'])} |")
+        lines.append(f"| random choice, any step (expected) | {d['random_step_all_expected']:.3f} | | | | |")
+        lines.append(f"| random choice, decision steps (expected) | {d['random_step_decisions_expected']:.3f} | | | "
+                     f"{d['random_3_decisions_expected']:.3f} (3 random) | |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--realdev", type=Path, default=Path(__file__).resolve().parents[1].parent / "shared" / "realdev")
+    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--markdown", type=Path, default=None)
+    args = parser.parse_args(argv)
+    result = run(args.realdev)
+    text = markdown(result)
+    print(text)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1))
+    if args.markdown:
+        args.markdown.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
