@@ -53,17 +53,17 @@ def inject(env_names, seeds, per_seed, seed, agent_model, generator, noise, mode
     from .taxonomy import is_mode
 
     if list_envs:
-        for name in envs.names():
+        for name in envs.names(include_frameworks=True):
             click.echo(name)
         return
     if not env_names:
         raise click.UsageError("give --env NAME (or --list-envs)")
     if out is None:
         raise click.UsageError("give --out FILE.jsonl")
-    names = envs.names() if "all" in env_names else list(dict.fromkeys(env_names))
+    names = envs.names(include_frameworks=True) if "all" in env_names else list(dict.fromkeys(env_names))
     for name in names:
-        if name not in envs.names():
-            raise click.BadParameter(f"unknown environment {name!r}; known: {', '.join(envs.names())}", param_hint="--env")
+        if name not in envs.names(include_frameworks=True):
+            raise click.BadParameter(f"unknown environment {name!r}; known: {', '.join(envs.names(include_frameworks=True))}", param_hint="--env")
     for code in modes:
         if not is_mode(code):
             raise click.BadParameter(f"unknown failure mode {code!r}", param_hint="--mode")

@@ -136,16 +136,18 @@ class InjectResult:
 
 # ---------------------------------------------------------------- one seed
 
-def _response_for(kind: str, text: str) -> dict[str, Any]:
-    return {"output": text} if kind == "tool" else {"content": text}
+def candidates(trace: Trace, rng: random.Random, rotate: int, modes: list[str] | None = None,
+               injectable: set[int] | None = None) -> dict[str, list[int]]:
+    """Per applicable mode, the steps it applies to (shuffled); modes in taxonomy order rotated by `rotate`.
 
-
-def candidates(trace: Trace, rng: random.Random, rotate: int, modes: list[str] | None = None) -> dict[str, list[int]]:
-    """Per applicable mode, the steps it applies to (shuffled); modes in taxonomy order rotated by `rotate`."""
+    `injectable`: the steps that can be replaced (those made by a recorded call); None: every step.
+    """
     from .taxonomy import CODES
 
     by_mode: dict[str, list[int]] = {}
     for step in trace.steps:
+        if injectable is not None and step.index not in injectable:
+            continue
         for mode in applicable_modes(step, trace):
             if modes is None or mode in modes:
                 by_mode.setdefault(mode, []).append(step.index)
@@ -182,10 +184,16 @@ def choose_pairs(trace: Trace, rng: random.Random, rotate: int, modes: list[str]
 
 
 def inject_one(env: Environment, seed_run: Trace, recording: Recording, t: int, mode: str, generated: Generated,
-               *, model: str | None, sim: dict[str, Any], trace_id: str, tracer: Any = None) -> Attempt:
-    """Warm-start from the recording with `generated` at call t; evaluate; label."""
-    kind = recording[t].kind
-    session = Session(recording, replay_until=t, overrides={t: lambda record: _response_for(kind, generated.text)})
+               *, model: str | None, sim: dict[str, Any], trace_id: str, tracer: Any = None,
+               step_calls: list[int | None] | None = None) -> Attempt:
+    """Warm-start from the recording with `generated` at step t's call; evaluate; label.
+
+    `step_calls`: the recorded call of each step (see `RunResult.step_calls`); None: step t is call t.
+    """
+    call = t if step_calls is None else step_calls[t]
+    if call is None:
+        raise ValueError(f"step {t} has no recorded call to replace")
+    session = Session(recording, replay_until=call, overrides={call: lambda record: env.injected_response(record, generated.text)})
     try:
         result = env.run(seed_run.task, model=model, session=session, sim=sim, trace_id=trace_id, tracer=tracer)
     except Drift as drift:
@@ -235,7 +243,8 @@ def run_seed(env_name: str, index: int, task: Task, config: InjectConfig) -> See
     rng = random.Random(stable_seed(config.seed, env_name, index, "pairs"))
     # Modes take turns (rotated per seed); within a mode, the steps it applies to are tried in random order until
     # one yields an error, so rare modes get their share instead of the modes that apply to every step.
-    queues = candidates(seed_run.trace, rng, rotate=index, modes=config.modes)
+    injectable = None if seed_run.step_calls is None else {t for t, c in enumerate(seed_run.step_calls) if c is not None}
+    queues = candidates(seed_run.trace, rng, rotate=index, modes=config.modes, injectable=injectable)
     made = 0
     while made < config.per_seed and any(queues.values()):
         for mode, steps in queues.items():
@@ -256,7 +265,8 @@ def run_seed(env_name: str, index: int, task: Task, config: InjectConfig) -> See
                     continue
                 made += 1
                 out.attempts.append(inject_one(env, seed_run.trace, seed_run.recording, t, mode, generated,
-                                               model=model, sim=sim, trace_id=f"{task.id}-t{t}-{mode}", tracer=tracer))
+                                               model=model, sim=sim, trace_id=f"{task.id}-t{t}-{mode}", tracer=tracer,
+                                               step_calls=seed_run.step_calls))
                 break
     if tracer is not None:
         tracer.force_flush()
