@@ -42,4 +42,35 @@ def _a5(inp: GenInput) -> Generated | None:
                      f"answers {guess} from an estimate before any code has run")
 
 
-MUTATORS = {"R.4": [_r4], "A.5": [_a5]}
+def _pl1(inp: GenInput) -> Generated | None:
+    """The plan covers only part of the data (a first pass that is never completed)."""
+    if inp.kind != StepKind.plan:
+        return None
+    spec = read_spec(inp.text)
+    if spec is None:
+        return None
+    if spec.family in ("divisible", "primes"):
+        lo, hi = spec.values[0], spec.values[1]
+        values = (lo, (lo + hi) // 2, *spec.values[2:])
+        part = type(spec)(spec.family, values, spec.variant, spec.data)
+        reason = f"plans over {lo}..{(lo + hi) // 2} only, half of the range the question gives"
+    elif spec.family == "mean_above" and len(spec.data) > 4:
+        part = type(spec)(spec.family, spec.values, spec.variant, spec.data[:-3])
+        reason = "plans over the readings without the last three"
+    else:
+        return None
+    return Generated(inp.text.replace(spec_line(spec), spec_line(part)), reason)
+
+
+def _a4(inp: GenInput) -> Generated | None:
+    """The final answer carries words after the value, so it is no longer a bare number."""
+    m = re.search(r"^ANSWER: (.+)$", inp.text, re.M)
+    if inp.kind != StepKind.final_answer or m is None:
+        return None
+    value = m.group(1).strip()
+    new = inp.rng.choice([f"ANSWER: {value} (from the code output)", f"ANSWER: approximately {value}",
+                          f"ANSWER: the code printed {value}"])
+    return Generated(inp.text[: m.start()] + new + inp.text[m.end():], "the answer is not a bare value after 'ANSWER:'")
+
+
+MUTATORS = {"R.4": [_r4], "PL.1": [_pl1], "A.4": [_a4], "A.5": [_a5]}

@@ -296,7 +296,9 @@ class Ag2Experts(Environment):
         chat = GroupChat([executor, *experts], messages=[], max_round=MAX_ROUND, speaker_selection_method="auto")
         manager = GroupChatManager(chat, llm_config=llm(MANAGER),
                                    is_termination_msg=lambda m: "TERMINATE" in _text(m.get("content")))
-        logging.getLogger("autogen").setLevel(logging.ERROR)
+        # AG2 prints every turn (to stdout, and as INFO events); the run's record is the trace.
+        for logger in ("autogen", "ag2"):
+            logging.getLogger(logger).setLevel(logging.WARNING)
         try:
             with contextlib.redirect_stdout(io.StringIO()):
                 executor.initiate_chat(manager, message=task.query)
