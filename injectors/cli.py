@@ -32,9 +32,12 @@ from rich.table import Table
 @click.option("--db", "db_path", type=click.Path(dir_okay=False, path_type=Path),
               help="Also trace every seed and injected run into this faultlens store (OpenTelemetry tracer); the kept "
                    "traces get their gold labels there (see `faultlens traces list --db`).")
+@click.option("--otlp", "otlp_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Also write every run of a framework environment (e.g. ag2_experts) as the framework's own "
+                   "OpenInference spans, one OTLP JSON file per run (`faultlens traces import otlp:FILE`).")
 @click.option("--list-envs", is_flag=True, help="Print the environment names, one per line, and exit.")
 def inject(env_names, seeds, per_seed, seed, agent_model, generator, noise, modes, workers, out, summary_path, db_path,
-           list_envs):
+           otlp_dir, list_envs):
     """Make failure traces with exact labels by warm-start error injection.
 
     Each seed task is run to success (simulated agents by default), recorded,
@@ -69,7 +72,8 @@ def inject(env_names, seeds, per_seed, seed, agent_model, generator, noise, mode
             raise click.BadParameter(f"unknown failure mode {code!r}", param_hint="--mode")
     config = InjectConfig(envs=names, seeds=seeds, per_seed=per_seed, seed=seed, agent_model=agent_model,
                           generator=generator, noise=noise, workers=workers,
-                          modes=[m.strip().upper() for m in modes] or None, db=str(db_path) if db_path else None)
+                          modes=[m.strip().upper() for m in modes] or None, db=str(db_path) if db_path else None,
+                          otlp_dir=str(otlp_dir) if otlp_dir else None)
     console = Console(stderr=True)
     from tqdm import tqdm
 

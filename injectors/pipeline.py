@@ -24,7 +24,9 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +37,7 @@ from faultlens.middleware.model import GoldLabel, Task, Trace
 from faultlens.middleware.replay import Drift, Recording, Session
 
 from . import envs
+from .capture import capture_for
 from .envs.base import Environment, stable_seed
 from .generators import Generated, Generator, gen_input, get_generator
 from .sim import SimConfig
@@ -58,6 +61,9 @@ class InjectConfig:
     modes: list[str] | None = None
     db: str | None = None  # when set, seed and injected runs also go through a Tracer storing into this store
     measure_recovered: bool = True  # also run each seed without noise to measure recovered mistakes (one more run)
+    # When set, every seed and injected run of a framework environment is also written here as the framework's
+    # OpenInference spans (OTLP JSON, `<trace id>.json`; see `injectors.capture`).
+    otlp_dir: str | None = None
 
 
 _TRACERS: dict[str, Any] = {}
@@ -218,13 +224,26 @@ def inject_one(env: Environment, seed_run: Trace, recording: Recording, t: int, 
     return Attempt(env.name, seed_run.task.id or "", t, mode, "kept", trace=trace, reason=generated.reason)
 
 
+@contextmanager
+def _captured(env: Environment, config: InjectConfig, trace_id: str) -> Iterator[None]:
+    """Write the run inside the block as the framework's OpenInference spans, when asked to."""
+    if config.otlp_dir is None or env.framework is None:
+        yield
+        return
+    capture = capture_for(env.framework)
+    with capture.run() as spans:
+        yield
+    capture.write(spans, Path(config.otlp_dir) / f"{trace_id}.json")
+
+
 def run_seed(env_name: str, index: int, task: Task, config: InjectConfig) -> SeedResult:
     env = envs.get(env_name)
     generator: Generator = get_generator(config.generator)
     sim = SimConfig(seed=stable_seed(config.seed, env_name, index), noise=config.noise).to_dict()
     model = config.agent_model
     tracer = _tracer_for(config.db)
-    seed_run = env.run(task, model=model, sim=sim, trace_id=f"{task.id}-seed", tracer=tracer)
+    with _captured(env, config, f"{task.id}-seed"):
+        seed_run = env.run(task, model=model, sim=sim, trace_id=f"{task.id}-seed", tracer=tracer)
     out = SeedResult(env_name, index, task.id or "", bool(seed_run.trace.outcome and seed_run.trace.outcome.success))
     if not out.seed_success:
         return out
@@ -264,9 +283,10 @@ def run_seed(env_name: str, index: int, task: Task, config: InjectConfig) -> See
                         break
                     continue
                 made += 1
-                out.attempts.append(inject_one(env, seed_run.trace, seed_run.recording, t, mode, generated,
-                                               model=model, sim=sim, trace_id=f"{task.id}-t{t}-{mode}", tracer=tracer,
-                                               step_calls=seed_run.step_calls))
+                with _captured(env, config, f"{task.id}-t{t}-{mode}"):
+                    out.attempts.append(inject_one(env, seed_run.trace, seed_run.recording, t, mode, generated,
+                                                   model=model, sim=sim, trace_id=f"{task.id}-t{t}-{mode}",
+                                                   tracer=tracer, step_calls=seed_run.step_calls))
                 break
     if tracer is not None:
         tracer.force_flush()
