@@ -28,6 +28,7 @@ __all__ = ["INSTRUMENTORS", "OpenInferenceCapture", "capture_for"]
 # Per framework, the OpenInference instrumentors ("module:Class") that together cover its runs.
 INSTRUMENTORS: dict[str, tuple[str, ...]] = {
     "ag2": ("openinference.instrumentation.ag2:AG2Instrumentor", "openinference.instrumentation.openai:OpenAIInstrumentor"),
+    "smolagents": ("openinference.instrumentation.smolagents:SmolagentsInstrumentor",),
 }
 
 

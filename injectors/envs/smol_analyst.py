@@ -17,8 +17,10 @@ requests (list-of-parts content, the "New task:" message, "Observation:" and
 "Error: ... Now let's retry" turns, the managed agent's "You're a helpful
 agent named 'data_agent'" task) and answers with `Thought:` + `<code>` blocks.
 
-Steps: each model output is a step (a `message`, or a `final_answer` when its
-code calls `final_answer`), and each code execution's observation is a
+Steps: each model output is a step (a `message`, a `tool_call` of
+`lookup_sales` when its code calls the tool, or a `final_answer` when its
+code calls `final_answer`; the data agent's `final_answer` is a `message`, its
+report to the analyst), and each code execution's observation is a
 `tool_result` step of tool `python_interpreter` with no call; the managed
 agent's steps come between the manager's delegation and its observation,
 as they happen. `Runtime.step_calls` maps each model-output step to its call.
@@ -46,6 +48,7 @@ from faultlens.middleware.replay import CallRecord, Drift, canonical
 from . import register
 from .ag2_experts import completion
 from .base import Environment, Runtime, stable_seed
+from .smol_errors import MUTATORS
 
 REGIONS = ["North", "South", "East", "West", "Central", "Coast", "Highlands", "Valley"]
 MONTHS = 6
@@ -76,6 +79,11 @@ def compute(family: str, data: dict[str, list[int]], regions: list[str]) -> str:
         lines.append(f"result = round(sum({a.lower()}) / len({a.lower()}), 1)")
     lines.append("final_answer(result)")
     return "\n".join(lines)
+
+
+def _code_of(text: str) -> str:
+    m = _CODE.search(text)
+    return m.group(1) if m else text
 
 
 class SmolPolicy:
@@ -196,6 +204,9 @@ class SmolAnalyst(Environment):
     def policy(self) -> SmolPolicy:
         return SmolPolicy()
 
+    def mutators(self) -> dict[str, list[Any]]:
+        return MUTATORS
+
     def distractor_groups(self, task: Task | None) -> list[list[str]]:
         return [list(REGIONS)]
 
@@ -242,9 +253,17 @@ class SmolAnalyst(Environment):
                                      api_key="faultlens-sim", client_kwargs={"http_client": httpx.Client(transport=transport),
                                                                               "max_retries": 0})
 
+        # Action steps as they finish, per agent (a managed agent's memory is reset at each of its runs).
+        actions: dict[str, list[Any]] = {"analyst": [], "data_agent": []}
+
+        def keep(name: str) -> Any:
+            return lambda step, *args, **kwargs: actions[name].append(step)
+
         data_agent = CodeAgent(tools=[LookupSales()], model=model("data_agent"), name="data_agent", max_steps=4,
-                               description="Looks up the monthly sales of the regions named in its task.", verbosity_level=-1)
-        analyst = CodeAgent(tools=[], model=model("analyst"), managed_agents=[data_agent], max_steps=6, verbosity_level=-1)
+                               description="Looks up the monthly sales of the regions named in its task.", verbosity_level=-1,
+                               step_callbacks=[keep("data_agent")])
+        analyst = CodeAgent(tools=[], model=model("analyst"), managed_agents=[data_agent], max_steps=6, verbosity_level=-1,
+                            step_callbacks=[keep("analyst")])
         logging.getLogger("smolagents").setLevel(logging.WARNING)
         try:
             with redirect_stdout(io.StringIO()):
@@ -255,22 +274,22 @@ class SmolAnalyst(Environment):
             raise
         if endpoint.drift is not None:
             raise endpoint.drift
-        self._steps(rt, {"analyst": analyst, "data_agent": data_agent})
+        self._steps(rt, actions)
         return None if answer is None else str(answer)
 
     @staticmethod
-    def _steps(rt: Runtime, agents: dict[str, Any]) -> None:
+    def _steps(rt: Runtime, actions: dict[str, list[Any]]) -> None:
         """Walk the recorded calls in order; each is the next action step of its agent (see the module docstring)."""
-        from smolagents.memory import ActionStep
-
-        actions = {n: [s for s in a.memory.steps if isinstance(s, ActionStep)] for n, a in agents.items()}
-        used = {n: 0 for n in agents}
+        used = {n: 0 for n in actions}
         step_calls: list[int | None] = []
         pending: list[tuple[str, str]] = []  # the manager's observation waits for its managed agent's steps
 
         def add(agent: str, kind: StepKind, text: str, call: int | None) -> None:
-            extra: dict[str, Any] = {"tool_name": "python_interpreter", "tool_result": text,
-                                     "metadata": {"role": "tool"}} if kind == StepKind.tool_result else {"model": rt.model}
+            extra: dict[str, Any] = {"model": rt.model}
+            if kind == StepKind.tool_result:
+                extra = {"tool_name": "python_interpreter", "tool_result": text, "metadata": {"role": "tool"}}
+            elif kind == StepKind.tool_call:
+                extra["tool_name"], extra["tool_arguments"] = "lookup_sales", {"code": _code_of(text)}
             rt.record_step(Step(index=len(rt.steps), agent=agent, kind=kind, content=text, **extra))
             step_calls.append(call)
 
@@ -283,7 +302,9 @@ class SmolAnalyst(Environment):
             action = actions[agent][used[agent]]
             used[agent] += 1
             text = _text(call.response["choices"][0]["message"]["content"])
-            kind = StepKind.final_answer if action.is_final_answer else StepKind.message
+            # A managed agent's final answer is its message to the manager; the run's final answer is the analyst's.
+            kind = (StepKind.final_answer if action.is_final_answer and agent == "analyst"
+                    else StepKind.tool_call if "lookup_sales(" in text else StepKind.message)
             add(agent, kind, text, call.index)
             observation = action.observations or (f"Error:\n{action.error}" if action.error else "")
             if observation and not action.is_final_answer:
