@@ -14,7 +14,8 @@ from rich.table import Table
 
 @click.command("inject")
 @click.option("--env", "env_names", multiple=True, metavar="NAME",
-              help="Environment to inject into (repeatable; 'all' for every one). See --list-envs.")
+              help="Environment to inject into (repeatable; 'all' for every bundled one; framework environments "
+                   "by name). See --list-envs.")
 @click.option("--seeds", default=20, show_default=True, help="Seed tasks per environment.")
 @click.option("--per-seed", default=4, show_default=True, help="Injections tried per successful seed.")
 @click.option("--seed", default=0, show_default=True, help="Seed of tasks, agents' randomness and (t, mode) choices.")
@@ -63,10 +64,12 @@ def inject(env_names, seeds, per_seed, seed, agent_model, generator, noise, mode
         raise click.UsageError("give --env NAME (or --list-envs)")
     if out is None:
         raise click.UsageError("give --out FILE.jsonl")
-    names = envs.names(include_frameworks=True) if "all" in env_names else list(dict.fromkeys(env_names))
+    # "all": the bundled environments; framework ones (an optional extra) are named one by one
+    names = envs.names() if "all" in env_names else list(dict.fromkeys(env_names))
     for name in names:
         if name not in envs.names(include_frameworks=True):
-            raise click.BadParameter(f"unknown environment {name!r}; known: {', '.join(envs.names(include_frameworks=True))}", param_hint="--env")
+            known = ", ".join(envs.names(include_frameworks=True))
+            raise click.BadParameter(f"unknown environment {name!r}; known: {known}", param_hint="--env")
     for code in modes:
         if not is_mode(code):
             raise click.BadParameter(f"unknown failure mode {code!r}", param_hint="--mode")

@@ -37,10 +37,8 @@ or the speaker selector names two roles and AG2 re-asks it.
 from __future__ import annotations
 
 import contextlib
-import copy
 import hashlib
 import io
-import json
 import logging
 import os
 import re
@@ -52,13 +50,13 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from faultlens.middleware.model import AgentInfo, Outcome, Step, StepKind, Task
-from faultlens.middleware.proxy import ChatProxy
-from faultlens.middleware.replay import CallRecord, Drift, canonical
+from faultlens.middleware.replay import canonical
 
 from . import register
 from .ag2_errors import MUTATORS
 from .ag2_tasks import FAMILIES, Spec, answer_of, code_for, make_task, read_question, read_spec, spec_line
-from .base import Environment, Runtime, stable_seed
+from .base import Runtime, stable_seed
+from .framework import BASE_URL, FrameworkEnvironment, InProcessEndpoint, message_text
 
 MANAGER = "chat_manager"
 MAX_ROUND = 14
@@ -72,21 +70,6 @@ DESCRIPTIONS = {
     "planner": "Plans the work, checks the executed result and reports the final answer.",
     "coder": "Writes Python code that computes what the plan asks for and prints the result.",
 }
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, list):
-        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return "" if content is None else str(content)
-
-
-def completion(request: dict[str, Any], text: str) -> dict[str, Any]:
-    """An OpenAI chat completion carrying `text` (token counts are character counts / 4, deterministic)."""
-    prompt = sum(len(_text(m.get("content"))) for m in request.get("messages") or []) // 4
-    used = len(text) // 4
-    return {"object": "chat.completion", "created": 0, "model": str(request.get("model", "")),
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": used, "total_tokens": prompt + used}}
 
 
 def executor_result(content: str) -> tuple[bool, str] | None:
@@ -103,7 +86,7 @@ class Ag2Policy:
     agents = ("executor", "planner", "coder")
 
     def respond(self, agent: str, request: dict[str, Any], sim: dict[str, Any]) -> str:
-        messages = [dict(m, content=_text(m.get("content"))) for m in request.get("messages") or []]
+        messages = [dict(m, content=message_text(m.get("content"))) for m in request.get("messages") or []]
         key = canonical([m["content"] for m in messages])
 
         def chance(label: str) -> bool:
@@ -180,28 +163,8 @@ class Ag2Policy:
         return f"{head}\n```python\n{code_for(spec, slip=slip)}\n```"
 
 
-class _Ag2Proxy:
-    """The framework's model endpoint: each OpenAI request goes to a `ChatProxy` over the run's session."""
-
-    def __init__(self, proxy: ChatProxy) -> None:
-        self.proxy = proxy
-        self.drift: Drift | None = None
-
-    def handle(self, request: Any) -> Any:
-        import httpx
-
-        parts = request.url.path.strip("/").split("/")
-        agent = parts[1] if len(parts) > 2 and parts[0] == "agent" else "model"
-        try:
-            body = self.proxy.complete(agent, json.loads(request.content))
-        except Drift as drift:
-            self.drift = self.drift or drift
-            return httpx.Response(409, json={"error": {"message": str(drift), "type": "faultlens_drift"}})
-        return httpx.Response(200, content=canonical(body).encode(), headers={"content-type": "application/json"})
-
-
 @register
-class Ag2Experts(Environment):
+class Ag2Experts(FrameworkEnvironment):
     name = "ag2_experts"
     framework: ClassVar[str | None] = FRAMEWORK
     modality = "text"
@@ -241,12 +204,6 @@ class Ag2Experts(Environment):
     def policy(self) -> Ag2Policy:
         return Ag2Policy()
 
-    def injected_response(self, record: CallRecord, text: str) -> Any:
-        """The recorded chat completion of the call with its message replaced by `text`."""
-        response = copy.deepcopy(record.response) if record.response else completion(record.request, text)
-        response["choices"][0]["message"]["content"] = text
-        return response
-
     def evaluate(self, task: Task, answer: str | None) -> Outcome:
         found = _ANSWER.findall(answer or "")
         if not found:
@@ -265,7 +222,6 @@ class Ag2Experts(Environment):
     # -- the run --------------------------------------------------------------
     def program(self, task: Task, rt: Runtime) -> str | None:
         try:
-            import httpx
             from autogen import AssistantAgent, GroupChat, GroupChatManager, LLMConfig, UserProxyAgent
             from autogen.coding import LocalCommandLineCodeExecutor
         except ImportError as exc:  # the optional extra is not installed
@@ -275,13 +231,11 @@ class Ag2Experts(Environment):
         sim = dict(rt.sim)
         if not rt.model.startswith(self.sim_model()):
             raise ValueError("ag2_experts runs on its simulated experts only (it has no --agent-model support yet)")
-        endpoint = _Ag2Proxy(ChatProxy(rt.session, lambda agent, request: completion(request, policy.respond(agent, request, sim))))
-        transport = httpx.MockTransport(endpoint.handle)
+        endpoint = InProcessEndpoint(rt.session, lambda agent, request: policy.respond(agent, request, sim))
 
         def llm(agent: str) -> Any:
             return LLMConfig({"model": rt.model, "api_key": "faultlens-sim", "api_type": "openai", "price": [0.0, 0.0],
-                              "base_url": f"http://faultlens.invalid/agent/{agent}/v1", "max_retries": 0,
-                              "http_client": httpx.Client(transport=transport)})
+                              "base_url": BASE_URL.format(agent=agent), "max_retries": 0, "http_client": endpoint.client()})
 
         # A fixed folder per task: tracebacks name the code file, and a replay must see the same text.
         work = Path(tempfile.gettempdir()) / "faultlens-ag2" / hashlib.sha256((task.id or task.query).encode()).hexdigest()[:16]
@@ -295,7 +249,7 @@ class Ag2Experts(Environment):
                    for n in ("planner", "coder")]
         chat = GroupChat([executor, *experts], messages=[], max_round=MAX_ROUND, speaker_selection_method="auto")
         manager = GroupChatManager(chat, llm_config=llm(MANAGER),
-                                   is_termination_msg=lambda m: "TERMINATE" in _text(m.get("content")))
+                                   is_termination_msg=lambda m: "TERMINATE" in message_text(m.get("content")))
         # AG2 prints every turn (to stdout, and as INFO events); the run's record is the trace.
         for logger in ("autogen", "ag2"):
             logging.getLogger(logger).setLevel(logging.WARNING)
@@ -303,13 +257,11 @@ class Ag2Experts(Environment):
             with contextlib.redirect_stdout(io.StringIO()):
                 executor.initiate_chat(manager, message=task.query)
         except Exception:
-            if endpoint.drift is not None:
-                raise endpoint.drift from None
+            endpoint.reraise()
             raise
         finally:
             shutil.rmtree(work, ignore_errors=True)
-        if endpoint.drift is not None:
-            raise endpoint.drift
+        endpoint.reraise()
         return self._steps(chat.messages[1:], rt)
 
     def _steps(self, messages: list[dict[str, Any]], rt: Runtime) -> str | None:
@@ -318,7 +270,7 @@ class Ag2Experts(Environment):
         pointer, answer = 0, None
         step_calls: list[int | None] = []
         for m in messages:
-            agent, text = str(m.get("name")), _text(m.get("content"))
+            agent, text = str(m.get("name")), message_text(m.get("content"))
             index = len(rt.steps)
             if agent == "executor":
                 result = executor_result(text)

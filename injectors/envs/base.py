@@ -45,6 +45,9 @@ then replaces the response of step t's call (built by `injected_response`),
 and only steps with a call are candidates. Framework environments are listed
 by `envs.names(include_frameworks=True)`, not by `envs.names()` (the bundled
 benchmark is built from those), and need their framework installed.
+`injectors.envs.framework` has what they share (`FrameworkEnvironment`, and
+`InProcessEndpoint`: the framework's OpenAI client talks to a `ChatProxy`
+over the run's session); `ag2_experts` and `smol_analyst` are examples.
 
 Actions are text, so they work with any model: a reply whose first line is
 `Action: <tool>` calls that tool with the rest of the reply as its single

@@ -32,9 +32,7 @@ analyst's first computation misspells a name and is rewritten after the error.
 
 from __future__ import annotations
 
-import copy
 import io
-import json
 import logging
 import random
 import re
@@ -42,24 +40,17 @@ from contextlib import redirect_stdout
 from typing import Any, ClassVar
 
 from faultlens.middleware.model import AgentInfo, Outcome, Step, StepKind, Task
-from faultlens.middleware.proxy import ChatProxy
-from faultlens.middleware.replay import CallRecord, Drift, canonical
+from faultlens.middleware.replay import canonical
 
 from . import register
-from .ag2_experts import completion
-from .base import Environment, Runtime, stable_seed
+from .base import Runtime, stable_seed
+from .framework import BASE_URL, FrameworkEnvironment, InProcessEndpoint, message_text
 from .smol_errors import MUTATORS
 
 REGIONS = ["North", "South", "East", "West", "Central", "Coast", "Highlands", "Valley"]
 MONTHS = 6
 _CODE = re.compile(r"<code>\n?(.*?)\n?</code>", re.S)
 _REGION_LINE = re.compile(r"^(%s): ([\d, ]+)$" % "|".join(REGIONS), re.M)
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, list):
-        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
-    return "" if content is None else str(content)
 
 
 def _regions_in(text: str) -> list[str]:
@@ -90,7 +81,7 @@ class SmolPolicy:
     """The simulated analyst and data agent: functions of the request smolagents sends."""
 
     def respond(self, agent: str, request: dict[str, Any], sim: dict[str, Any]) -> str:
-        messages = [dict(m, content=_text(m.get("content"))) for m in request.get("messages") or []]
+        messages = [dict(m, content=message_text(m.get("content"))) for m in request.get("messages") or []]
         key = canonical([m["content"] for m in messages])
 
         def chance(label: str) -> bool:
@@ -148,25 +139,8 @@ class SmolPolicy:
         return f"Thought: {head}\n<code>\n{code}\n</code>"
 
 
-class _Endpoint:
-    def __init__(self, proxy: ChatProxy) -> None:
-        self.proxy, self.drift = proxy, None
-
-    def handle(self, request: Any) -> Any:
-        import httpx
-
-        parts = request.url.path.strip("/").split("/")
-        agent = parts[1] if len(parts) > 2 and parts[0] == "agent" else "model"
-        try:
-            body = self.proxy.complete(agent, json.loads(request.content))
-        except Drift as drift:
-            self.drift = self.drift or drift
-            return httpx.Response(409, json={"error": {"message": str(drift), "type": "faultlens_drift"}})
-        return httpx.Response(200, content=canonical(body).encode(), headers={"content-type": "application/json"})
-
-
 @register
-class SmolAnalyst(Environment):
+class SmolAnalyst(FrameworkEnvironment):
     name = "smol_analyst"
     framework: ClassVar[str | None] = "smolagents"
     modality = "text"
@@ -210,11 +184,6 @@ class SmolAnalyst(Environment):
     def distractor_groups(self, task: Task | None) -> list[list[str]]:
         return [list(REGIONS)]
 
-    def injected_response(self, record: CallRecord, text: str) -> Any:
-        response = copy.deepcopy(record.response) if record.response else completion(record.request, text)
-        response["choices"][0]["message"]["content"] = text
-        return response
-
     def evaluate(self, task: Task, answer: str | None) -> Outcome:
         want = task.reference_answer or ""
         try:
@@ -226,15 +195,13 @@ class SmolAnalyst(Environment):
 
     def program(self, task: Task, rt: Runtime) -> str | None:
         try:
-            import httpx
             from smolagents import CodeAgent, OpenAIServerModel, Tool
         except ImportError as exc:
             raise RuntimeError("smol_analyst needs smolagents: pip install 'faultlens[frameworks]'") from exc
         if not rt.model.startswith(self.sim_model()):
             raise ValueError("smol_analyst runs on its simulated agents only (it has no --agent-model support yet)")
         policy, sim = self.policy(), dict(rt.sim)
-        endpoint = _Endpoint(ChatProxy(rt.session, lambda agent, request: completion(request, policy.respond(agent, request, sim))))
-        transport = httpx.MockTransport(endpoint.handle)
+        endpoint = InProcessEndpoint(rt.session, lambda agent, request: policy.respond(agent, request, sim))
         sales = task.metadata["sales"]
 
         class LookupSales(Tool):
@@ -249,9 +216,8 @@ class SmolAnalyst(Environment):
                 return sales[region]
 
         def model(agent: str) -> Any:
-            return OpenAIServerModel(model_id=rt.model, api_base=f"http://faultlens.invalid/agent/{agent}/v1",
-                                     api_key="faultlens-sim", client_kwargs={"http_client": httpx.Client(transport=transport),
-                                                                              "max_retries": 0})
+            return OpenAIServerModel(model_id=rt.model, api_base=BASE_URL.format(agent=agent),
+                                     api_key="faultlens-sim", client_kwargs={"http_client": endpoint.client(), "max_retries": 0})
 
         # Action steps as they finish, per agent (a managed agent's memory is reset at each of its runs).
         actions: dict[str, list[Any]] = {"analyst": [], "data_agent": []}
@@ -269,11 +235,9 @@ class SmolAnalyst(Environment):
             with redirect_stdout(io.StringIO()):
                 answer = analyst.run(task.query)
         except Exception:
-            if endpoint.drift is not None:
-                raise endpoint.drift from None
+            endpoint.reraise()
             raise
-        if endpoint.drift is not None:
-            raise endpoint.drift
+        endpoint.reraise()
         self._steps(rt, actions)
         return None if answer is None else str(answer)
 
@@ -301,7 +265,7 @@ class SmolAnalyst(Environment):
                 pending.clear()
             action = actions[agent][used[agent]]
             used[agent] += 1
-            text = _text(call.response["choices"][0]["message"]["content"])
+            text = message_text(call.response["choices"][0]["message"]["content"])
             # A managed agent's final answer is its message to the manager; the run's final answer is the analyst's.
             kind = (StepKind.final_answer if action.is_final_answer and agent == "analyst"
                     else StepKind.tool_call if "lookup_sales(" in text else StepKind.message)
