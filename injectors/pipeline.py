@@ -16,6 +16,13 @@ For each task (a *seed*):
    t, mode, reason). A run that still succeeds (the error was caught or did
    not matter) is counted and dropped.
 
+Steps and calls: in the bundled environments step t is recorded call t. An
+environment on a real agent framework says which call made each step
+(`RunResult.step_calls`): its control calls (an AG2 speaker selection) are no
+step, and its steps with no call (a code executor's output) are no
+candidates; "call t" above is then the call of step t, and its response is
+built by `Environment.injected_response`.
+
 Seeds run in parallel worker processes; results are put back in seed order, so
 the output is the same for the same arguments whatever the scheduling.
 """
