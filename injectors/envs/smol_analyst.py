@@ -2,7 +2,9 @@
 
 The team is smolagents (1.26.0, the `frameworks` extra) running unchanged:
 
-- **analyst**, the manager `CodeAgent`: it delegates the data look-up to its
+- **analyst**, the manager `CodeAgent` (planning every 3 steps): it answers
+  smolagents' planning prompt with a facts survey and a plan (which regions
+  to look up, which computation), and follows that plan: it delegates the data look-up to its
   managed agent by writing code (`data = data_agent(task="...")`), then
   writes the code that computes the answer and calls `final_answer(...)`;
 - **data_agent**, a managed `CodeAgent` with one tool, `lookup_sales(region)`
@@ -46,9 +48,9 @@ from . import register
 from .base import Runtime, stable_seed
 from .framework import BASE_URL, FrameworkEnvironment, InProcessEndpoint, message_text
 from .smol_errors import MUTATORS
+from .smol_tasks import FAMILY_OPERATION, MONTHS, REGIONS, compute, plan_text, read_operation
 
-REGIONS = ["North", "South", "East", "West", "Central", "Coast", "Highlands", "Valley"]
-MONTHS = 6
+PLANNING_INTERVAL = 3  # the analyst plans before its first action, and again every 3 actions
 _CODE = re.compile(r"<code>\n?(.*?)\n?</code>", re.S)
 _REGION_LINE = re.compile(r"^(%s): ([\d, ]+)$" % "|".join(REGIONS), re.M)
 
@@ -56,20 +58,6 @@ _REGION_LINE = re.compile(r"^(%s): ([\d, ]+)$" % "|".join(REGIONS), re.M)
 def _regions_in(text: str) -> list[str]:
     found = [(m.start(), r) for r in REGIONS for m in re.finditer(rf"\b{r}\b", text)]
     return list(dict.fromkeys(r for _, r in sorted(found)))
-
-
-def compute(family: str, data: dict[str, list[int]], regions: list[str]) -> str:
-    """The code (the body of the analyst's second action) that answers `family` from `data`."""
-    lines = [f"{r.lower()} = {data[r]}" for r in regions]
-    a, b = (regions + regions)[:2]
-    if family == "total":
-        lines.append(f"result = sum({a.lower()}) + sum({b.lower()})")
-    elif family == "best_gap":
-        lines.append(f"result = max({a.lower()}) - max({b.lower()})")
-    else:
-        lines.append(f"result = round(sum({a.lower()}) / len({a.lower()}), 1)")
-    lines.append("final_answer(result)")
-    return "\n".join(lines)
 
 
 def _code_of(text: str) -> str:
@@ -117,7 +105,15 @@ class SmolPolicy:
     def analyst(task: str, body: list[dict[str, Any]], last: str, turns: int, chance) -> str:
         question = task.removeprefix("New task:\n")
         family = "total" if "combined" in question else "best_gap" if "best month" in question else "mean"
-        regions = _regions_in(question)
+        op, regions = FAMILY_OPERATION[family], _regions_in(question)
+        # The plan, once made, is what the analyst follows (it says which regions and which computation).
+        plans = [m["content"] for m in body if "## 2. Plan" in m["content"] and "Compute:" in m["content"]]
+        planned = read_operation(plans[-1]) if plans else None
+        if planned is not None:
+            op, regions = planned[0], list(dict.fromkeys(planned[1]))
+        if "First in part 1, write the facts survey" in last or "Now write your updated facts below" in last:
+            return plan_text(regions, op, updated="updated facts" in last)
+        turns = sum(1 for m in body if m.get("role") == "assistant" and "## 2. Plan" not in m["content"])
         if turns == 0:
             return (f"Thought: I need the monthly sales of {' and '.join(regions)}; my data_agent can look them up.\n"
                     f"<code>\ndata = data_agent(task=\"Look up the monthly sales of {' and '.join(regions)}.\")\n"
@@ -132,7 +128,7 @@ class SmolPolicy:
         if missing:
             return (f"Thought: I still need {' and '.join(missing)}.\n<code>\ndata = data_agent(task=\"Look up the monthly "
                     f"sales of {' and '.join(missing)}.\")\nprint(data)\n</code>")
-        code = compute(family, data, regions)
+        code = compute(op, data, regions)
         if "Error:" not in last and chance("slip"):
             code = code.replace("final_answer(result)", "final_answer(reslt)")
         head = "The previous code failed; here it is again." if "Error:" in last else "I have the figures; I compute the answer."
@@ -219,7 +215,9 @@ class SmolAnalyst(FrameworkEnvironment):
             return OpenAIServerModel(model_id=rt.model, api_base=BASE_URL.format(agent=agent),
                                      api_key="faultlens-sim", client_kwargs={"http_client": endpoint.client(), "max_retries": 0})
 
-        # Action steps as they finish, per agent (a managed agent's memory is reset at each of its runs).
+        from smolagents.memory import ActionStep, PlanningStep
+
+        # Planning and action steps as they finish, per agent (a managed agent's memory is reset at each of its runs).
         actions: dict[str, list[Any]] = {"analyst": [], "data_agent": []}
 
         def keep(name: str) -> Any:
@@ -227,9 +225,10 @@ class SmolAnalyst(FrameworkEnvironment):
 
         data_agent = CodeAgent(tools=[LookupSales()], model=model("data_agent"), name="data_agent", max_steps=4,
                                description="Looks up the monthly sales of the regions named in its task.", verbosity_level=-1,
-                               step_callbacks=[keep("data_agent")])
+                               step_callbacks={ActionStep: keep("data_agent")})
         analyst = CodeAgent(tools=[], model=model("analyst"), managed_agents=[data_agent], max_steps=6, verbosity_level=-1,
-                            step_callbacks=[keep("analyst")])
+                            planning_interval=PLANNING_INTERVAL,
+                            step_callbacks={ActionStep: keep("analyst"), PlanningStep: keep("analyst")})
         logging.getLogger("smolagents").setLevel(logging.WARNING)
         try:
             with redirect_stdout(io.StringIO()):
@@ -266,6 +265,9 @@ class SmolAnalyst(FrameworkEnvironment):
             action = actions[agent][used[agent]]
             used[agent] += 1
             text = message_text(call.response["choices"][0]["message"]["content"])
+            if not hasattr(action, "is_final_answer"):  # a planning step: one call, no code run
+                add(agent, StepKind.plan, text, call.index)
+                continue
             # A managed agent's final answer is its message to the manager; the run's final answer is the analyst's.
             kind = (StepKind.final_answer if action.is_final_answer and agent == "analyst"
                     else StepKind.tool_call if "lookup_sales(" in text else StepKind.message)

@@ -7,6 +7,7 @@ import re
 from faultlens.middleware.model import StepKind
 
 from ..generators import Generated, GenInput, change_a_number
+from .smol_tasks import operation_phrase, read_operation
 
 _LOOKUP = re.compile(r'lookup_sales\("([A-Za-z]+)"\)')
 _REPORT = re.compile(r'final_answer\("([^"]*)"\)')
@@ -65,4 +66,33 @@ def _a5(inp: GenInput) -> Generated | None:
                      f"answers {guess} before the data agent has looked anything up")
 
 
-MUTATORS = {"A.2": [_a2], "C.2": [_c2], "R.2": [_r2], "A.5": [_a5]}
+# What a misunderstood question asks instead (same figures, another quantity).
+_MISREAD = {"sum_plus": "max_plus", "max_plus": "sum_plus", "max_minus": "sum_minus", "sum_minus": "max_minus",
+            "mean": "max_one", "max_one": "mean"}
+
+
+def _r4(inp: GenInput) -> Generated | None:
+    """The analyst's plan computes another quantity than the one asked."""
+    planned = read_operation(inp.text) if inp.kind == StepKind.plan else None
+    if planned is None:
+        return None
+    op, regions = planned
+    old, new = operation_phrase(op, regions), operation_phrase(_MISREAD[op], regions)
+    return Generated(inp.text.replace(old, new), f"plans to {new} where the question asks to {old}")
+
+
+def _pl1(inp: GenInput) -> Generated | None:
+    """The plan looks up only one of the two regions the computation needs (the step that fetches B is missing)."""
+    planned = read_operation(inp.text) if inp.kind == StepKind.plan else None
+    if planned is None or len(set(planned[1])) < 2:
+        return None
+    op, (a, b) = planned[0], planned[1][:2]
+    text = inp.text.replace(f"1. Ask data_agent for the monthly sales of {a} and {b}.",
+                            f"1. Ask data_agent for the monthly sales of {a}.")
+    text = text.replace(operation_phrase(op, [a, b]), operation_phrase(op, [a, a]))
+    if text == inp.text:
+        return None
+    return Generated(text, f"plans without the figures of {b}, which the computation needs")
+
+
+MUTATORS = {"R.4": [_r4], "PL.1": [_pl1], "A.2": [_a2], "C.2": [_c2], "R.2": [_r2], "A.5": [_a5]}

@@ -46,13 +46,18 @@ def test_seed_runs_succeed_and_replay_exactly(runs):
 def test_requests_are_smolagents_own_and_steps_interleave_as_they_happen(runs):
     _, result = runs[0]
     first = result.recording[0]
-    assert first.agent == "analyst" and first.request["stop"] == ["Observation:", "Calling tools:", "</code>"]
+    assert first.agent == "analyst" and first.request["stop"] == ["<end_plan>"]
+    action = result.recording[1]
+    assert action.request["stop"] == ["Observation:", "Calling tools:", "</code>"]
     assert first.request["messages"][0]["content"][0]["type"] == "text"  # list-of-parts content
     sub = next(c for c in result.recording.calls if c.agent == "data_agent")
     assert "You're a helpful agent named 'data_agent'" in sub.request["messages"][1]["content"][0]["text"]
     agents = [s.agent for s in result.trace.steps]
-    # delegation, then the managed agent's steps, then the analyst's observation of its report, then the answer
-    assert agents[0] == "analyst" and agents[1] == "data_agent" and agents[-2:] == ["analyst", "analyst"]
+    # smolagents' planning step, the delegation, the managed agent's steps, the analyst's observation of its report,
+    # then the answer
+    assert result.trace.steps[0].kind == StepKind.plan and "## 2. Plan" in result.trace.steps[0].content
+    assert "write the facts survey" in first.request["messages"][-1]["content"][0]["text"]
+    assert agents[:3] == ["analyst", "analyst", "data_agent"] and agents[-2:] == ["analyst", "analyst"]
     assert result.trace.steps[-2].kind == StepKind.tool_result and "managed agent 'data_agent'" in result.trace.steps[-2].content
     for step, call in zip(result.trace.steps, result.step_calls):
         assert (call is None) == (step.kind == StepKind.tool_result)
@@ -84,6 +89,17 @@ def test_a_misreported_figure_fails_the_task_with_the_managed_agents_label(runs)
     assert attempt.status == "kept", attempt.reason
     assert attempt.trace.gold.agent == "data_agent" and attempt.trace.gold.step == t
     assert not attempt.trace.outcome.success
+
+
+def test_the_analyst_follows_its_plan_so_a_misread_plan_fails_the_task(runs):
+    env = envs.get(ENV)
+    task, result = runs[0]
+    generated = TemplateGenerator().generate(gen_input(result.trace, 0, "R.4", random.Random(0), env))
+    assert generated is not None
+    attempt = inject_one(env, result.trace, result.recording, 0, "R.4", generated, model=None, sim=SIM, trace_id="p",
+                         step_calls=result.step_calls)
+    assert attempt.status == "kept" and attempt.trace.gold.agent == "analyst" and attempt.trace.gold.step == 0
+    assert attempt.trace.metadata["injection"]["replayed_calls"] == 0
 
 
 def test_inject_is_deterministic_and_captures_openinference_spans(tmp_path):
