@@ -14,10 +14,11 @@ $(VENV)/.installed: pyproject.toml | $(PY)
 	$(PY) -m pip install -q -e .
 	touch $@
 
-# Tests also need pytest and the local model backend (llama-cpp-python has no
-# Linux wheel; it compiles in ~5 minutes and only without native CPU flags).
+# Tests also need pytest, the local model backend (llama-cpp-python has no
+# Linux wheel; it compiles in ~5 minutes and only without native CPU flags) and
+# the agent frameworks of the framework environments (pure-Python wheels).
 $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
-	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install -q --no-cache-dir -e ".[dev,local]"
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install -q --no-cache-dir -e ".[dev,local,frameworks]"
 	touch $@
 
 install: $(VENV)/.installed

@@ -23,10 +23,12 @@ def _checked_envs(env_names: tuple[str, ...], modes: tuple[str, ...], out: Path 
         raise click.UsageError("give --env NAME (or --list-envs)")
     if out is None:
         raise click.UsageError("give --out FILE.jsonl")
+    # "all": the bundled environments; framework ones (an optional extra) are named one by one
     names = envs.names() if "all" in env_names else list(dict.fromkeys(env_names))
+    known = envs.names(include_frameworks=True)
     for name in names:
-        if name not in envs.names():
-            raise click.BadParameter(f"unknown environment {name!r}; known: {', '.join(envs.names())}", param_hint="--env")
+        if name not in known:
+            raise click.BadParameter(f"unknown environment {name!r}; known: {', '.join(known)}", param_hint="--env")
     for code in modes:
         if not is_mode(code):
             raise click.BadParameter(f"unknown failure mode {code!r}", param_hint="--mode")
@@ -57,7 +59,8 @@ def _print_yield(console: Console, rows: list[dict], seed_summary: list[dict], s
 
 @click.command("inject")
 @click.option("--env", "env_names", multiple=True, metavar="NAME",
-              help="Environment to inject into (repeatable; 'all' for every one). See --list-envs.")
+              help="Environment to inject into (repeatable; 'all' for every bundled one; framework environments "
+                   "by name). See --list-envs.")
 @click.option("--seeds", default=20, show_default=True, help="Seed tasks per environment.")
 @click.option("--per-seed", default=4, show_default=True, help="Injections tried per successful seed.")
 @click.option("--seed", default=0, show_default=True, help="Seed of tasks, agents' randomness and (t, mode) choices.")
@@ -74,9 +77,12 @@ def _print_yield(console: Console, rows: list[dict], seed_summary: list[dict], s
               help="Also write the yield table here (JSON).")
 @db_option(help="Also trace every seed and injected run into this faultlens store (OpenTelemetry tracer); the kept "
                "traces get their gold labels there (see `faultlens traces list --db`).")
+@click.option("--otlp", "otlp_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Also write every run of a framework environment (e.g. ag2_experts) as the framework's own "
+                   "OpenInference spans, one OTLP JSON file per run (`faultlens traces import otlp:FILE`).")
 @click.option("--list-envs", is_flag=True, help="Print the environment names, one per line, and exit.")
 def inject(env_names, seeds, per_seed, seed, agent_model, generator, noise, modes, workers, out, summary_path, db_path,
-           list_envs):
+           otlp_dir, list_envs):
     """Make failure traces with exact labels by warm-start error injection.
 
     Each seed task is run to success (simulated agents by default), recorded,
@@ -94,13 +100,14 @@ def inject(env_names, seeds, per_seed, seed, agent_model, generator, noise, mode
     from .pipeline import inject as run_pipeline
 
     if list_envs:
-        for name in envs.names():
+        for name in envs.names(include_frameworks=True):
             click.echo(name)
         return
     names = _checked_envs(env_names, modes, out)
     config = InjectConfig(envs=names, seeds=seeds, per_seed=per_seed, seed=seed, agent_model=agent_model,
                           generator=generator, noise=noise, workers=workers,
-                          modes=[m.strip().upper() for m in modes] or None, db=db_path)
+                          modes=[m.strip().upper() for m in modes] or None, db=db_path,
+                          otlp_dir=str(otlp_dir) if otlp_dir else None)
     console = Console(stderr=True)
     from tqdm import tqdm
 

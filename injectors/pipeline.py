@@ -16,6 +16,13 @@ For each task (a *seed*):
    t, mode, reason). A run that still succeeds (the error was caught or did
    not matter) is counted and dropped.
 
+Steps and calls: in the bundled environments step t is recorded call t. An
+environment on a real agent framework says which call made each step
+(`RunResult.step_calls`): its control calls (an AG2 speaker selection) are no
+step, and its steps with no call (a code executor's output) are no
+candidates; "call t" above is then the call of step t, and its response is
+built by `Environment.injected_response`.
+
 Seeds run in parallel worker processes; results are put back in seed order, so
 the output is the same for the same arguments whatever the scheduling.
 """
@@ -24,7 +31,9 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +44,7 @@ from faultlens.middleware.model import GoldLabel, Task, Trace
 from faultlens.middleware.replay import Drift, Recording, Session
 
 from . import envs
+from .capture import capture_for
 from .envs.base import Environment, stable_seed
 from .generators import Generated, Generator, gen_input, get_generator
 from .sim import SimConfig
@@ -58,6 +68,9 @@ class InjectConfig:
     modes: list[str] | None = None
     db: str | None = None  # when set, seed and injected runs also go through a Tracer storing into this store
     measure_recovered: bool = True  # also run each seed without noise to measure recovered mistakes (one more run)
+    # When set, every seed and injected run of a framework environment is also written here as the framework's
+    # OpenInference spans (OTLP JSON, `<trace id>.json`; see `injectors.capture`).
+    otlp_dir: str | None = None
 
 
 _TRACERS: dict[str, Any] = {}
@@ -136,16 +149,18 @@ class InjectResult:
 
 # ---------------------------------------------------------------- one seed
 
-def _response_for(kind: str, text: str) -> dict[str, Any]:
-    return {"output": text} if kind == "tool" else {"content": text}
+def candidates(trace: Trace, rng: random.Random, rotate: int, modes: list[str] | None = None,
+               injectable: set[int] | None = None) -> dict[str, list[int]]:
+    """Per applicable mode, the steps it applies to (shuffled); modes in taxonomy order rotated by `rotate`.
 
-
-def candidates(trace: Trace, rng: random.Random, rotate: int, modes: list[str] | None = None) -> dict[str, list[int]]:
-    """Per applicable mode, the steps it applies to (shuffled); modes in taxonomy order rotated by `rotate`."""
+    `injectable`: the steps that can be replaced (those made by a recorded call); None: every step.
+    """
     from .taxonomy import CODES
 
     by_mode: dict[str, list[int]] = {}
     for step in trace.steps:
+        if injectable is not None and step.index not in injectable:
+            continue
         for mode in applicable_modes(step, trace):
             if modes is None or mode in modes:
                 by_mode.setdefault(mode, []).append(step.index)
@@ -182,10 +197,16 @@ def choose_pairs(trace: Trace, rng: random.Random, rotate: int, modes: list[str]
 
 
 def inject_one(env: Environment, seed_run: Trace, recording: Recording, t: int, mode: str, generated: Generated,
-               *, model: str | None, sim: dict[str, Any], trace_id: str, tracer: Any = None) -> Attempt:
-    """Warm-start from the recording with `generated` at call t; evaluate; label."""
-    kind = recording[t].kind
-    session = Session(recording, replay_until=t, overrides={t: lambda record: _response_for(kind, generated.text)})
+               *, model: str | None, sim: dict[str, Any], trace_id: str, tracer: Any = None,
+               step_calls: list[int | None] | None = None) -> Attempt:
+    """Warm-start from the recording with `generated` at step t's call; evaluate; label.
+
+    `step_calls`: the recorded call of each step (see `RunResult.step_calls`); None: step t is call t.
+    """
+    call = t if step_calls is None else step_calls[t]
+    if call is None:
+        raise ValueError(f"step {t} has no recorded call to replace")
+    session = Session(recording, replay_until=call, overrides={call: lambda record: env.injected_response(record, generated.text)})
     try:
         result = env.run(seed_run.task, model=model, session=session, sim=sim, trace_id=trace_id, tracer=tracer)
     except Drift as drift:
@@ -210,13 +231,26 @@ def inject_one(env: Environment, seed_run: Trace, recording: Recording, t: int, 
     return Attempt(env.name, seed_run.task.id or "", t, mode, "kept", trace=trace, reason=generated.reason)
 
 
+@contextmanager
+def _captured(env: Environment, config: InjectConfig, trace_id: str) -> Iterator[None]:
+    """Write the run inside the block as the framework's OpenInference spans, when asked to."""
+    if config.otlp_dir is None or env.framework is None:
+        yield
+        return
+    capture = capture_for(env.framework)
+    with capture.run() as spans:
+        yield
+    capture.write(spans, Path(config.otlp_dir) / f"{trace_id}.json")
+
+
 def run_seed(env_name: str, index: int, task: Task, config: InjectConfig) -> SeedResult:
     env = envs.get(env_name)
     generator: Generator = get_generator(config.generator)
     sim = SimConfig(seed=stable_seed(config.seed, env_name, index), noise=config.noise).to_dict()
     model = config.agent_model
     tracer = _tracer_for(config.db)
-    seed_run = env.run(task, model=model, sim=sim, trace_id=f"{task.id}-seed", tracer=tracer)
+    with _captured(env, config, f"{task.id}-seed"):
+        seed_run = env.run(task, model=model, sim=sim, trace_id=f"{task.id}-seed", tracer=tracer)
     out = SeedResult(env_name, index, task.id or "", bool(seed_run.trace.outcome and seed_run.trace.outcome.success))
     if not out.seed_success:
         return out
@@ -235,7 +269,8 @@ def run_seed(env_name: str, index: int, task: Task, config: InjectConfig) -> See
     rng = random.Random(stable_seed(config.seed, env_name, index, "pairs"))
     # Modes take turns (rotated per seed); within a mode, the steps it applies to are tried in random order until
     # one yields an error, so rare modes get their share instead of the modes that apply to every step.
-    queues = candidates(seed_run.trace, rng, rotate=index, modes=config.modes)
+    injectable = None if seed_run.step_calls is None else {t for t, c in enumerate(seed_run.step_calls) if c is not None}
+    queues = candidates(seed_run.trace, rng, rotate=index, modes=config.modes, injectable=injectable)
     made = 0
     while made < config.per_seed and any(queues.values()):
         for mode, steps in queues.items():
@@ -255,8 +290,10 @@ def run_seed(env_name: str, index: int, task: Task, config: InjectConfig) -> See
                         break
                     continue
                 made += 1
-                out.attempts.append(inject_one(env, seed_run.trace, seed_run.recording, t, mode, generated,
-                                               model=model, sim=sim, trace_id=f"{task.id}-t{t}-{mode}", tracer=tracer))
+                with _captured(env, config, f"{task.id}-t{t}-{mode}"):
+                    out.attempts.append(inject_one(env, seed_run.trace, seed_run.recording, t, mode, generated,
+                                                   model=model, sim=sim, trace_id=f"{task.id}-t{t}-{mode}",
+                                                   tracer=tracer, step_calls=seed_run.step_calls))
                 break
     if tracer is not None:
         tracer.force_flush()

@@ -39,7 +39,7 @@ def not_applicable(env_name: str | None) -> dict[str, str]:
     """The modes an environment declares not applicable (code -> reason); empty for unknown environments."""
     from . import envs  # imported here: the environments import this module
 
-    if not env_name or env_name not in envs.names():
+    if not env_name or env_name not in envs.names(include_frameworks=True):
         return {}
     return dict(envs.get(env_name).not_applicable)
 

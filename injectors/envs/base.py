@@ -29,12 +29,25 @@ How to add an environment (an afternoon's work)
      None`, see `injectors.generators`), tried before the generic ones.
 4. Add a test that a seed run succeeds with simulated agents.
 
-Steps: exactly one `Step` per recorded call. A model call becomes a `plan`,
+Steps: by default exactly one `Step` per recorded call. A model call becomes a `plan`,
 `message` or `final_answer` step (the `kind` you pass to `ask`), or a
 `tool_call` step if its text is an action (see `parse_action`); a tool call
 becomes a `tool_result` step of the calling agent. So step index t is call t
 of the `middleware.replay.Session`, and replacing call t's response replaces
 step t.
+
+An environment that runs a real agent framework (set `framework`, e.g. "ag2")
+cannot keep that rule: the framework makes control calls that are no step
+(an AG2 group chat's speaker selection) and steps with no call (its code
+executor's output). Its `program` adds steps with `rt.record_step` and sets
+`rt.step_calls`, the recorded call of each step (None: no call). Injection
+then replaces the response of step t's call (built by `injected_response`),
+and only steps with a call are candidates. Framework environments are listed
+by `envs.names(include_frameworks=True)`, not by `envs.names()` (the bundled
+benchmark is built from those), and need their framework installed.
+`injectors.envs.framework` has what they share (`FrameworkEnvironment`, and
+`InProcessEndpoint`: the framework's OpenAI client talks to a `ChatProxy`
+over the run's session); `ag2_experts` and `smol_analyst` are examples.
 
 Actions are text, so they work with any model: a reply whose first line is
 `Action: <tool>` calls that tool with the rest of the reply as its single
@@ -51,7 +64,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from faultlens.middleware.model import AgentInfo, Lesson, Modality, Outcome, Source, Step, StepKind, Task, Trace
-from faultlens.middleware.replay import Recording, Session
+from faultlens.middleware.replay import CallRecord, Recording, Session
 
 from ..seeding import stable_seed as stable_seed  # re-exported: the environments seed with it
 from ..sim import SIM_PREFIX as SIM_PREFIX
@@ -108,6 +121,12 @@ class RunResult:
     trace: Trace
     recording: Recording
     answer: str | None
+    # The recorded call of each step (None: the step has no call); None means step t is call t.
+    step_calls: list[int | None] | None = None
+
+    def call_of(self, t: int) -> int | None:
+        """The index of the recorded call that made step t (None if no call did)."""
+        return t if self.step_calls is None else self.step_calls[t]
 
 
 class Environment:
@@ -122,6 +141,8 @@ class Environment:
     # Modes whose injected errors essentially never make this environment's task fail (yield under 5% of
     # attempts), each with a one-line reason. Injection skips them here; the datasheet lists them.
     not_applicable: ClassVar[dict[str, str]] = {}
+    # The agent framework the team runs on (None: the team is written against `Runtime` directly).
+    framework: ClassVar[str | None] = None
 
     # -- to implement -------------------------------------------------------
     def tasks(self, seed: int, n: int) -> list[Task]:
@@ -146,6 +167,10 @@ class Environment:
         return {}
 
     # -- provided -----------------------------------------------------------
+    def injected_response(self, record: CallRecord, text: str) -> Any:
+        """The response that puts the generated action `text` at the recorded call `record`."""
+        return {"output": text} if record.kind == "tool" else {"content": text}
+
     @property
     def agent_names(self) -> list[str]:
         return [a.name for a in self.agents]
@@ -175,7 +200,7 @@ class Environment:
         recorded as OpenTelemetry spans through it.
         """
         rt = Runtime(self, task, model=model or self.sim_model(), session=session or Session(), sim=sim, lessons=lessons)
-        source = Source(framework="faultlens", benchmark=self.name, modality=self.modality, format="faultlens")
+        source = Source(framework=self.framework or "faultlens", benchmark=self.name, modality=self.modality, format="faultlens")
         trace_id = trace_id or f"{self.name}-{task.id}"
         metadata: dict[str, Any] = {"environment": self.name, "topology": self.topology, "model": rt.model}
         if rt.model.startswith(SIM_PREFIX + "/"):
@@ -202,7 +227,7 @@ class Environment:
             created_at=0.0,
             metadata=metadata,
         )
-        return RunResult(trace, rt.session.recorded, answer)
+        return RunResult(trace, rt.session.recorded, answer, rt.step_calls)
 
 
 class Runtime:
@@ -228,12 +253,20 @@ class Runtime:
         self.steps: list[Step] = []
         self.tracer: Any = None
         self._emitted = 0
+        # Set by programs whose steps are not one per call (see the module docstring).
+        self.step_calls: list[int | None] | None = None
 
     def _add(self, step: Step) -> None:
         # Spans are emitted one step late, so a program may still adjust the
         # step it just got (its kind, its media) before it is recorded.
         self.flush()
         self.steps.append(step)
+
+    def record_step(self, step: Step) -> None:
+        """Add a step the program made itself (a framework environment's message); its index must be next."""
+        if step.index != len(self.steps):
+            raise ValueError(f"step index {step.index} is not the next one ({len(self.steps)})")
+        self._add(step)
 
     def flush(self) -> None:
         """Emit the steps not yet recorded as spans (called by `Environment.run` at the end)."""

@@ -38,10 +38,15 @@ def _discover() -> None:
             importlib.import_module(f"{_PACKAGE}.{info.name}")
 
 
-def names() -> list[str]:
-    """Names of the registered environments, sorted."""
+def names(include_frameworks: bool = False) -> list[str]:
+    """Names of the registered environments, sorted.
+
+    Environments on a real agent framework (`Environment.framework`, an
+    optional extra) are listed only with `include_frameworks=True`: the
+    bundled benchmark is built from the others.
+    """
     _discover()
-    return sorted(_REGISTRY)
+    return sorted(n for n, cls in _REGISTRY.items() if include_frameworks or cls.framework is None)
 
 
 def get(name: str) -> Environment:

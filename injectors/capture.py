@@ -1,0 +1,92 @@
+"""A framework environment's runs as the framework's own OpenInference spans, in OTLP JSON.
+
+The environments on real agent frameworks (`Environment.framework`) record
+their runs through `replay.Session` like every environment; this module also
+captures what the framework's OpenInference instrumentation package emits
+during a run (for AG2: `openinference-instrumentation-ag2`'s AGENT spans
+plus `openinference-instrumentation-openai`'s LLM spans), encodes it as an
+OTLP ExportTraceServiceRequest in JSON, and writes it where
+`faultlens traces import otlp:FILE` (`middleware.otlp`) reads it back. So the
+import path is exercised on genuine instrumentation output, not on spans we
+wrote ourselves.
+
+Instrumentation patches the framework's classes for the whole process, so
+there is one capture per framework and process (`capture_for`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+__all__ = ["INSTRUMENTORS", "OpenInferenceCapture", "capture_for"]
+
+# Per framework, the OpenInference instrumentors ("module:Class") that together cover its runs.
+INSTRUMENTORS: dict[str, tuple[str, ...]] = {
+    "ag2": ("openinference.instrumentation.ag2:AG2Instrumentor", "openinference.instrumentation.openai:OpenAIInstrumentor"),
+    "smolagents": ("openinference.instrumentation.smolagents:SmolagentsInstrumentor",),
+}
+
+
+class OpenInferenceCapture:
+    """The spans a framework's OpenInference instrumentation emits, kept in memory per run."""
+
+    def __init__(self, framework: str) -> None:
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+        if framework not in INSTRUMENTORS:
+            raise KeyError(f"no OpenInference instrumentation known for framework {framework!r}; known: {', '.join(INSTRUMENTORS)}")
+        self.framework = framework
+        self.exporter = InMemorySpanExporter()
+        self.provider = TracerProvider(resource=Resource.create({"service.name": framework}))
+        self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+        for spec in INSTRUMENTORS[framework]:
+            module, name = spec.split(":")
+            try:
+                instrumentor = getattr(importlib.import_module(module), name)
+            except ImportError as exc:
+                raise RuntimeError(f"capturing {framework} runs needs {module.replace('.', '-')}: "
+                                   "pip install 'faultlens[frameworks]'") from exc
+            instrumentor().instrument(tracer_provider=self.provider)
+
+    @contextmanager
+    def run(self) -> Iterator[list[Any]]:
+        """Capture one run: the list it yields holds the run's finished spans once the block ends."""
+        self.exporter.clear()
+        spans: list[Any] = []
+        try:
+            yield spans
+        finally:
+            self.provider.force_flush()
+            spans.extend(self.exporter.get_finished_spans())
+            self.exporter.clear()
+
+    @staticmethod
+    def otlp(spans: list[Any]) -> dict[str, Any]:
+        """`spans` as an OTLP ExportTraceServiceRequest in JSON (protobuf's JSON mapping)."""
+        from google.protobuf.json_format import MessageToDict
+        from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+        return MessageToDict(encode_spans(spans))
+
+    def write(self, spans: list[Any], path: Path) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.otlp(spans)) + "\n", encoding="utf-8")
+        return path
+
+
+_CAPTURES: dict[str, OpenInferenceCapture] = {}
+
+
+def capture_for(framework: str) -> OpenInferenceCapture:
+    """The process's capture for `framework` (instrumenting it on first use)."""
+    if framework not in _CAPTURES:
+        _CAPTURES[framework] = OpenInferenceCapture(framework)
+    return _CAPTURES[framework]

@@ -1,0 +1,295 @@
+"""`ag2_experts`: a real AG2 group chat of experts with a code executor, on simulated models.
+
+The team is AG2 (`ag2[openai]==0.14.0`, the `frameworks` extra) running
+unchanged, in the style of CaptainAgent's expert teams:
+
+- **executor**, a `UserProxyAgent` with a `LocalCommandLineCodeExecutor`
+  (in a per-task temporary folder), asks the question and runs every
+  ```` ```python ```` block it is shown (no model call);
+- **planner**, an `AssistantAgent`, writes a three-line plan whose first line
+  tells the coder what to compute, then reports the printed value as
+  `ANSWER: <value>` and `TERMINATE`;
+- **coder**, an `AssistantAgent`, writes the Python for the plan's first line;
+- the `GroupChatManager` picks each next speaker with AG2's `auto` speaker
+  selection (a model call of its own, "You are in a role play game...").
+
+Every model call of the framework goes over its OpenAI client to an
+in-process `middleware.proxy.ChatProxy` (a per-agent base URL
+`/agent/<name>/v1`, served through an `httpx.MockTransport`, so nothing opens
+a socket) whose session is the run's `replay.Session`: record, replay and
+injection are the proxy's. The proxy's upstream is the simulated policy
+below, which reads each request exactly as AG2 sends it (the speaker-selection
+prompt and its `checking_agent` re-asks, the agents' system messages, the
+named transcript) and answers as a competent agent would.
+
+Steps and calls: a step is one message of the group chat after the question
+(planner and coder messages have one model call each, executor messages have
+none), and speaker-selection calls are control calls that are no step. The
+run says which call made which step (`Runtime.step_calls`), so injection at
+step t replaces the response of that step's call, and steps with no call are
+not injection candidates.
+
+Recovered mistakes in seeds (rate `noise`): the coder's first version misspells
+a name and crashes, the executor shows the traceback, the coder rewrites it;
+or the speaker selector names two roles and AG2 re-asks it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import logging
+import os
+import re
+import shutil
+import sys
+import tempfile
+import types
+from pathlib import Path
+from typing import Any, ClassVar
+
+from faultlens.middleware.model import AgentInfo, Outcome, Step, StepKind, Task
+from faultlens.middleware.replay import canonical
+
+from . import register
+from .ag2_errors import MUTATORS
+from .ag2_tasks import FAMILIES, Spec, answer_of, code_for, make_task, read_question, read_spec, spec_line
+from .base import Runtime, stable_seed
+from .framework import BASE_URL, FrameworkEnvironment, InProcessEndpoint, message_text
+
+MANAGER = "chat_manager"
+MAX_ROUND = 14
+FRAMEWORK = "ag2"
+_ANSWER = re.compile(r"^ANSWER:\s*(.+?)\s*$", re.M)
+_CODE = re.compile(r"```(?:python|py)\n(.*?)```", re.S)
+_SELECT_TAIL = "Read the above conversation. Then select the next role from"
+
+DESCRIPTIONS = {
+    "executor": "Runs the Python code blocks it is given and reports the exit code and output. Asks the question.",
+    "planner": "Plans the work, checks the executed result and reports the final answer.",
+    "coder": "Writes Python code that computes what the plan asks for and prints the result.",
+}
+
+
+def executor_result(content: str) -> tuple[bool, str] | None:
+    """(succeeded, output) of an executor message, or None if it is not one."""
+    m = re.match(r"exitcode: (\d+) \([^)]*\)\nCode output: ?(.*)", content, re.S)
+    if m is None:
+        return None
+    return m.group(1) == "0", m.group(2).strip()
+
+
+class Ag2Policy:
+    """The simulated experts and speaker selector: a function of the request AG2 sends (and the sim settings)."""
+
+    agents = ("executor", "planner", "coder")
+
+    def respond(self, agent: str, request: dict[str, Any], sim: dict[str, Any]) -> str:
+        messages = [dict(m, content=message_text(m.get("content"))) for m in request.get("messages") or []]
+        key = canonical([m["content"] for m in messages])
+
+        def chance(label: str) -> bool:
+            noise = float(sim.get("noise", 0.0))
+            seed = stable_seed(sim.get("seed", 0), agent, key, label)
+            return noise > 0 and (seed % 10_000) / 10_000 < noise
+
+        if agent == MANAGER:
+            return self.select(messages, chance)
+        if agent == "planner":
+            return self.plan_or_report(messages)
+        if agent == "coder":
+            return self.code(messages, chance)
+        raise ValueError(f"ag2_experts: no simulated agent {agent!r}")
+
+    # -- the speaker selector -------------------------------------------------
+    def select(self, messages: list[dict[str, Any]], chance) -> str:
+        transcript = [m for m in messages if m.get("name") in self.agents]
+        last = messages[-1] if messages else {}
+        requery = last.get("name") == "checking_agent" and not last["content"].startswith(_SELECT_TAIL)
+        nxt = self.next_speaker(transcript)
+        if not requery and chance("two-names"):
+            other = "planner" if nxt != "planner" else "coder"
+            return f"{nxt}, then {other}"  # two names: AG2 asks again
+        return nxt
+
+    @staticmethod
+    def next_speaker(transcript: list[dict[str, Any]]) -> str:
+        if len(transcript) <= 1:
+            return "planner"
+        last = transcript[-1]
+        if last["name"] == "coder":
+            return "executor" if _CODE.search(last["content"]) else "planner"
+        if last["name"] == "executor":
+            result = executor_result(last["content"])
+            return "planner" if result is None or result[0] else "coder"
+        return "coder"
+
+    # -- the planner ----------------------------------------------------------
+    def plan_or_report(self, messages: list[dict[str, Any]]) -> str:
+        body = [m for m in messages if m.get("role") != "system"]
+        question = body[0]["content"] if body else ""
+        if not any(m.get("role") == "assistant" for m in body):
+            spec = read_question(question)
+            what = spec_line(spec) if spec else question
+            return (f"Plan:\n1. coder: {what}; print the result.\n2. executor: run the code.\n"
+                    "3. planner: check the printed value and report it as the answer.")
+        last = body[-1]
+        result = executor_result(last["content"]) if last.get("name") == "executor" else None
+        if result is not None and result[0] and result[1]:
+            value = result[1].splitlines()[-1].strip()
+            return f"The code ran and printed {value}, which answers the question.\nANSWER: {value}\nTERMINATE"
+        if result is not None:
+            return "The code did not run cleanly. coder: please fix it and print the result."
+        return "coder: please write the code for step 1 of the plan and print the result."
+
+    # -- the coder ------------------------------------------------------------
+    def code(self, messages: list[dict[str, Any]], chance) -> str:
+        body = [m for m in messages if m.get("role") != "system"]
+        question = body[0]["content"] if body else ""
+        spec: Spec | None = None
+        for m in reversed(body):
+            if m.get("name") == "planner" and "1. coder:" in m["content"]:
+                spec = read_spec(m["content"])
+                break
+        spec = spec or read_question(question)
+        if spec is None:
+            return "I cannot tell from the plan what to compute. planner: please restate step 1."
+        written = [m for m in body if m.get("role") == "assistant"]
+        last = body[-1] if body else {}
+        failed = last.get("name") == "executor" and (executor_result(last["content"]) or (True, ""))[0] is False
+        slip = not written and chance("slip")
+        head = "Here is the corrected code." if failed else "Here is the code for step 1 of the plan."
+        return f"{head}\n```python\n{code_for(spec, slip=slip)}\n```"
+
+
+@register
+class Ag2Experts(FrameworkEnvironment):
+    name = "ag2_experts"
+    framework: ClassVar[str | None] = FRAMEWORK
+    modality = "text"
+    topology = "multi"
+    agents = [AgentInfo(name=n, role="tool executor" if n == "executor" else "expert", description=d)
+              for n, d in DESCRIPTIONS.items()]
+    tools = {}
+    description = "An AG2 group chat (planner, coder, code executor, auto speaker selection) answering questions that need code."
+    not_applicable = {
+        "P.1": "the tasks carry no images, so there is nothing to perceive",
+        "P.2": "the tasks carry no images, so there is nothing to ground",
+        "P.3": "the tasks carry no images or rendered output to misread",
+    }
+
+    def tasks(self, seed: int, n: int) -> list[Task]:
+        import random
+
+        out = []
+        for i in range(n):
+            rng = random.Random(stable_seed(seed, self.name, i))
+            family = FAMILIES[(seed + i) % len(FAMILIES)]
+            question, spec = make_task(rng, family)
+            out.append(Task(id=f"{self.name}-{seed}-{i}", query=question, reference_answer=answer_of(spec),
+                            metadata={"family": family}))
+        return out
+
+    def system_prompt(self, agent: str, task: Task) -> str:
+        roles = {
+            "planner": ("You are the planner of a team of experts (planner, coder, executor). First write a short plan "
+                        "whose step '1. coder:' says exactly what to compute. When the executor has run the code, check "
+                        "its output and reply with 'ANSWER: <value>' and then 'TERMINATE'."),
+            "coder": ("You are the coder of a team of experts. Write one ```python block that computes what step 1 of "
+                      "the plan asks for and prints only the result. If the executor reports a failure, fix the code."),
+        }
+        return roles[agent]
+
+    def policy(self) -> Ag2Policy:
+        return Ag2Policy()
+
+    def evaluate(self, task: Task, answer: str | None) -> Outcome:
+        found = _ANSWER.findall(answer or "")
+        if not found:
+            return Outcome(success=False, score=0.0, evaluator="ag2_experts:numeric", detail="no 'ANSWER:' line")
+        given, want = found[-1], task.reference_answer or ""
+        try:
+            ok = abs(float(given.replace(",", "")) - float(want)) < 1e-6
+        except ValueError:
+            ok = False
+        return Outcome(success=ok, score=1.0 if ok else 0.0, evaluator="ag2_experts:numeric",
+                       detail=f"answered {given!r}, expected {want!r}")
+
+    def mutators(self) -> dict[str, list[Any]]:
+        return MUTATORS
+
+    # -- the run --------------------------------------------------------------
+    def program(self, task: Task, rt: Runtime) -> str | None:
+        try:
+            from autogen import AssistantAgent, GroupChat, GroupChatManager, LLMConfig, UserProxyAgent
+            from autogen.coding import LocalCommandLineCodeExecutor
+        except ImportError as exc:  # the optional extra is not installed
+            raise RuntimeError("ag2_experts needs AG2: pip install 'faultlens[frameworks]'") from exc
+
+        policy = self.policy()
+        sim = dict(rt.sim)
+        if not rt.model.startswith(self.sim_model()):
+            raise ValueError("ag2_experts runs on its simulated experts only (it has no --agent-model support yet)")
+        endpoint = InProcessEndpoint(rt.session, lambda agent, request: policy.respond(agent, request, sim))
+
+        def llm(agent: str) -> Any:
+            return LLMConfig({"model": rt.model, "api_key": "faultlens-sim", "api_type": "openai", "price": [0.0, 0.0],
+                              "base_url": BASE_URL.format(agent=agent), "max_retries": 0, "http_client": endpoint.client()})
+
+        # A fixed folder per task: tracebacks name the code file, and a replay must see the same text.
+        work = Path(tempfile.gettempdir()) / "faultlens-ag2" / hashlib.sha256((task.id or task.query).encode()).hexdigest()[:16]
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir(parents=True)
+        python = types.SimpleNamespace(bin_path=os.path.dirname(sys.executable))  # run code with this interpreter
+        executor = UserProxyAgent("executor", human_input_mode="NEVER", llm_config=False, description=DESCRIPTIONS["executor"],
+                                  code_execution_config={"executor": LocalCommandLineCodeExecutor(
+                                      timeout=10, work_dir=work, virtual_env_context=python)})
+        experts = [AssistantAgent(n, system_message=rt.system(n), llm_config=llm(n), description=DESCRIPTIONS[n])
+                   for n in ("planner", "coder")]
+        chat = GroupChat([executor, *experts], messages=[], max_round=MAX_ROUND, speaker_selection_method="auto")
+        manager = GroupChatManager(chat, llm_config=llm(MANAGER),
+                                   is_termination_msg=lambda m: "TERMINATE" in message_text(m.get("content")))
+        # AG2 prints every turn (to stdout, and as INFO events); the run's record is the trace.
+        for logger in ("autogen", "ag2"):
+            logging.getLogger(logger).setLevel(logging.WARNING)
+        try:
+            with contextlib.redirect_stdout(io.StringIO()):
+                executor.initiate_chat(manager, message=task.query)
+        except Exception:
+            endpoint.reraise()
+            raise
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        endpoint.reraise()
+        return self._steps(chat.messages[1:], rt)
+
+    def _steps(self, messages: list[dict[str, Any]], rt: Runtime) -> str | None:
+        """One step per group-chat message after the question; each expert message is mapped to its model call."""
+        calls = rt.session.calls
+        pointer, answer = 0, None
+        step_calls: list[int | None] = []
+        for m in messages:
+            agent, text = str(m.get("name")), message_text(m.get("content"))
+            index = len(rt.steps)
+            if agent == "executor":
+                result = executor_result(text)
+                rt.record_step(Step(index=index, agent=agent, kind=StepKind.tool_result, content=text, tool_name="python",
+                                    tool_result=text, metadata={"role": "tool", "exit_ok": bool(result and result[0])}))
+                step_calls.append(None)
+                continue
+            while pointer < len(calls) and calls[pointer].agent != agent:
+                pointer += 1
+            if pointer == len(calls):
+                raise RuntimeError(f"ag2_experts: no model call of {agent!r} for message {index}")
+            if _ANSWER.search(text):
+                kind, answer = StepKind.final_answer, text
+            elif agent == "planner" and index == 0:
+                kind = StepKind.plan
+            else:
+                kind = StepKind.message
+            rt.record_step(Step(index=index, agent=agent, kind=kind, content=text, model=rt.model))
+            step_calls.append(pointer)
+            pointer += 1
+        rt.step_calls = step_calls
+        return answer

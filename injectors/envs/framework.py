@@ -1,0 +1,88 @@
+"""What the environments on real agent frameworks share: an in-process OpenAI endpoint over the run's session.
+
+A framework's OpenAI client gets a per-agent base URL
+(`http://faultlens.invalid/agent/<name>/v1`) and an `httpx` client whose
+transport is `InProcessEndpoint`: each request goes to a
+`middleware.proxy.ChatProxy` over the run's `replay.Session` (so recording,
+replay and injection are the proxy's), and nothing opens a socket. The
+proxy's upstream is the environment's simulated policy,
+`respond(agent, request, sim) -> text`.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from typing import Any
+
+from faultlens.middleware.proxy import ChatProxy
+from faultlens.middleware.replay import CallRecord, Drift, Session, canonical
+
+from .base import Environment
+
+__all__ = ["BASE_URL", "FrameworkEnvironment", "InProcessEndpoint", "completion", "message_text"]
+
+BASE_URL = "http://faultlens.invalid/agent/{agent}/v1"
+
+
+def message_text(content: Any) -> str:
+    """A message's text, whether its content is a string or a list of parts (smolagents sends parts)."""
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return "" if content is None else str(content)
+
+
+def completion(request: dict[str, Any], text: str) -> dict[str, Any]:
+    """An OpenAI chat completion carrying `text` (token counts are character counts / 4, deterministic)."""
+    prompt = sum(len(message_text(m.get("content"))) for m in request.get("messages") or []) // 4
+    used = len(text) // 4
+    return {"object": "chat.completion", "created": 0, "model": str(request.get("model", "")),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": used, "total_tokens": prompt + used}}
+
+
+class InProcessEndpoint:
+    """An `httpx` transport handler answering the framework's chat requests through a `ChatProxy`.
+
+    A replayed request that differs from the recording is answered 409 (the
+    framework then raises its own connection error); the `Drift` is kept in
+    `drift` so the environment can raise it instead (see `reraise`).
+    """
+
+    def __init__(self, session: Session, respond: Callable[[str, dict[str, Any]], str]) -> None:
+        self.proxy = ChatProxy(session, lambda agent, request: completion(request, respond(agent, request)))
+        self.drift: Drift | None = None
+
+    def handle(self, request: Any) -> Any:
+        import httpx
+
+        parts = request.url.path.strip("/").split("/")
+        agent = parts[1] if len(parts) > 2 and parts[0] == "agent" else "model"
+        try:
+            body = self.proxy.complete(agent, json.loads(request.content))
+        except Drift as drift:
+            self.drift = self.drift or drift
+            return httpx.Response(409, json={"error": {"message": str(drift), "type": "faultlens_drift"}})
+        return httpx.Response(200, content=canonical(body).encode(), headers={"content-type": "application/json"})
+
+    def client(self) -> Any:
+        """An `httpx.Client` whose requests go to this endpoint."""
+        import httpx
+
+        return httpx.Client(transport=httpx.MockTransport(self.handle))
+
+    def reraise(self) -> None:
+        """Raise the drift seen during the run, if any (call it when the framework's run ended or raised)."""
+        if self.drift is not None:
+            raise self.drift
+
+
+class FrameworkEnvironment(Environment):
+    """Base of environments on a real framework: responses are chat completions."""
+
+    def injected_response(self, record: CallRecord, text: str) -> Any:
+        """The recorded chat completion of the call with its message replaced by `text`."""
+        response = copy.deepcopy(record.response) if record.response else completion(record.request, text)
+        response["choices"][0]["message"]["content"] = text
+        return response
