@@ -155,6 +155,114 @@ def _within_trace(column: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return rank, z
 
 
+def _own_results(trace: Trace, texts: list[str], written: list[bool]) -> tuple[list[bool], list[bool]]:
+    """What the results of each decision (its tool results, the executor's output of its code) showed: an error, failure words."""
+    n = len(texts)
+    own_error, own_words = [False] * n, [False] * n
+    for i, s in enumerate(trace.steps):
+        if not written[i]:
+            cause = cause_of(trace, i)
+            if cause is not None:
+                own_error[cause] = own_error[cause] or bool(s.error)
+                own_words[cause] = own_words[cause] or bool(_FAILURE.search(texts[i]))
+    return own_error, own_words
+
+
+def _novelty(values: list[set[str]], words: list[set[str]], task_values: set[str],
+             task_words: set[str]) -> tuple[list[set[str]], list[int], list[float], list[set[str]]]:
+    """Per step: values no earlier step (nor the task) gave, the count and share of such words, and the values of all later steps."""
+    n = len(values)
+    seen = set(task_values)
+    seen_words = set(task_words)
+    new_values: list[set[str]] = []
+    new_words: list[int] = []
+    new_words_frac: list[float] = []
+    for i in range(n):
+        new_values.append(values[i] - seen)
+        new_words.append(len(words[i] - seen_words))
+        new_words_frac.append(new_words[i] / len(words[i]) if words[i] else 0.0)
+        seen |= values[i]
+        seen_words |= words[i]
+    later_values: list[set[str]] = [set() for _ in range(n)]
+    acc: set[str] = set()
+    for i in range(n - 1, -1, -1):
+        later_values[i] = set(acc)
+        acc |= values[i]
+    return new_values, new_words, new_words_frac, later_values
+
+
+def _correction_after(texts: list[str]) -> list[bool]:
+    """Whether a later step uses correction words."""
+    correction_after = [False] * len(texts)
+    found = False
+    for i in range(len(texts) - 1, -1, -1):
+        correction_after[i] = found
+        found = found or bool(_CORRECTION.search(texts[i]))
+    return correction_after
+
+
+def _after_errors(trace: Trace, texts: list[str], written: list[bool], errors: list[bool]) -> tuple[list[bool], list[bool], list[bool]]:
+    """The first decision after a failure, whether it goes on silently, and whether a decision is the first call of its tool.
+
+    A failure is a failed call or an error the executor printed; going on silently is no failure word and no retry
+    of the failed tool. Silently dropping a failure is the decisive error of many real runs (the lookup that failed
+    is left out of the report)."""
+    steps = trace.steps
+    n = len(steps)
+    after_error, silent = [False] * n, [False] * n
+    pending: int | None = None
+    tools_seen: set[str] = set()
+    first_tool = [False] * n
+    for i, s in enumerate(steps):
+        if written[i] and pending is not None:
+            after_error[i] = True
+            retried = s.tool_name is not None and s.tool_name == steps[pending].tool_name
+            silent[i] = not _FAILURE.search(texts[i]) and not retried
+            pending = None
+        if errors[i] and not written[i]:
+            pending = i
+        if written[i] and s.kind == StepKind.tool_call and s.tool_name:
+            first_tool[i] = s.tool_name not in tools_seen
+            tools_seen.add(s.tool_name)
+    return after_error, silent, first_tool
+
+
+def _redone_later(i: int, trace: Trace, words: list[set[str]], values: list[set[str]], norms: list[str]) -> tuple[bool, bool, float]:
+    """A later step that redoes step i: same words mostly, but other values (contradicted) or the same (repeated); and the
+    largest word overlap with a later step of the same kind."""
+    steps = trace.steps
+    contradicted = repeated = False
+    later_max = 0.0
+    for j in range(i + 1, len(steps)):
+        if steps[j].kind != steps[i].kind:
+            continue
+        overlap = _jaccard(words[i], words[j])
+        later_max = max(later_max, overlap)
+        if overlap >= 0.5 and values[i] and values[j]:
+            if values[i] == values[j]:
+                repeated = True
+            elif values[i] - values[j]:
+                contradicted = True
+    if norms[i] and any(norms[i] == norms[j] for j in range(i + 1, len(steps))):
+        repeated = True
+    return contradicted, repeated, later_max
+
+
+def _firsts(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each of `_FIRSTS`: the first step where it holds, and the steps before it (all steps when it never holds)."""
+    n = rows.shape[0]
+    firsts = np.zeros((n, len(_FIRSTS)))
+    before = np.zeros((n, len(_FIRSTS)))
+    for k, name in enumerate(_FIRSTS):
+        hits = np.flatnonzero(rows[:, _INDEX[name]] > 0)
+        if hits.size:
+            firsts[hits[0], k] = 1.0
+            before[:hits[0], k] = 1.0
+        else:
+            before[:, k] = 1.0
+    return firsts, before
+
+
 def trace_features(trace: Trace) -> np.ndarray:
     """One row per step (float64), columns as `feature_names()`."""
     steps = trace.steps
@@ -176,52 +284,10 @@ def trace_features(trace: Trace) -> np.ndarray:
     written = [s.kind != StepKind.tool_result and s.role == StepRole.decision for s in steps]
 
     errors = [bool(s.error) or (not written[i] and bool(_FAILURE.search(texts[i]))) for i, s in enumerate(steps)]
-    # What the results of a decision (its tool results, the executor's output of its code) showed.
-    own_error, own_words = [False] * n, [False] * n
-    for i, s in enumerate(steps):
-        if not written[i]:
-            cause = cause_of(trace, i)
-            if cause is not None:
-                own_error[cause] = own_error[cause] or bool(s.error)
-                own_words[cause] = own_words[cause] or bool(_FAILURE.search(texts[i]))
-    seen = set(task_values)
-    seen_words = set(task_words)
-    new_values, new_words_frac, new_words = [], [], []
-    for i in range(n):
-        new_values.append(values[i] - seen)
-        new_words.append(len(words[i] - seen_words))
-        new_words_frac.append(new_words[i] / len(words[i]) if words[i] else 0.0)
-        seen |= values[i]
-        seen_words |= words[i]
-    later_values: list[set[str]] = [set() for _ in range(n)]
-    acc: set[str] = set()
-    for i in range(n - 1, -1, -1):
-        later_values[i] = set(acc)
-        acc |= values[i]
-    correction_after = [False] * n
-    found = False
-    for i in range(n - 1, -1, -1):
-        correction_after[i] = found
-        found = found or bool(_CORRECTION.search(texts[i]))
-
-    # The first decision after a failure (a failed call, an error the executor printed), and whether it goes on
-    # as if nothing had happened: no failure word, no retry of the failed tool. Silently dropping a failure is
-    # the decisive error of many real runs (the lookup that failed is left out of the report).
-    after_error, silent = [False] * n, [False] * n
-    pending: int | None = None
-    tools_seen: set[str] = set()
-    first_tool = [False] * n
-    for i, s in enumerate(steps):
-        if written[i] and pending is not None:
-            after_error[i] = True
-            retried = s.tool_name is not None and s.tool_name == steps[pending].tool_name
-            silent[i] = not _FAILURE.search(texts[i]) and not retried
-            pending = None
-        if errors[i] and not written[i]:
-            pending = i
-        if written[i] and s.kind == StepKind.tool_call and s.tool_name:
-            first_tool[i] = s.tool_name not in tools_seen
-            tools_seen.add(s.tool_name)
+    own_error, own_words = _own_results(trace, texts, written)
+    new_values, new_words, new_words_frac, later_values = _novelty(values, words, task_values, task_words)
+    correction_after = _correction_after(texts)
+    after_error, silent, first_tool = _after_errors(trace, texts, written, errors)
 
     # The heuristic's documented signals (without the reference answer), moved to the decisions they are about.
     weights = signal_weights(trace)
@@ -241,21 +307,7 @@ def trace_features(trace: Trace) -> np.ndarray:
         turns += change
         if written[i]:
             action_index += 1
-        # A later step that redoes this one: same words mostly, but other values (contradiction) or the same (repeat).
-        contradicted = repeated = False
-        later_max = 0.0
-        for j in range(i + 1, n):
-            if steps[j].kind != step.kind:
-                continue
-            overlap = _jaccard(words[i], words[j])
-            later_max = max(later_max, overlap)
-            if overlap >= 0.5 and values[i] and values[j]:
-                if values[i] == values[j]:
-                    repeated = True
-                elif values[i] - values[j]:
-                    contradicted = True
-        if norms[i] and any(norms[i] == norms[j] for j in range(i + 1, n)):
-            repeated = True
+        contradicted, repeated, later_max = _redone_later(i, trace, words, values, norms)
         prev_values = set().union(*values[max(0, i - 3):i]) if i else set()
         dropped = prev_values - values[i] - later_values[i] if written[i] else set()
         retry = (step.kind == StepKind.tool_call and step.tool_name is not None
@@ -307,13 +359,5 @@ def trace_features(trace: Trace) -> np.ndarray:
     relative = [_within_trace(rows[:, _INDEX[name]]) for name in _RELATIVE]
     ranks = np.column_stack([r for r, _ in relative])
     zs = np.column_stack([z for _, z in relative])
-    firsts = np.zeros((n, len(_FIRSTS)))
-    before = np.zeros((n, len(_FIRSTS)))
-    for k, name in enumerate(_FIRSTS):
-        hits = np.flatnonzero(rows[:, _INDEX[name]] > 0)
-        if hits.size:
-            firsts[hits[0], k] = 1.0
-            before[:hits[0], k] = 1.0
-        else:
-            before[:, k] = 1.0
+    firsts, before = _firsts(rows)
     return np.hstack([rows, ranks, zs, firsts, before])
