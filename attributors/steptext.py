@@ -74,7 +74,9 @@ def answer_values(text: str) -> list[str]:
 
 def environment_fault(step: Step) -> bool:
     """A tool step whose error reads as the environment failing (timeout, 5xx, ...), not as a bad call."""
-    return bool(step.error) and bool(ENVIRONMENT_ERROR.search(step.error)) and not ARGUMENT_ERROR.search(step.error)
+    if not step.error:
+        return False
+    return bool(ENVIRONMENT_ERROR.search(step.error)) and not ARGUMENT_ERROR.search(step.error)
 
 
 def blameable(trace: Trace) -> list[int]:

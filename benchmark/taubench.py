@@ -157,8 +157,9 @@ def read_taubench(directory: str | Path, split: str | None = None) -> Iterator[T
         record = f"[{i}] (task_id {task_id})"
         steps = _steps(run.get("traj"), str(runs_path), record)
         gold, label_meta = _label(labels, task_id, str(labels_path), len(steps))
-        info = run.get("info") if isinstance(run.get("info"), dict) else {}
-        instruction = (info.get("task") or {}).get("instruction") if isinstance(info.get("task"), dict) else None
+        info = run.get("info")
+        task = info.get("task") if isinstance(info, dict) else None
+        instruction = task.get("instruction") if isinstance(task, dict) else None
         first_user = next((s.content for s in steps if s.agent == "User"), "")
         reward = run.get("reward")
         try:

@@ -139,7 +139,7 @@ def _any(value: Any) -> dict[str, Any]:
     return {"stringValue": json.dumps(value, ensure_ascii=False, default=str)}
 
 
-def _attrs(values: Any, where: str, field: str, source: str) -> list[dict[str, Any]]:
+def _attrs(values: Any, where: str | None, field: str, source: str) -> list[dict[str, Any]]:
     if values is None:
         return []
     if not isinstance(values, dict):
@@ -281,7 +281,8 @@ def _errors(annotation: Any, source: str) -> list[dict[str, Any]]:
 def gold_of(trace: Trace, errors: list[dict[str, Any]]) -> tuple[GoldLabel | None, dict[str, Any]]:
     """The gold label by the rule in the module docstring, and the per-error placement kept in metadata."""
     step_of_span = {s.span_id: s.index for s in trace.steps if s.span_id}
-    placed, unlocated = [], []
+    placed: list[dict[str, Any]] = []
+    unlocated: list[dict[str, Any]] = []
     for error in errors:
         step = step_of_span.get(error["location"])
         (placed if step is not None else unlocated).append({**error, "step": step})

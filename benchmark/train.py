@@ -28,7 +28,7 @@ from faultlens.attributors.registry import get
 from faultlens.middleware.answer_key import attributor_view
 from faultlens.middleware.errors import FaultlensError
 from faultlens.middleware.jsonl import read_jsonl
-from faultlens.middleware.model import Trace
+from faultlens.middleware.model import GoldLabel, Trace
 
 from .datasets import bundled_path, load_dataset
 from .metrics import normalize_agent
@@ -121,15 +121,24 @@ def evaluate(attributor: Any, traces: list[Trace], features: dict[str, Any] | No
     for trace in labelled(traces):
         view = attributor_view(trace)
         a = attributor.attribute(view, features=features[trace.id]) if features is not None else attributor.attribute(view)
+        gold = _gold(trace)
         n += 1
-        step += a.step == trace.gold.step
-        agent += a.agent == (trace.gold.agent or trace.steps[trace.gold.step].agent)
-        mode += bool(trace.gold.mode) and a.mode == trace.gold.mode
+        step += a.step == gold.step
+        agent += a.agent == (gold.agent or trace.steps[gold.step].agent)
+        mode += bool(gold.mode) and a.mode == gold.mode
     return {"n": n, "step": step / n if n else 0.0, "agent": agent / n if n else 0.0, "mode": mode / n if n else 0.0}
 
 
+def _gold(trace: Trace) -> GoldLabel:
+    """The gold label of a trace scored here; every such trace went through `labelled`, which keeps only labelled ones."""
+    if trace.gold is None:
+        raise ValueError(f"trace {trace.id}: no gold label to score against")
+    return trace.gold
+
+
 def _agent_hit(predicted: str | None, trace: Trace) -> bool:
-    gold = trace.gold.agent or trace.steps[trace.gold.step].agent
+    label = _gold(trace)
+    gold = label.agent or trace.steps[label.step].agent
     return predicted is not None and normalize_agent(predicted) == normalize_agent(gold)
 
 
@@ -142,7 +151,7 @@ def _hits(attributor: Any, traces: list[Trace], features: dict[str, Any] | None 
         else:
             a = attributor.attribute(attributor_view(trace))
         ok = a.status.value == "ok"
-        step.append(ok and a.step == trace.gold.step)
+        step.append(ok and a.step == _gold(trace).step)
         agent.append(ok and _agent_hit(a.agent, trace))
         applies.append(len({s.agent for s in trace.steps}) > 1)
     return {"step": np.array(step, dtype=bool), "agent": np.array(agent, dtype=bool), "applies": np.array(applies, dtype=bool)}

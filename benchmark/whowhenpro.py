@@ -239,7 +239,8 @@ class _Parser:
         for i, call in enumerate(calls):
             if not isinstance(call, dict):
                 raise self.fail(record, f"tool_calls[{i}]", "expected an object")
-            fn = call.get("function") if isinstance(call.get("function"), dict) else call
+            function = call.get("function")
+            fn = function if isinstance(function, dict) else call
             name = fn.get("name")
             if not name:
                 raise self.fail(record, f"tool_calls[{i}].name", "missing")

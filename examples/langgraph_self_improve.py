@@ -191,6 +191,32 @@ def plot(results: dict[str, list[list[float]]], out: Path, title: str) -> None:
     plt.close(fig)
 
 
+def _lifts(results: dict[str, list[list[float]]], chosen: list[str], rounds: int, console) -> dict[str, dict[str, float]]:
+    """Each arm's lift over the `none` arm on rounds 2.. (paired by seed), printed; and its share of the oracle's lift."""
+    summary: dict[str, dict[str, float]] = {}
+    if "none" in chosen:
+        for arm in chosen:
+            if arm == "none":
+                continue
+            # Paired by seed: the same tasks and agent randomness in both arms.
+            diffs = [statistics.fmean(a[1:]) - statistics.fmean(b[1:]) for a, b in zip(results[arm], results["none"])]
+            m, d = _mean_sd(diffs)
+            sem = d / len(diffs) ** 0.5 if len(diffs) > 1 else float("inf")
+            summary[arm] = {"lift": m, "sd": d, "min": min(diffs), "sem": sem}
+            verdict = "outside the noise (lift > 2 standard errors)" if m > 2 * sem else "within the noise"
+            console.print(f"lift of {arm} over none, rounds 2–{rounds}: {m:+.3f} (sd {d:.3f} over seeds, smallest {min(diffs):+.3f}) — {verdict}")
+        oracle = summary.get("oracle", {}).get("lift")
+        for arm in [a for a in summary if a != "oracle"]:
+            if oracle is not None and oracle > 0:
+                # Both lifts are means of paired-by-seed differences over the same seeds, so their ratio compares like with like.
+                summary[arm]["share_of_oracle"] = summary[arm]["lift"] / oracle
+                console.print(f"{arm} reaches {summary[arm]['share_of_oracle']:.0%} of the oracle's lift "
+                              f"({summary[arm]['lift']:+.3f} of {oracle:+.3f}, rounds 2–{rounds}, paired by seed)")
+            elif oracle is not None:
+                console.print(f"the oracle arm has no lift over none ({oracle:+.3f}): no share of it to report for {arm}")
+    return summary
+
+
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--rounds", default=6, show_default=True, help="Rounds of fresh tasks per arm.")
 @click.option("--tasks", "per_round", default=12, show_default=True, help="Tasks per round.")
@@ -256,27 +282,7 @@ def main(rounds: int, per_round: int, seeds: int, arms: str, attributor: str, ca
         table.add_row(arm, *cells, f"{m:.2f}±{d:.2f}")
     console.print(table)
 
-    summary = {}
-    if "none" in chosen:
-        for arm in chosen:
-            if arm == "none":
-                continue
-            # Paired by seed: the same tasks and agent randomness in both arms.
-            diffs = [statistics.fmean(a[1:]) - statistics.fmean(b[1:]) for a, b in zip(results[arm], results["none"])]
-            m, d = _mean_sd(diffs)
-            sem = d / len(diffs) ** 0.5 if len(diffs) > 1 else float("inf")
-            summary[arm] = {"lift": m, "sd": d, "min": min(diffs), "sem": sem}
-            verdict = "outside the noise (lift > 2 standard errors)" if m > 2 * sem else "within the noise"
-            console.print(f"lift of {arm} over none, rounds 2–{rounds}: {m:+.3f} (sd {d:.3f} over seeds, smallest {min(diffs):+.3f}) — {verdict}")
-        oracle = summary.get("oracle", {}).get("lift")
-        for arm in [a for a in summary if a != "oracle"]:
-            if oracle is not None and oracle > 0:
-                # Both lifts are means of paired-by-seed differences over the same seeds, so their ratio compares like with like.
-                summary[arm]["share_of_oracle"] = summary[arm]["lift"] / oracle
-                console.print(f"{arm} reaches {summary[arm]['share_of_oracle']:.0%} of the oracle's lift "
-                              f"({summary[arm]['lift']:+.3f} of {oracle:+.3f}, rounds 2–{rounds}, paired by seed)")
-            elif oracle is not None:
-                console.print(f"the oracle arm has no lift over none ({oracle:+.3f}): no share of it to report for {arm}")
+    summary = _lifts(results, chosen, rounds, console)
     console.print(f"{total} runs in {seconds:.0f} s")
 
     title = f"research_desk (LangGraph team), {agents}: mean ± sd over {seeds} seeds"

@@ -24,7 +24,7 @@ EXECUTOR_NAME = re.compile(r"(?i)^(computer[_ ]?terminal|terminal|code[_ ]?execu
 
 def executor_name(name: str | None) -> bool:
     """True for a participant whose messages are an executor's output, not decisions."""
-    return bool(name) and bool(EXECUTOR_NAME.match(name.strip()))
+    return name is not None and bool(EXECUTOR_NAME.match(name.strip()))
 
 
 def candidates(trace: Trace) -> list[Step]:

@@ -181,7 +181,7 @@ def reference_lost(trace: Trace, ctx: Context) -> list[Hit]:
 
 def _task_entity_words(query: str) -> set[str]:
     """Names and numbers of the task: capitalised words not at a sentence start, and numbers of 2+ digits."""
-    words = set()
+    words: set[str] = set()
     for match in _ENTITY.finditer(query):
         before = query[: match.start()].rstrip()
         sentence_start = not before or before[-1] in ".?!:\n\"'("
@@ -237,7 +237,7 @@ def excluded_used(trace: Trace, ctx: Context) -> list[Hit]:
 
 def repeated_action(trace: Trace, ctx: Context) -> list[Hit]:
     seen: dict[tuple, int] = {}
-    hits = []
+    hits: list[Hit] = []
     for step in trace.steps:
         if step.kind == StepKind.tool_call and step.tool_name:
             key: tuple = (step.agent, "call", step.tool_name, json.dumps(step.tool_arguments, sort_keys=True, default=str))
@@ -340,22 +340,22 @@ class Heuristic(BaseAttributor):
             totals[hit.step] += hit.weight
         if not totals:
             final = final_step(trace)
-            fields = dict(step=final.index, agent=final.agent, mode="R.2", confidence=0.0,
-                          reason="no signal fired; prior: the step that gave the final answer")
+            step, agent, mode, confidence = final.index, final.agent, "R.2", 0.0
+            reason = "no signal fired; prior: the step that gave the final answer"
             details["prior"] = True
             ranking = candidates_ranking(trace, [(final.index, 0.0, "prior")])
         else:
             best = min(totals, key=lambda s: (-totals[s], s))
             top = max((h for h in hits if h.step == best), key=lambda h: h.weight)
-            notes = "; ".join(f"{h.signal}: {h.note}" for h in hits if h.step == best)
-            fields = dict(step=best, agent=trace.steps[best].agent, mode=top.mode, reason=notes,
-                          confidence=round(totals[best] / sum(totals.values()), 4))
+            reason = "; ".join(f"{h.signal}: {h.note}" for h in hits if h.step == best)
+            step, agent, mode, confidence = best, trace.steps[best].agent, top.mode, round(totals[best] / sum(totals.values()), 4)
             ranking = candidates_ranking(trace, [(s, w, "; ".join(h.signal for h in hits if h.step == s)) for s, w in totals.items()])
             # Earliest-first among equal totals, as the decisive error is the first one.
             ranking.sort(key=lambda c: (-c.score, c.step))
         return Attribution(
             trace_id=trace.id, method=self.name, backend="heuristic", status=AttributionStatus.ok, ranking=ranking,
-            cost=Cost(seconds=round(time.monotonic() - started, 4)), details=details, prompt_version="heuristic/v1", **fields,
+            cost=Cost(seconds=round(time.monotonic() - started, 4)), details=details, prompt_version="heuristic/v1",
+            step=step, agent=agent, mode=mode, confidence=confidence, reason=reason,
         )
 
 

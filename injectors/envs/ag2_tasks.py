@@ -158,13 +158,24 @@ def code_for(spec: Spec, slip: bool = False) -> str:
     return "\n".join(lines)
 
 
+def _integers(spec: Spec) -> tuple[int, ...]:
+    """The values of a family that counts over a range of integers (divisible, primes)."""
+    ints = tuple(x for x in spec.values if isinstance(x, int))
+    if len(ints) != len(spec.values):
+        # As `range` would: a range of integers has integer bounds.
+        raise TypeError(f"{spec.family}: integer values expected, got {spec.values}")
+    return ints
+
+
 def answer_of(spec: Spec) -> str:
     """The true value of a task's spec, computed here (the reference answer)."""
     v = spec.values
     if spec.family == "divisible":
-        return str(sum(1 for n in range(v[0], v[1] + 1) if n % v[2] == 0 or n % v[3] == 0))
+        lo, hi, p, q = _integers(spec)
+        return str(sum(1 for n in range(lo, hi + 1) if n % p == 0 or n % q == 0))
     if spec.family == "primes":
-        return str(sum(n for n in range(v[0], v[1] + 1) if _is_prime(n)))
+        lo, hi = _integers(spec)
+        return str(sum(n for n in range(lo, hi + 1) if _is_prime(n)))
     if spec.family == "mean_above":
         selected = [r for r in spec.data if r > v[0]]
         return str(round(sum(selected) / len(selected), 2))

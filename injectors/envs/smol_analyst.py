@@ -158,6 +158,7 @@ class SmolAnalyst(FrameworkEnvironment):
             data = {r: [rng.randint(10, 99) for _ in range(MONTHS)] for r in REGIONS}
             a, b = rng.sample(REGIONS, 2)
             family = ("total", "best_gap", "mean")[(seed + i) % 3]
+            ans: int | float  # sums and gaps of integer sales; a rounded mean
             if family == "total":
                 q, ans = f"What were the combined sales of the {a} and {b} regions over the last {MONTHS} months?", sum(data[a]) + sum(data[b])
             elif family == "best_gap":
