@@ -129,18 +129,21 @@ def fit(traces: list[Trace], seed: int = 0, C: float = 0.5,
         raise FaultlensError(f"need at least 2 traces with a gold step to train, got {len(usable)}")
     blocks, labels, gold_rows, modes = [], [], [], []
     for trace in usable:
+        gold = trace.gold
+        if gold is None or gold.step is None:  # `labelled` keeps only traces with a gold step
+            raise FaultlensError(f"trace {trace.id}: no gold step to train on")
         X = _dense(features[trace.id] if features is not None and trace.id in features else trace_features(trace))
         rows = candidate_rows(trace)
-        if trace.gold.step in rows:
+        if gold.step in rows:
             # A gold step that is no candidate (a tool result blamed for a wrong call) cannot be ranked; the trace
             # still teaches the mode classifier.
             y = np.zeros(len(rows), dtype=int)
-            y[rows.index(trace.gold.step)] = 1
+            y[rows.index(gold.step)] = 1
             blocks.append(X[rows])
             labels.append(y)
-        if trace.gold.mode:
-            gold_rows.append(X[trace.gold.step])
-            modes.append(trace.gold.mode)
+        if gold.mode:
+            gold_rows.append(X[gold.step])
+            modes.append(gold.mode)
     X_all = np.vstack(blocks)
     y_all = np.concatenate(labels)
     step_model = HistGradientBoostingClassifier(**TREE_PARAMS, early_stopping=False, random_state=seed)
