@@ -598,7 +598,9 @@ def ingest(store: Any, records: Iterable[SpanRecord], *, source: str = "spans") 
     written from its workflow/root span when that arrives, and from a
     placeholder before then, so steps are never orphaned and survive a crash
     mid-run. Every record is converted before anything is written: a bad span
-    raises InputError and the batch writes nothing. Returns the trace ids touched.
+    raises InputError and the batch writes nothing. The writes are one
+    transaction (`store.transaction()`), so a process killed mid-batch leaves
+    none of it either. Returns the trace ids touched.
     """
     groups = group_by_trace(records)
     plans = []
@@ -608,13 +610,14 @@ def ingest(store: Any, records: Iterable[SpanRecord], *, source: str = "spans") 
             root = next((r for r in group if r.parent_id is None and r.operation in (AGENT, CHAIN)), None)
         header = header_from_record(root, trace_id, source=source) if root is not None else None
         plans.append((trace_id, group, header, _steps_of(group, source, None)))
-    for trace_id, group, header, pairs in plans:
-        if header is not None:
-            if header.outcome is None and store.has_trace(trace_id):
-                header.outcome = store.get_trace(trace_id).outcome
-            store.begin_trace(header)
-        elif not store.has_trace(trace_id):
-            store.begin_trace(placeholder_header(trace_id, group))
-        for _, step in pairs:
-            store.add_step(trace_id, step)
+    with store.transaction():
+        for trace_id, group, header, pairs in plans:
+            if header is not None:
+                if header.outcome is None and store.has_trace(trace_id):
+                    # Only the outcome: reading the whole run here would make ingest cost grow with the run.
+                    header.outcome = store.get_outcome(trace_id)
+                store.begin_trace(header)
+            elif not store.has_trace(trace_id):
+                store.begin_trace(placeholder_header(trace_id, group))
+            store.add_steps(trace_id, [step for _, step in pairs])
     return list(groups)

@@ -4,6 +4,11 @@ One file, WAL mode, safe for several threads at once: each thread gets its own
 connection, and writes in this process are serialised by a lock so that SQLite
 never has to retry (other processes wait on SQLite's busy timeout).
 
+Writes cost what the request holds, not what the run already holds: a batch of
+steps is one transaction, one `executemany` and two indexed look-ups
+(`add_steps`), and `transaction()` groups several writes (one OTLP request,
+one tracer batch) so that they all land or none does.
+
 Steps are keyed by span id when they have one, so writing the same span twice
 replaces it instead of duplicating it. Steps of a live run arrive in the order
 their spans *end*; a trace read back orders them by start time and numbers them
@@ -17,8 +22,8 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -57,6 +62,8 @@ class Store(Protocol):
     def get_trace(self, trace_id: str) -> Trace: ...
     def list_traces(self, *, status: str | None = None, agent: str | None = None, limit: int = 100, offset: int = 0, since: float | None = None) -> list[TraceSummary]: ...
     def add_step(self, trace_id: str, step: Step) -> None: ...
+    def add_steps(self, trace_id: str, steps: Sequence[Step]) -> None: ...
+    def transaction(self) -> AbstractContextManager[None]: ...
     def set_outcome(self, trace_id: str, outcome: Outcome) -> None: ...
     def save_attribution(self, attribution: Attribution) -> None: ...
     def attributions(self, trace_id: str) -> list[Attribution]: ...
@@ -83,6 +90,16 @@ def _upsert(db: sqlite_utils.Database, table: str, row: dict[str, Any], pk: tupl
         f"INSERT INTO {table} ({columns}) VALUES ({marks}) ON CONFLICT ({', '.join(pk)}) DO UPDATE SET {updates}",
         list(row.values()),
     )
+
+
+_STEP_COLUMNS = ("trace_id", "key", "position", "seq", "agent", "kind", "error", "data")
+_UPSERT_STEP = (
+    f"INSERT INTO steps ({', '.join(_STEP_COLUMNS)}) VALUES ({', '.join('?' for _ in _STEP_COLUMNS)})"
+    " ON CONFLICT (trace_id, key) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in _STEP_COLUMNS if c not in ("trace_id", "key"))
+)
+# SQLite's default limit on host parameters is 999 in old builds; stay well under it.
+_KEYS_PER_QUERY = 500
 
 
 def _dumps(value: Any) -> str | None:
@@ -117,11 +134,28 @@ class SQLiteStore:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite_utils.Database]:
-        """One transaction: everything in it lands, or nothing does."""
+        """One transaction: everything in it lands, or nothing does.
+
+        Inside `transaction()` (same thread) it joins the open transaction
+        instead of committing on its own.
+        """
         with self._lock:
             db = self._db()
-            with db.atomic():
+            if getattr(self._local, "in_transaction", False):
                 yield db
+                return
+            self._local.in_transaction = True
+            try:
+                with db.atomic():
+                    yield db
+            finally:
+                self._local.in_transaction = False
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Group writes made inside the block (on this thread) into one transaction: all or none."""
+        with self._write():
+            yield
 
     def close(self) -> None:
         db = getattr(self._local, "db", None)
@@ -146,6 +180,9 @@ class SQLiteStore:
                     PRIMARY KEY (trace_id, key))"""
             )
             db.execute("CREATE INDEX IF NOT EXISTS steps_agent ON steps(agent)")
+            # The next seq of a run is MAX(seq) of its steps: without this index that
+            # scans the whole run, making ingest quadratic in a run's size.
+            db.execute("CREATE INDEX IF NOT EXISTS steps_trace_seq ON steps(trace_id, seq)")
             db.execute(
                 """CREATE TABLE IF NOT EXISTS attributions (
                     id TEXT PRIMARY KEY, trace_id TEXT, method TEXT, model TEXT, status TEXT,
@@ -207,8 +244,8 @@ class SQLiteStore:
             for trace in traces:
                 db.execute("DELETE FROM steps WHERE trace_id = ?", [trace.id])
                 _upsert(db, "traces", self._trace_row(trace), ("id",))
-                for step in trace.steps:
-                    _upsert(db, "steps", self._step_row(trace.id, step, step.index, float(step.index)), ("trace_id", "key"))
+                rows = [self._step_row(trace.id, step, step.index, float(step.index)) for step in trace.steps]
+                db.conn.executemany(_UPSERT_STEP, [tuple(r.values()) for r in rows])
                 count += 1
         return count
 
@@ -219,14 +256,35 @@ class SQLiteStore:
 
     def add_step(self, trace_id: str, step: Step) -> None:
         """Add or replace one step (idempotent by span id). The trace header must exist."""
+        self.add_steps(trace_id, [step])
+
+    def add_steps(self, trace_id: str, steps: Sequence[Step]) -> None:
+        """Add or replace steps of one trace in one transaction (idempotent by span id).
+
+        A new step gets the next arrival number (`seq`); a step written again
+        keeps its own. The trace header must exist.
+        """
+        if not steps:
+            return
+        keys = [step.span_id or f"#{step.index}" for step in steps]
         with self._write() as db:
-            seq = db.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM steps WHERE trace_id = ?", [trace_id]).fetchone()[0]
-            existing = db.execute("SELECT seq FROM steps WHERE trace_id = ? AND key = ?", [trace_id, step.span_id or f"#{step.index}"]).fetchone()
-            if existing:
-                seq = existing[0]
-            # A live step is ordered by when its span started; one without a clock by arrival.
-            position = step.started_at if step.started_at is not None else float(seq)
-            _upsert(db, "steps", self._step_row(trace_id, step, seq, position), ("trace_id", "key"))
+            next_seq = db.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM steps WHERE trace_id = ?", [trace_id]).fetchone()[0]
+            known: dict[str, int] = {}
+            unique = list(dict.fromkeys(keys))
+            for start in range(0, len(unique), _KEYS_PER_QUERY):
+                chunk = unique[start : start + _KEYS_PER_QUERY]
+                marks = ", ".join("?" for _ in chunk)
+                known.update(db.execute(f"SELECT key, seq FROM steps WHERE trace_id = ? AND key IN ({marks})", [trace_id, *chunk]).fetchall())
+            rows = []
+            for step, key in zip(steps, keys):
+                seq = known.get(key)
+                if seq is None:
+                    seq = known[key] = next_seq
+                    next_seq += 1
+                # A live step is ordered by when its span started; one without a clock by arrival.
+                position = step.started_at if step.started_at is not None else float(seq)
+                rows.append(tuple(self._step_row(trace_id, step, seq, position).values()))
+            db.conn.executemany(_UPSERT_STEP, rows)
             db.execute("UPDATE traces SET updated_at = ? WHERE id = ?", [time.time(), trace_id])
 
     def set_outcome(self, trace_id: str, outcome: Outcome) -> None:
