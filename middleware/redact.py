@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -21,10 +22,31 @@ _SECRET_TEXT = [
     re.compile(r"\bAIza[0-9A-Za-z_-]{30,}"),
     re.compile(r"((?:api[_-]?key|token|secret|password)\s*[=:]\s*)['\"]?[^\s'\",;&]{6,}", re.I),
 ]
+# Literals (lowercase) one of which any match of the pattern at the same
+# position contains. Python's `re` scans a pattern starting with \b at every
+# character (5-15 µs per pattern on a few hundred characters); a substring test
+# on the lowercased text is ~100 times cheaper, so a pattern runs only on text
+# that holds one of its hints. Keep the two lists in step.
+_HINTS = [
+    ("bearer", "basic"),
+    ("sk-",),
+    ("akia", "asia"),
+    ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    ("xox",),
+    ("aiza",),
+    ("api", "token", "secret", "password"),
+]
+assert len(_HINTS) == len(_SECRET_TEXT)
+_ANY_HINT = re.compile("|".join(re.escape(hint) for hints in _HINTS for hint in hints))
 
 
 def redact_text(text: str) -> str:
-    for pattern in _SECRET_TEXT:
+    lowered = text.lower()
+    if _ANY_HINT.search(lowered) is None:
+        return text
+    for pattern, hints in zip(_SECRET_TEXT, _HINTS):
+        if not any(hint in lowered for hint in hints):
+            continue
         if pattern.groups:
             text = pattern.sub(lambda m: (m.group(1) + " " if m.group(1).lower() in ("bearer", "basic") else m.group(1)) + REDACTED, text)
         else:
@@ -32,6 +54,7 @@ def redact_text(text: str) -> str:
     return text
 
 
+@functools.lru_cache(maxsize=4096)
 def is_secret_key(key: str) -> bool:
     return bool(_SECRET_KEY.search(key)) and not _NOT_SECRET_KEY.search(key)
 

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from opentelemetry.trace import StatusCode
 from pydantic import ValidationError
 
 from .errors import InputError, from_validation_error
@@ -130,14 +131,15 @@ def _ns(value: Any) -> int:
     return int(value) if value is not None else 0
 
 
+_STATUS_CODES = {StatusCode.ERROR: "error", StatusCode.OK: "ok"}
+
+
 def record_from_readable_span(span: Any) -> SpanRecord:
     """A `SpanRecord` from an OpenTelemetry SDK `ReadableSpan`."""
-    from opentelemetry.trace import StatusCode
-
     ctx = span.get_span_context() if hasattr(span, "get_span_context") else span.context
     parent = span.parent
     status = span.status
-    code = {StatusCode.ERROR: "error", StatusCode.OK: "ok"}.get(status.status_code, "unset")
+    code = _STATUS_CODES.get(status.status_code, "unset")
     return SpanRecord(
         trace_id=format(ctx.trace_id, "032x"),
         span_id=format(ctx.span_id, "016x"),

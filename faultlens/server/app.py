@@ -213,10 +213,14 @@ def create_app(
             body.extend(chunk)
             if len(body) > limit:
                 return JSONResponse({"detail": f"body is larger than the {limit}-byte limit"}, status_code=413)
+        content_encoding, content_type = request.headers.get("content-encoding"), request.headers.get("content-type")
+
+        def read_and_ingest() -> Any:
+            # Off the event loop: decoding a big body takes long enough to stall other requests.
+            return ingest_payload(decode_otlp(decompress(bytes(body), content_encoding, limit), content_type))
+
         try:
-            raw = decompress(bytes(body), request.headers.get("content-encoding"), limit)
-            payload = decode_otlp(raw, request.headers.get("content-type"))
-            result = await run_in_threadpool(ingest_payload, payload)
+            result = await run_in_threadpool(read_and_ingest)
         except BodyError as exc:
             return JSONResponse({"detail": exc.reason}, status_code=exc.status)
         except InputError as exc:
