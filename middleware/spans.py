@@ -593,6 +593,49 @@ def traces_from_records(records: Iterable[SpanRecord], *, source: str = "spans",
     return traces
 
 
+@dataclass
+class IngestPlan:
+    """What `ingest` will write, worked out without writing: per trace, its header (or None) and its steps."""
+
+    traces: list[tuple[str, list[SpanRecord], Trace | None, list[Any]]]
+
+    @property
+    def trace_ids(self) -> list[str]:
+        return [trace_id for trace_id, *_ in self.traces]
+
+
+def plan_ingest(store: Any, records: Iterable[SpanRecord], *, source: str = "spans") -> IngestPlan:
+    """Map spans to headers and steps, and serialise the steps for `store` (no reads, no writes).
+
+    Raises InputError on the first bad span. This is the costly part of
+    ingest; kept apart so a server can do it outside its write lock.
+    """
+    plans = []
+    for trace_id, group in group_by_trace(records).items():
+        root = next((r for r in group if is_header_span(r)), None)
+        if root is None:
+            root = next((r for r in group if r.parent_id is None and r.operation in (AGENT, CHAIN)), None)
+        header = header_from_record(root, trace_id, source=source) if root is not None else None
+        steps = [step for _, step in _steps_of(group, source, None)]
+        plans.append((trace_id, group, header, store.prepare_steps(steps)))
+    return IngestPlan(plans)
+
+
+def write_ingest(store: Any, plan: IngestPlan) -> list[str]:
+    """Write an `IngestPlan` in one transaction: all of it lands, or none. Returns the trace ids touched."""
+    with store.transaction():
+        for trace_id, group, header, steps in plan.traces:
+            if header is not None:
+                if header.outcome is None and store.has_trace(trace_id):
+                    # Only the outcome: reading the whole run here would make ingest cost grow with the run.
+                    header.outcome = store.get_outcome(trace_id)
+                store.begin_trace(header)
+            elif not store.has_trace(trace_id):
+                store.begin_trace(placeholder_header(trace_id, group))
+            store.add_steps(trace_id, steps)
+    return plan.trace_ids
+
+
 def ingest(store: Any, records: Iterable[SpanRecord], *, source: str = "spans") -> list[str]:
     """Write spans into a store as they arrive (live tracer, HTTP server).
 
@@ -602,24 +645,7 @@ def ingest(store: Any, records: Iterable[SpanRecord], *, source: str = "spans") 
     mid-run. Every record is converted before anything is written: a bad span
     raises InputError and the batch writes nothing. The writes are one
     transaction (`store.transaction()`), so a process killed mid-batch leaves
-    none of it either. Returns the trace ids touched.
+    none of it either. Cost is linear in the batch, whatever the size of the
+    runs it adds to. Returns the trace ids touched.
     """
-    groups = group_by_trace(records)
-    plans = []
-    for trace_id, group in groups.items():
-        root = next((r for r in group if is_header_span(r)), None)
-        if root is None:
-            root = next((r for r in group if r.parent_id is None and r.operation in (AGENT, CHAIN)), None)
-        header = header_from_record(root, trace_id, source=source) if root is not None else None
-        plans.append((trace_id, group, header, _steps_of(group, source, None)))
-    with store.transaction():
-        for trace_id, group, header, pairs in plans:
-            if header is not None:
-                if header.outcome is None and store.has_trace(trace_id):
-                    # Only the outcome: reading the whole run here would make ingest cost grow with the run.
-                    header.outcome = store.get_outcome(trace_id)
-                store.begin_trace(header)
-            elif not store.has_trace(trace_id):
-                store.begin_trace(placeholder_header(trace_id, group))
-            store.add_steps(trace_id, [step for _, step in pairs])
-    return list(groups)
+    return write_ingest(store, plan_ingest(store, records, source=source))

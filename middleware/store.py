@@ -54,6 +54,18 @@ class TraceSummary:
     updated_at: float
 
 
+@dataclass(frozen=True)
+class PreparedStep:
+    """A step serialised and redacted for storage (`SQLiteStore.prepare_steps`), ready to write."""
+
+    key: str
+    started_at: float | None
+    agent: str
+    kind: str
+    error: int
+    data: str
+
+
 @runtime_checkable
 class Store(Protocol):
     """What the rest of faultlens needs from a store. `SQLiteStore` is the one we ship."""
@@ -62,7 +74,8 @@ class Store(Protocol):
     def get_trace(self, trace_id: str) -> Trace: ...
     def list_traces(self, *, status: str | None = None, agent: str | None = None, limit: int = 100, offset: int = 0, since: float | None = None) -> list[TraceSummary]: ...
     def add_step(self, trace_id: str, step: Step) -> None: ...
-    def add_steps(self, trace_id: str, steps: Sequence[Step]) -> None: ...
+    def add_steps(self, trace_id: str, steps: Sequence[Step | PreparedStep]) -> None: ...
+    def prepare_steps(self, steps: Sequence[Step]) -> list[PreparedStep]: ...
     def transaction(self) -> AbstractContextManager[None]: ...
     def set_outcome(self, trace_id: str, outcome: Outcome) -> None: ...
     def save_attribution(self, attribution: Attribution) -> None: ...
@@ -258,7 +271,20 @@ class SQLiteStore:
         """Add or replace one step (idempotent by span id). The trace header must exist."""
         self.add_steps(trace_id, [step])
 
-    def add_steps(self, trace_id: str, steps: Sequence[Step]) -> None:
+    @staticmethod
+    def prepare_steps(steps: Sequence[Step]) -> list[PreparedStep]:
+        """Serialise and redact steps without touching the database.
+
+        The costly part of writing a step; done before a transaction opens,
+        it keeps the write lock short (other requests wait only for the SQL).
+        """
+        out = []
+        for step in steps:
+            data = redact(step.model_dump(mode="json"))
+            out.append(PreparedStep(step.span_id or f"#{step.index}", step.started_at, step.agent, data["kind"], int(step.error is not None), _dumps(data) or ""))
+        return out
+
+    def add_steps(self, trace_id: str, steps: Sequence[Step | PreparedStep]) -> None:
         """Add or replace steps of one trace in one transaction (idempotent by span id).
 
         A new step gets the next arrival number (`seq`); a step written again
@@ -266,24 +292,25 @@ class SQLiteStore:
         """
         if not steps:
             return
-        keys = [step.span_id or f"#{step.index}" for step in steps]
+        prepared = [s if isinstance(s, PreparedStep) else self.prepare_steps([s])[0] for s in steps]
         with self._write() as db:
             next_seq = db.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM steps WHERE trace_id = ?", [trace_id]).fetchone()[0]
             known: dict[str, int] = {}
-            unique = list(dict.fromkeys(keys))
+            # A run with no steps yet (the common case for a new run) has no keys to look up.
+            unique = list(dict.fromkeys(p.key for p in prepared)) if next_seq > 0 else []
             for start in range(0, len(unique), _KEYS_PER_QUERY):
                 chunk = unique[start : start + _KEYS_PER_QUERY]
                 marks = ", ".join("?" for _ in chunk)
                 known.update(db.execute(f"SELECT key, seq FROM steps WHERE trace_id = ? AND key IN ({marks})", [trace_id, *chunk]).fetchall())
             rows = []
-            for step, key in zip(steps, keys):
-                seq = known.get(key)
+            for p in prepared:
+                seq = known.get(p.key)
                 if seq is None:
-                    seq = known[key] = next_seq
+                    seq = known[p.key] = next_seq
                     next_seq += 1
                 # A live step is ordered by when its span started; one without a clock by arrival.
-                position = step.started_at if step.started_at is not None else float(seq)
-                rows.append(tuple(self._step_row(trace_id, step, seq, position).values()))
+                position = p.started_at if p.started_at is not None else float(seq)
+                rows.append((trace_id, p.key, position, seq, p.agent, p.kind, p.error, p.data))
             db.conn.executemany(_UPSERT_STEP, rows)
             db.execute("UPDATE traces SET updated_at = ? WHERE id = ?", [time.time(), trace_id])
 

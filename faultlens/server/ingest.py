@@ -16,9 +16,9 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from faultlens.middleware.spans import group_by_trace, ingest
+from faultlens.middleware.spans import plan_ingest, write_ingest
 from faultlens.middleware.model import Outcome
-from faultlens.middleware.store import SQLiteStore
+from faultlens.middleware.store import SQLiteStore, TraceNotFound
 
 SOURCE = "POST /v1/traces"
 
@@ -62,17 +62,22 @@ class Ingestor:
         self._lock = threading.Lock()
 
     def _outcome(self, trace_id: str) -> Outcome | None:
-        return self.store.get_outcome(trace_id) if self.store.has_trace(trace_id) else None
+        try:
+            return self.store.get_outcome(trace_id)
+        except TraceNotFound:
+            return None
 
     def __call__(self, payload: dict[str, Any]) -> IngestResult:
         """Store one OTLP JSON payload. Raises InputError (and stores nothing) if any span is bad."""
         from faultlens.middleware.otlp import otlp_json_to_records
 
         records = otlp_json_to_records(payload, source=SOURCE)
-        ids = list(group_by_trace(records))
+        # Mapping and serialising spans is most of the work; done before taking the
+        # lock, a big request does not hold up small ones for its whole length.
+        plan = plan_ingest(self.store, records, source=SOURCE)
         with self._lock:
-            before = {trace_id: self._outcome(trace_id) for trace_id in ids}
-            touched = ingest(self.store, records, source=SOURCE)
+            before = {trace_id: self._outcome(trace_id) for trace_id in plan.trace_ids}
+            touched = write_ingest(self.store, plan)
             after = {trace_id: self._outcome(trace_id) for trace_id in touched}
         changed = {t: o for t, o in after.items() if o is not None and o != before.get(t)}
         for record in records:
