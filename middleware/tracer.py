@@ -448,6 +448,8 @@ class Tracer:
             run starts and an outcome when it is recorded.
         schedule_delay_millis: in "batch" mode, the longest a finished step
             waits in memory before it is written.
+        max_batch_size: in "batch" mode, the most steps one transaction
+            writes; a batch this big is written before the delay is up.
         max_queue_size: in "batch" mode, how many finished spans may wait; a
             program that ends spans faster than the store takes them for this
             long drops the excess (OpenTelemetry's rule; logged by the SDK).
@@ -463,6 +465,7 @@ class Tracer:
         env_exporters: bool = True,
         durability: Durability = "batch",
         schedule_delay_millis: int = 1000,
+        max_batch_size: int = 4096,
         max_queue_size: int = 65536,
     ):
         if durability not in ("batch", "step"):
@@ -475,7 +478,7 @@ class Tracer:
         self._store_processor: SpanProcessor = (
             SimpleSpanProcessor(self.exporter)
             if durability == "step"
-            else BatchSpanProcessor(self.exporter, max_queue_size=max_queue_size, schedule_delay_millis=schedule_delay_millis, max_export_batch_size=512)
+            else BatchSpanProcessor(self.exporter, max_queue_size=max_queue_size, schedule_delay_millis=schedule_delay_millis, max_export_batch_size=max_batch_size)
         )
         # Context first: it stamps run and agent on a starting span before anything else sees it.
         self.provider.add_span_processor(self._context)
