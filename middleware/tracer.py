@@ -60,6 +60,7 @@ from opentelemetry.trace import Status, StatusCode
 from pydantic import BaseModel
 
 from . import spans as S
+from .errors import InputError
 from .model import AgentInfo, Media, Outcome, Source, StepKind, Task, Trace, new_id
 from .store import SQLiteStore, open_store
 
@@ -356,8 +357,8 @@ class StoreSpanExporter(SpanExporter):
 
     Spans that belong to no run (no `gen_ai.conversation.id`) are skipped. A
     failing write is logged and kept in `errors`; it never breaks the agent. A
-    batch holding a bad span is written span by span so that the good ones are
-    kept, and each bad one is logged.
+    batch holding a bad span (InputError) is written span by span so that the
+    good ones are kept, and each bad one is logged.
     """
 
     def __init__(self, store: SQLiteStore):
@@ -371,10 +372,15 @@ class StoreSpanExporter(SpanExporter):
         try:
             S.ingest(self.store, records, source="tracer")
             return SpanExportResult.SUCCESS
-        except Exception:  # noqa: BLE001 - a storage problem must not crash the traced agent
+        except InputError:
             if len(records) == 1:
                 self._failed(records[0])
                 return SpanExportResult.FAILURE
+        except Exception as exc:  # noqa: BLE001 - a storage problem must not crash the traced agent
+            # Not one bad span but the store (locked, disk full, ...): retrying span by span would only repeat it.
+            log.exception("faultlens could not store a batch of %d spans", len(records))
+            self.errors.append(exc)
+            return SpanExportResult.FAILURE
         result = SpanExportResult.SUCCESS
         for record in records:
             try:

@@ -238,3 +238,22 @@ def test_durability_must_be_a_known_mode(tmp_path):
 def test_record_outcome_outside_a_run_is_an_error(tracer):
     with pytest.raises(RuntimeError, match="tracer.run"):
         tracer.record_outcome(success=True)
+
+
+def test_a_bad_span_in_a_batch_is_logged_and_the_rest_of_the_batch_is_kept(tmp_path):
+    from opentelemetry import trace as otel_trace
+
+    tracer = Tracer(db=tmp_path / "bad.db")
+
+    @tracer.tool(name="echo")
+    def echo(i: int, broken: bool = False) -> int:
+        if broken:
+            otel_trace.get_current_span().set_attribute("faultlens.media", "not json")
+        return i
+
+    with tracer.run(task="one bad span") as run:
+        echo(0)
+        echo(1, broken=True)
+        echo(2)
+    assert [s.tool_arguments for s in tracer.store.get_trace(run.id).steps] == [{"i": 0}, {"i": 2}]
+    assert len(tracer.errors) == 1 and "faultlens.media" in str(tracer.errors[0])
