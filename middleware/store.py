@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 import sqlite_utils
 
@@ -54,8 +54,7 @@ class TraceSummary:
     updated_at: float
 
 
-@dataclass(frozen=True)
-class PreparedStep:
+class PreparedStep(NamedTuple):
     """A step serialised and redacted for storage (`SQLiteStore.prepare_steps`), ready to write."""
 
     key: str
