@@ -253,6 +253,9 @@ def _openllmetry_messages(attrs: Mapping[str, Any], prefix: str) -> list[dict[st
     return [{"role": m.get("role", "user"), "parts": [{"type": "text", "content": str(m["content"])}] if m.get("content") is not None else []} for m in _flattened(attrs, prefix)]
 
 
+_FLATTENED_MESSAGE_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "gen_ai.prompt.", "gen_ai.completion.")
+
+
 def messages_of(record: SpanRecord, direction: str) -> list[Any] | None:
     """The span's input or output messages, or None if it records none."""
     attrs = record.attributes
@@ -260,6 +263,10 @@ def messages_of(record: SpanRecord, direction: str) -> list[Any] | None:
     if name in attrs:
         value = _json_attr(attrs, name)
         return value if isinstance(value, list) else [value]
+    # One pass to see whether any flattened message keys exist (most GenAI spans have none)
+    # before the per-prefix scans below.
+    if not any(k.startswith(_FLATTENED_MESSAGE_PREFIXES) for k in attrs):
+        return None
     oi = _openinference_messages(attrs, "llm.input_messages" if direction == "input" else "llm.output_messages")
     if oi:
         return oi
