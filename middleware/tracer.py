@@ -316,11 +316,9 @@ class RunContextProcessor(SpanProcessor):
     def __init__(self) -> None:
         self._runs: dict[int, str] = {}
         self._agents: dict[int, str | None] = {}
-        self._lock = threading.Lock()
 
     def watch(self, workflow_span: otel_trace.Span, trace_id: str) -> None:
-        with self._lock:
-            self._runs[workflow_span.get_span_context().trace_id] = trace_id
+        self._runs[workflow_span.get_span_context().trace_id] = trace_id
 
     def on_start(self, span: Any, parent_context: otel_context.Context | None = None) -> None:
         ctx = span.get_span_context()
@@ -335,15 +333,15 @@ class RunContextProcessor(SpanProcessor):
                 span.set_attribute(S.AGENT_NAME, agent)
         if S.CONVERSATION_ID not in attributes:
             span.set_attribute(S.CONVERSATION_ID, run_id)
-        with self._lock:
-            self._agents[ctx.span_id] = agent
+        # Single dict operations are atomic (GIL, or the dict's own lock in free-threaded
+        # builds); no lock on the path every span takes.
+        self._agents[ctx.span_id] = agent
 
     def on_end(self, span: ReadableSpan) -> None:
         ctx = span.get_span_context()
-        with self._lock:
-            self._agents.pop(ctx.span_id, None)
-            if span.parent is None:
-                self._runs.pop(ctx.trace_id, None)
+        self._agents.pop(ctx.span_id, None)
+        if span.parent is None:
+            self._runs.pop(ctx.trace_id, None)
 
     def shutdown(self) -> None:
         pass
@@ -600,6 +598,11 @@ class Tracer:
         Inside a LangGraph node traced by our callback handler (and not inside
         a decorated agent), the node is the agent and its span the parent.
         """
+        return self._call_context(with_lessons=True)
+
+    def _call_context(self, *, with_lessons: bool) -> CallContext | None:
+        # Reading the lessons off the current span costs as much as the rest of this
+        # together; agent and tool spans do not carry them, so their decorators skip it.
         run = _current_run.get()
         agent = _current_agent.get()
         if agent is None and self._langgraph_handlers:
@@ -609,9 +612,11 @@ class Tracer:
                     return found
         if run is None or run.tracer is not self:
             return None
-        span = otel_trace.get_current_span()
-        lessons = getattr(span, "attributes", None) or {}
-        return CallContext(run=run, agent=agent or DEFAULT_AGENT, context=otel_context.get_current(), lessons=list(lessons.get(S.LESSONS) or []))
+        lessons: list[str] = []
+        if with_lessons:
+            attributes = getattr(otel_trace.get_current_span(), "attributes", None) or {}
+            lessons = list(attributes.get(S.LESSONS) or [])
+        return CallContext(run=run, agent=agent or DEFAULT_AGENT, context=otel_context.get_current(), lessons=lessons)
 
     def record_outcome(self, success: bool, score: float | None = None, detail: str | None = None, evaluator: str | None = None) -> Outcome:
         """Record the current run's outcome (see `Run.record_outcome`)."""
@@ -636,7 +641,7 @@ class Tracer:
 
             @contextmanager
             def span_for(args: tuple, kwargs: dict) -> Iterator[Callable[[Any], None]]:
-                here = self.call_context()
+                here = self._call_context(with_lessons=False)
                 if here is not None:
                     here.run.add_agent(agent_name, role, description)
                 arguments = bind(args, kwargs)
@@ -683,7 +688,7 @@ class Tracer:
 
             @contextmanager
             def span_for(args: tuple, kwargs: dict) -> Iterator[Callable[[Any], None]]:
-                here = self.call_context()
+                here = self._call_context(with_lessons=False)
                 attributes = {
                     S.OPERATION: S.TOOL,
                     S.TOOL_NAME: tool_name,
