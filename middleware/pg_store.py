@@ -13,7 +13,7 @@ What PostgreSQL adds is safe concurrency between processes:
 - `batch(trace_ids)` takes a transaction-scoped advisory lock per trace, so
   two servers ingesting spans of the same run take turns (the header a root
   span writes is never overwritten by another server's placeholder);
-- `add_step` locks its trace's row, so step sequence numbers stay distinct;
+- `add_steps` locks its trace's row, so step sequence numbers stay distinct;
 - `claim_job` picks with ``FOR UPDATE SKIP LOCKED``: workers never wait on
   one another and never claim the same job; leases use the database's clock,
   so the machines' clocks need not agree.
@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -41,12 +41,15 @@ from .jobs import JOB_COLUMNS, Job, job_row, next_submission
 from .model import AgentInfo, Attribution, Lesson, Outcome, Step, Trace
 from .redact import redact, redact_id
 from .store_api import (
+    PreparedStep,
     STORE_SCHEMA_VERSION,
     SchemaTooNew,
     TraceNotFound,
     TraceSummary,
     describe,
     dumps,
+    prepare_steps,
+    prepared,
     status_clause,
     step_row,
     summary_from_row,
@@ -99,20 +102,21 @@ _MIGRATIONS: dict[int, list[str]] = {
         "CREATE INDEX IF NOT EXISTS span_links_waiting ON span_links(trace_id, waiting_on) WHERE waiting_on IS NOT NULL",
         "CREATE INDEX IF NOT EXISTS span_links_parent ON span_links(trace_id, parent_id)",
     ],
+    # The next seq of a run is MAX(seq) of its steps: indexed, it does not scan the whole run.
+    4: ["CREATE INDEX IF NOT EXISTS steps_trace_seq ON steps(trace_id, seq)"],
 }
 
 # A step's seq is the one it already has (same span again) or the next; a live step
-# is ordered by when its span started, one without a clock by arrival.
-_ADD_STEP = """
+# is ordered by when its span started, one without a clock by arrival. Statements of
+# one transaction see each other's rows, so a batch of them numbers steps in order.
+_UPSERT_STEP = """
 WITH s AS (SELECT COALESCE(
         (SELECT seq FROM steps WHERE trace_id = %(trace_id)s AND key = %(key)s),
-        (SELECT COALESCE(MAX(seq), -1) + 1 FROM steps WHERE trace_id = %(trace_id)s)) AS seq),
-  ins AS (
-    INSERT INTO steps (trace_id, key, position, seq, agent, kind, error, data)
-    SELECT %(trace_id)s, %(key)s, COALESCE(%(started)s::float8, s.seq::float8), s.seq, %(agent)s, %(kind)s, %(error)s, %(data)s FROM s
-    ON CONFLICT (trace_id, key) DO UPDATE SET position = EXCLUDED.position, seq = EXCLUDED.seq,
-        agent = EXCLUDED.agent, kind = EXCLUDED.kind, error = EXCLUDED.error, data = EXCLUDED.data)
-UPDATE traces SET updated_at = %(now)s WHERE id = %(trace_id)s
+        (SELECT COALESCE(MAX(seq), -1) + 1 FROM steps WHERE trace_id = %(trace_id)s)) AS seq)
+INSERT INTO steps (trace_id, key, position, seq, agent, kind, error, data)
+SELECT %(trace_id)s, %(key)s, COALESCE(%(started)s::float8, s.seq::float8), s.seq, %(agent)s, %(kind)s, %(error)s, %(data)s FROM s
+ON CONFLICT (trace_id, key) DO UPDATE SET position = EXCLUDED.position, seq = EXCLUDED.seq,
+    agent = EXCLUDED.agent, kind = EXCLUDED.kind, error = EXCLUDED.error, data = EXCLUDED.data
 """
 
 _JOB_SELECT = f"SELECT {', '.join(JOB_COLUMNS)} FROM jobs"
@@ -255,16 +259,33 @@ class PostgresStore:
 
     def add_step(self, trace_id: str, step: Step) -> None:
         """Add or replace one step (idempotent by span id). The trace header must exist."""
-        trace_id = redact_id(trace_id)
-        row = {k: _clean(v) for k, v in step_row(trace_id, step, 0, 0.0).items()}
-        row.update(started=step.started_at, now=time.time())
+        self.add_steps(trace_id, [step])
+
+    # One serialisation for both stores (store_api.prepare_steps).
+    prepare_steps = staticmethod(prepare_steps)
+
+    def add_steps(self, trace_id: str, steps: Sequence[Step | PreparedStep]) -> None:
+        """Add or replace steps of one trace in one transaction (idempotent by span id).
+
+        A new step gets the next arrival number (`seq`); a step written again
+        keeps its own. The trace header must exist.
+        """
+        if not steps:
+            return
+        trace_id = _clean(redact_id(trace_id))
+        rows = [
+            {"trace_id": trace_id, "key": _clean(p.key), "started": p.started_at, "agent": _clean(p.agent), "kind": p.kind, "error": p.error, "data": p.data}
+            for p in prepared(steps)
+        ]
         with self._write() as conn:
             # The trace's row lock makes concurrent writers of one trace take turns, so
-            # seq stays distinct; the statement after it sees what they committed.
-            conn.execute("SELECT 1 FROM traces WHERE id = %(trace_id)s FOR UPDATE", row)
-            # No result is read, so inside a batch (pipeline mode) neither statement waits for
-            # a round trip. A missing header fails the foreign key, as on SQLite.
-            conn.execute(_ADD_STEP, row)
+            # seq stays distinct; the statements after it see what they committed.
+            # No result is read, so inside a batch (pipeline mode) none waits for a round
+            # trip. A missing header fails the foreign key, as on SQLite.
+            conn.execute("SELECT 1 FROM traces WHERE id = %s FOR UPDATE", [trace_id])
+            with conn.cursor() as cur:
+                cur.executemany(_UPSERT_STEP, rows)
+            conn.execute("UPDATE traces SET updated_at = %s WHERE id = %s", [time.time(), trace_id])
 
     # -- span links: the tree a run's agents are resolved from (spans.ingest) --
     _LINK_COLUMNS = ("span_id", "parent_id", "start_ns", "agent", "describes", "task", "output", "waiting_on")

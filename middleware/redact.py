@@ -101,7 +101,6 @@ _EXTRA: list[_Pattern] = [
     # user:password@ in any URL.
     (re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s:/@]+:([^\s@/]+)@", re.I), (1,)),
 ]
-
 _PATTERNS: list[_Pattern] = _detect_secrets_patterns() + _EXTRA
 
 
@@ -167,6 +166,7 @@ def redact_id(value: str) -> str:
     return ID_PREFIX + hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
+@lru_cache(maxsize=4096)
 def is_secret_key(key: str) -> bool:
     return bool(_SECRET_KEY.search(key)) and not _NOT_SECRET_KEY.search(key)
 
