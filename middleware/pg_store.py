@@ -102,8 +102,12 @@ _MIGRATIONS: dict[int, list[str]] = {
         "CREATE INDEX IF NOT EXISTS span_links_waiting ON span_links(trace_id, waiting_on) WHERE waiting_on IS NOT NULL",
         "CREATE INDEX IF NOT EXISTS span_links_parent ON span_links(trace_id, parent_id)",
     ],
-    # The next seq of a run is MAX(seq) of its steps: indexed, it does not scan the whole run.
-    4: ["CREATE INDEX IF NOT EXISTS steps_trace_seq ON steps(trace_id, seq)"],
+    # Ingest cost that does not grow with the run: the next seq of a run (MAX(seq)) and
+    # each agent's first span (first_agent_spans), found without reading the whole run.
+    4: [
+        "CREATE INDEX IF NOT EXISTS steps_trace_seq ON steps(trace_id, seq)",
+        "CREATE INDEX IF NOT EXISTS span_links_agent ON span_links(trace_id, agent, start_ns, span_id) WHERE agent IS NOT NULL",
+    ],
 }
 
 # A step's seq is the one it already has (same span again) or the next; a live step
@@ -320,6 +324,19 @@ class PostgresStore:
             params = params + params
         with self._read() as conn:
             return [dict(zip(self._LINK_COLUMNS, row)) for row in conn.execute(sql, params).fetchall()]
+
+    def first_agent_spans(self, trace_id: str, agents: list[str]) -> dict[str, str]:
+        """agent → span id of its first stored span (by start time, then span id), for those of `agents` that have one."""
+        if not agents:
+            return {}
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT a.n, l.span_id FROM unnest(%s::text[]) WITH ORDINALITY AS a(agent, n) CROSS JOIN LATERAL"
+                " (SELECT span_id FROM span_links WHERE trace_id = %s AND agent = a.agent ORDER BY start_ns, span_id LIMIT 1) AS l",
+                [[_clean(a) for a in agents], _clean(redact_id(trace_id))],
+            ).fetchall()
+        # By position, so the names come back as given (a NUL in one is stored as U+FFFD).
+        return {agents[n - 1]: span_id for n, span_id in rows}
 
     def steps_waiting_on(self, trace_id: str, span_ids: list[str]) -> list[tuple[str, str]]:
         """(step span id, the ancestor it waits on) for steps waiting on any of `span_ids`."""

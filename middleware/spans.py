@@ -873,7 +873,7 @@ def _fill_run_header(store: Any, run: _RunPlan) -> None:
     """The run's agents and task, where the spans give them and the header did not."""
     trace_id, root, header, links = run.trace_id, run.root, run.header, run.links
     explicit_agents = root is not None and TRACE_AGENTS in root.attributes
-    if not explicit_agents and (header is not None or any(link.agent or link.agents for link in links.values())):
+    if not explicit_agents and (header is not None or _may_change_run_agents(store, trace_id, links)):
         # (a faultlens.agents list stored from an earlier batch wins inside run_agents)
         store.set_run_agents(trace_id, run_agents(SpanLink.from_row(row) for row in store.span_links(trace_id, describing=True)))
     if header is not None and not header.task.query:
@@ -882,6 +882,25 @@ def _fill_run_header(store: Any, run: _RunPlan) -> None:
         hint = run_task(links.values())
         if hint:
             store.fill_run_query(trace_id, hint)
+
+
+def _may_change_run_agents(store: Any, trace_id: str, links: dict[str, SpanLink]) -> bool:
+    """Whether this batch's (already stored) links can change `run_agents` of the run.
+
+    Only a link that describes agents, or that is the first span of its agent
+    (a new agent, or one seen earlier than before), can: `run_agents` reads
+    each agent's first span and the describing ones. Checking that costs one
+    indexed look-up per agent named in the batch, where recomputing reads
+    every link of the run; a tracer that stamps each span with its agent
+    would otherwise pay for the whole run on every batch.
+    """
+    if any(link.agents or link.explicit for link in links.values()):
+        return True
+    named = {link.span_id: link.agent for link in links.values() if link.agent}
+    if not named:
+        return False
+    first = store.first_agent_spans(trace_id, sorted(set(named.values())))
+    return any(first.get(agent) == span_id for span_id, agent in named.items())
 
 
 # -- agent identity from the span tree -----------------------------------------

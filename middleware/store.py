@@ -127,9 +127,14 @@ _SQLITE_MIGRATIONS: dict[int, list[str]] = {
         "CREATE INDEX IF NOT EXISTS span_links_waiting ON span_links(trace_id, waiting_on) WHERE waiting_on IS NOT NULL",
         "CREATE INDEX IF NOT EXISTS span_links_parent ON span_links(trace_id, parent_id)",
     ],
-    # The next seq of a run is MAX(seq) of its steps: without this index that
-    # scans the whole run, making ingest quadratic in a run's size.
-    4: ["CREATE INDEX IF NOT EXISTS steps_trace_seq ON steps(trace_id, seq)"],
+    # Ingest cost that does not grow with the run (issue #20, item 5): the next
+    # seq of a run is MAX(seq) of its steps, which without an index scans the
+    # whole run, making ingest quadratic in a run's size.
+    4: [
+        "CREATE INDEX IF NOT EXISTS steps_trace_seq ON steps(trace_id, seq)",
+        # Each agent's first span (first_agent_spans), found without reading the whole run.
+        "CREATE INDEX IF NOT EXISTS span_links_agent ON span_links(trace_id, agent, start_ns, span_id) WHERE agent IS NOT NULL",
+    ],
 }
 
 
@@ -314,6 +319,19 @@ class SQLiteStore:
                    f" UNION ALL {sql} AND describes IS NOT NULL")
             params = params + params
         return [dict(zip(self._LINK_COLUMNS, row)) for row in self._db().execute(sql, params).fetchall()]
+
+    def first_agent_spans(self, trace_id: str, agents: list[str]) -> dict[str, str]:
+        """agent → span id of its first stored span (by start time, then span id), for those of `agents` that have one."""
+        trace_id = redact_id(trace_id)
+        found = {}
+        db = self._db()
+        for agent in agents:
+            row = db.execute(
+                "SELECT span_id FROM span_links WHERE trace_id = ? AND agent = ? ORDER BY start_ns, span_id LIMIT 1", [trace_id, agent]
+            ).fetchone()
+            if row is not None:
+                found[agent] = row[0]
+        return found
 
     def steps_waiting_on(self, trace_id: str, span_ids: list[str]) -> list[tuple[str, str]]:
         """(step span id, the ancestor it waits on) for steps waiting on any of `span_ids`."""
