@@ -69,7 +69,8 @@ class Bodies:
         self.memory.clear()
         for _ in range(runs):
             conversation = uuid.uuid4().hex
-            with self.tracer.start_as_current_span("invoke_workflow big", attributes={"gen_ai.operation.name": "invoke_workflow", "gen_ai.conversation.id": conversation, "faultlens.task": json.dumps({"query": "big run"})}):
+            attributes = {"gen_ai.operation.name": "invoke_workflow", "gen_ai.conversation.id": conversation, "faultlens.task": json.dumps({"query": "big run"})}
+            with self.tracer.start_as_current_span("invoke_workflow big", attributes=attributes):
                 for i in range(spans_per_run - 1):
                     self._step(conversation, i)
         return encode_spans(self.memory.get_finished_spans()).SerializeToString()

@@ -146,57 +146,66 @@ def _key_values(items: Any) -> list[dict[str, Any]]:
     return out
 
 
+def _event_json(event: Any) -> dict[str, Any]:
+    e: dict[str, Any] = {}
+    if event.time_unix_nano:
+        e["timeUnixNano"] = str(event.time_unix_nano)
+    if event.name:
+        e["name"] = event.name
+    if event.attributes:
+        e["attributes"] = _key_values(event.attributes)
+    if event.dropped_attributes_count:
+        e["droppedAttributesCount"] = event.dropped_attributes_count
+    return e
+
+
+def _link_json(link: Any) -> dict[str, Any]:
+    item = _generic(link)
+    for key in ("traceId", "spanId"):
+        if item.get(key):
+            item[key] = _b64_to_hex(item[key])
+    return item
+
+
+def _hex(value: bytes) -> str:
+    return value.hex()
+
+
+def _events_json(events: Any) -> list[dict[str, Any]]:
+    return [_event_json(event) for event in events]
+
+
+def _links_json(links: Any) -> list[dict[str, Any]]:
+    return [_link_json(link) for link in links]
+
+
+# (protobuf field, OTLP JSON key, conversion), in the order json_format writes them;
+# a field left at its default is omitted, as json_format does.
+_SPAN_FIELDS: tuple[tuple[str, str, Any], ...] = (
+    ("trace_id", "traceId", _hex),
+    ("span_id", "spanId", _hex),
+    ("trace_state", "traceState", None),
+    ("parent_span_id", "parentSpanId", _hex),
+    ("flags", "flags", None),
+    ("name", "name", None),
+    ("kind", "kind", None),
+    ("start_time_unix_nano", "startTimeUnixNano", str),
+    ("end_time_unix_nano", "endTimeUnixNano", str),
+    ("attributes", "attributes", _key_values),
+    ("dropped_attributes_count", "droppedAttributesCount", None),
+    ("events", "events", _events_json),
+    ("dropped_events_count", "droppedEventsCount", None),
+    ("links", "links", _links_json),
+    ("dropped_links_count", "droppedLinksCount", None),
+)
+
+
 def _span_json(span: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    if span.trace_id:
-        out["traceId"] = span.trace_id.hex()
-    if span.span_id:
-        out["spanId"] = span.span_id.hex()
-    if span.trace_state:
-        out["traceState"] = span.trace_state
-    if span.parent_span_id:
-        out["parentSpanId"] = span.parent_span_id.hex()
-    if span.flags:
-        out["flags"] = span.flags
-    if span.name:
-        out["name"] = span.name
-    if span.kind:
-        out["kind"] = span.kind
-    if span.start_time_unix_nano:
-        out["startTimeUnixNano"] = str(span.start_time_unix_nano)
-    if span.end_time_unix_nano:
-        out["endTimeUnixNano"] = str(span.end_time_unix_nano)
-    if span.attributes:
-        out["attributes"] = _key_values(span.attributes)
-    if span.dropped_attributes_count:
-        out["droppedAttributesCount"] = span.dropped_attributes_count
-    if span.events:
-        events = []
-        for event in span.events:
-            e: dict[str, Any] = {}
-            if event.time_unix_nano:
-                e["timeUnixNano"] = str(event.time_unix_nano)
-            if event.name:
-                e["name"] = event.name
-            if event.attributes:
-                e["attributes"] = _key_values(event.attributes)
-            if event.dropped_attributes_count:
-                e["droppedAttributesCount"] = event.dropped_attributes_count
-            events.append(e)
-        out["events"] = events
-    if span.dropped_events_count:
-        out["droppedEventsCount"] = span.dropped_events_count
-    if span.links:
-        links = []
-        for link in span.links:
-            item = _generic(link)
-            for key in ("traceId", "spanId"):
-                if item.get(key):
-                    item[key] = _b64_to_hex(item[key])
-            links.append(item)
-        out["links"] = links
-    if span.dropped_links_count:
-        out["droppedLinksCount"] = span.dropped_links_count
+    for field, key, convert in _SPAN_FIELDS:
+        value = getattr(span, field)
+        if value:
+            out[key] = convert(value) if convert is not None else value
     if span.HasField("status"):
         status: dict[str, Any] = {}
         if span.status.message:
