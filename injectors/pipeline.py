@@ -47,7 +47,7 @@ from . import envs
 from .capture import capture_for
 from .envs.base import Environment, stable_seed
 from .generators import Generated, Generator, gen_input, get_generator
-from .sim import SimConfig
+from .sim import SimConfig, ensure_registered
 from .taxonomy import applicable_modes
 
 STATUSES = ("kept", "succeeded", "drifted", "unparsed", "crashed")
@@ -302,6 +302,7 @@ def run_seed(env_name: str, index: int, task: Task, config: InjectConfig) -> See
 
 def _run_seed_job(args: tuple[str, int, Task, InjectConfig]) -> SeedResult:
     env_name, index, task, _ = args
+    ensure_registered()  # a worker process starts clean (forkserver), so it registers the simulated provider itself
     try:
         return run_seed(*args)
     except Exception as exc:  # e.g. a real model's API error: reported per seed, the other seeds go on
@@ -326,10 +327,9 @@ def inject(config: InjectConfig, progress: Callable[[int, int], None] | None = N
             if progress:
                 progress(done, len(jobs))
     else:
-        from .sim import ensure_registered
-
-        ensure_registered()  # imported once here, inherited by forked workers
-        ctx = mp.get_context("fork")
+        # Not "fork": the caller may run threads (litellm's logging pool, span processors), and a
+        # forked child can inherit one of their locks held and hang at exit. Forkserver workers start clean.
+        ctx = mp.get_context("forkserver")
         with ProcessPoolExecutor(max_workers=config.workers, mp_context=ctx) as pool:
             futures = {pool.submit(_run_seed_job, job): (job[0], job[1]) for job in jobs}
             for future in as_completed(futures):

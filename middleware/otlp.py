@@ -209,8 +209,8 @@ def read_otlp_file(path: str | Path) -> Iterator[Trace]:
                 raise InputError(source, f"line {number}", None, "JSON nested too deeply") from None
     records: list[SpanRecord] = []
     labels: dict[int, str] = {}
-    for payload, line in payloads:
-        found, found_labels = _records(payload, source, line)
+    for payload, line_number in payloads:
+        found, found_labels = _records(payload, source, line_number)
         records += found
         labels.update(found_labels)
     if not records:
@@ -240,40 +240,29 @@ def _derived_id(seed: str, nbytes: int) -> str:
 
 
 def _is_hex(value: str | None, nbytes: int) -> bool:
-    return bool(value) and len(value) == nbytes * 2 and all(c in "0123456789abcdef" for c in value) and int(value, 16) != 0  # type: ignore[arg-type]
+    if not value:
+        return False
+    return len(value) == nbytes * 2 and all(c in "0123456789abcdef" for c in value) and int(value, 16) != 0
 
 
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
-def _step_span(trace: Trace, step: Step, trace_hex: str, root_id: str, base_ns: int) -> dict[str, Any]:
-    attrs: dict[str, Any] = {S.CONVERSATION_ID: trace.id, S.AGENT_NAME: step.agent, S.STEP_KIND: step.kind.value, S.STEP_INDEX: step.index,
-                             S.STEP_ROLE: step.role.value}
-    metadata = dict(step.metadata)
-    inputs = metadata.pop("input_messages", None)
-    outputs = metadata.pop("output_messages", None)
-    span_started = metadata.get("span_started_at", "absent")
-    tool = step.kind in (StepKind.tool_call, StepKind.tool_result) or step.tool_name is not None
-    if span_started != "absent":
-        attrs[S.OPERATION] = S.AGENT
-        name = f"{S.AGENT} {step.agent}"
-    elif step.kind is StepKind.llm_call:
-        attrs[S.OPERATION] = S.CHAT
-        name = f"{S.CHAT} {step.model or 'model'}"
-    elif tool:
-        attrs[S.OPERATION] = S.TOOL
-        name = f"{S.TOOL} {step.tool_name}"
-    else:
-        name = f"{step.kind.value} {step.agent}"
-    if inputs is not None:
-        attrs[S.INPUT_MESSAGES] = _json(inputs)
-    if outputs is not None:
-        attrs[S.OUTPUT_MESSAGES] = _json(outputs)
-    if outputs is None or S.messages_text(outputs) != step.content:
-        attrs[S.CONTENT] = step.content
-    if metadata:
-        attrs[S.STEP_METADATA] = _json(metadata)
+def _span_name(step: Step, agent_span: bool) -> tuple[str, str | None]:
+    """The span name and `gen_ai.operation.name` (None: no operation) a step exports as."""
+    if agent_span:
+        return f"{S.AGENT} {step.agent}", S.AGENT
+    if step.kind is StepKind.llm_call:
+        return f"{S.CHAT} {step.model or 'model'}", S.CHAT
+    if step.kind in (StepKind.tool_call, StepKind.tool_result) or step.tool_name is not None:
+        return f"{S.TOOL} {step.tool_name}", S.TOOL
+    return f"{step.kind.value} {step.agent}", None
+
+
+def _optional_attrs(step: Step) -> dict[str, Any]:
+    """The attributes of the step's fields that are set (tool, model, usage, lessons, media, native id)."""
+    attrs: dict[str, Any] = {}
     if step.tool_name is not None:
         attrs[S.TOOL_NAME] = step.tool_name
     if step.tool_arguments is not None:
@@ -283,15 +272,36 @@ def _step_span(trace: Trace, step: Step, trace_hex: str, root_id: str, base_ns: 
     if step.model:
         attrs[S.RESPONSE_MODEL] = step.model
     if step.usage is not None:
-        attrs[S.INPUT_TOKENS] = step.usage.input_tokens
-        attrs[S.OUTPUT_TOKENS] = step.usage.output_tokens
-        attrs[S.COST_USD] = step.usage.cost_usd
+        attrs.update({S.INPUT_TOKENS: step.usage.input_tokens, S.OUTPUT_TOKENS: step.usage.output_tokens,
+                      S.COST_USD: step.usage.cost_usd})
     if step.lessons:
         attrs[S.LESSONS] = list(step.lessons)
     if step.media:
         attrs[S.MEDIA] = _json([m.model_dump(mode="json") for m in step.media])
     if step.native_id is not None:
         attrs[S.NATIVE_ID] = step.native_id
+    return attrs
+
+
+def _step_span(trace: Trace, step: Step, trace_hex: str, root_id: str, base_ns: int) -> dict[str, Any]:
+    attrs: dict[str, Any] = {S.CONVERSATION_ID: trace.id, S.AGENT_NAME: step.agent, S.STEP_KIND: step.kind.value, S.STEP_INDEX: step.index,
+                             S.STEP_ROLE: step.role.value}
+    metadata = dict(step.metadata)
+    inputs = metadata.pop("input_messages", None)
+    outputs = metadata.pop("output_messages", None)
+    span_started = metadata.get("span_started_at", "absent")
+    name, operation = _span_name(step, agent_span=span_started != "absent")
+    if operation is not None:
+        attrs[S.OPERATION] = operation
+    if inputs is not None:
+        attrs[S.INPUT_MESSAGES] = _json(inputs)
+    if outputs is not None:
+        attrs[S.OUTPUT_MESSAGES] = _json(outputs)
+    if outputs is None or S.messages_text(outputs) != step.content:
+        attrs[S.CONTENT] = step.content
+    if metadata:
+        attrs[S.STEP_METADATA] = _json(metadata)
+    attrs.update(_optional_attrs(step))
     span_id = step.span_id if _is_hex(step.span_id, 8) else _derived_id(f"{trace.id}/{step.index}/{step.span_id}", 8)
     if span_id != step.span_id:
         attrs[S.ORIGINAL_SPAN_ID] = step.span_id or ""

@@ -13,7 +13,7 @@ What PostgreSQL adds is safe concurrency between processes:
 - `batch(trace_ids)` takes a transaction-scoped advisory lock per trace, so
   two servers ingesting spans of the same run take turns (the header a root
   span writes is never overwritten by another server's placeholder);
-- `add_step` locks its trace's row, so step sequence numbers stay distinct;
+- `add_steps` locks its trace's row, so step sequence numbers stay distinct;
 - `claim_job` picks with ``FOR UPDATE SKIP LOCKED``: workers never wait on
   one another and never claim the same job; leases use the database's clock,
   so the machines' clocks need not agree.
@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -41,12 +41,15 @@ from .jobs import JOB_COLUMNS, Job, job_row, next_submission
 from .model import AgentInfo, Attribution, Lesson, Outcome, Step, Trace
 from .redact import redact, redact_id
 from .store_api import (
+    PreparedStep,
     STORE_SCHEMA_VERSION,
     SchemaTooNew,
     TraceNotFound,
     TraceSummary,
     describe,
     dumps,
+    prepare_steps,
+    prepared,
     status_clause,
     step_row,
     summary_from_row,
@@ -99,24 +102,37 @@ _MIGRATIONS: dict[int, list[str]] = {
         "CREATE INDEX IF NOT EXISTS span_links_waiting ON span_links(trace_id, waiting_on) WHERE waiting_on IS NOT NULL",
         "CREATE INDEX IF NOT EXISTS span_links_parent ON span_links(trace_id, parent_id)",
     ],
+    # Ingest cost that does not grow with the run: the next seq of a run (MAX(seq)) and
+    # each agent's first span (first_agent_spans), found without reading the whole run.
+    4: [
+        "CREATE INDEX IF NOT EXISTS steps_trace_seq ON steps(trace_id, seq)",
+        "CREATE INDEX IF NOT EXISTS span_links_agent ON span_links(trace_id, agent, start_ns, span_id) WHERE agent IS NOT NULL",
+    ],
 }
 
 # A step's seq is the one it already has (same span again) or the next; a live step
-# is ordered by when its span started, one without a clock by arrival.
-_ADD_STEP = """
+# is ordered by when its span started, one without a clock by arrival. Statements of
+# one transaction see each other's rows, so a batch of them numbers steps in order.
+_UPSERT_STEP = """
 WITH s AS (SELECT COALESCE(
         (SELECT seq FROM steps WHERE trace_id = %(trace_id)s AND key = %(key)s),
-        (SELECT COALESCE(MAX(seq), -1) + 1 FROM steps WHERE trace_id = %(trace_id)s)) AS seq),
-  ins AS (
-    INSERT INTO steps (trace_id, key, position, seq, agent, kind, error, data)
-    SELECT %(trace_id)s, %(key)s, COALESCE(%(started)s::float8, s.seq::float8), s.seq, %(agent)s, %(kind)s, %(error)s, %(data)s FROM s
-    ON CONFLICT (trace_id, key) DO UPDATE SET position = EXCLUDED.position, seq = EXCLUDED.seq,
-        agent = EXCLUDED.agent, kind = EXCLUDED.kind, error = EXCLUDED.error, data = EXCLUDED.data)
-UPDATE traces SET updated_at = %(now)s WHERE id = %(trace_id)s
+        (SELECT COALESCE(MAX(seq), -1) + 1 FROM steps WHERE trace_id = %(trace_id)s)) AS seq)
+INSERT INTO steps (trace_id, key, position, seq, agent, kind, error, data)
+SELECT %(trace_id)s, %(key)s, COALESCE(%(started)s::float8, s.seq::float8), s.seq, %(agent)s, %(kind)s, %(error)s, %(data)s FROM s
+ON CONFLICT (trace_id, key) DO UPDATE SET position = EXCLUDED.position, seq = EXCLUDED.seq,
+    agent = EXCLUDED.agent, kind = EXCLUDED.kind, error = EXCLUDED.error, data = EXCLUDED.data
 """
 
 _JOB_SELECT = f"SELECT {', '.join(JOB_COLUMNS)} FROM jobs"
 _NOW = "SELECT EXTRACT(EPOCH FROM clock_timestamp())::float8"
+
+
+def _scalar(cursor: Any) -> Any:
+    """The one value of a query that always returns one row (an aggregate, the clock)."""
+    row = cursor.fetchone()
+    if row is None:
+        raise FaultlensError("the database returned no row for an aggregate query")
+    return row[0]
 
 
 def _clean(value: Any) -> Any:
@@ -217,7 +233,7 @@ class PostgresStore:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", [_MIGRATION_LOCK])
             conn.execute("CREATE TABLE IF NOT EXISTS store_schema (version INTEGER PRIMARY KEY, applied_at DOUBLE PRECISION)")
-            found = conn.execute("SELECT COALESCE(MAX(version), 0) FROM store_schema").fetchone()[0]
+            found = _scalar(conn.execute("SELECT COALESCE(MAX(version), 0) FROM store_schema"))
             if found > STORE_SCHEMA_VERSION:
                 raise SchemaTooNew(self.location, found)
             for version in range(found + 1, STORE_SCHEMA_VERSION + 1):
@@ -227,7 +243,7 @@ class PostgresStore:
 
     def schema_version(self) -> int:
         with self._read() as conn:
-            return conn.execute("SELECT COALESCE(MAX(version), 0) FROM store_schema").fetchone()[0]
+            return _scalar(conn.execute("SELECT COALESCE(MAX(version), 0) FROM store_schema"))
 
     # -- traces ------------------------------------------------------------
     def save_trace(self, trace: Trace) -> None:
@@ -255,27 +271,44 @@ class PostgresStore:
 
     def add_step(self, trace_id: str, step: Step) -> None:
         """Add or replace one step (idempotent by span id). The trace header must exist."""
-        trace_id = redact_id(trace_id)
-        row = {k: _clean(v) for k, v in step_row(trace_id, step, 0, 0.0).items()}
-        row.update(started=step.started_at, now=time.time())
+        self.add_steps(trace_id, [step])
+
+    # One serialisation for both stores (store_api.prepare_steps).
+    prepare_steps = staticmethod(prepare_steps)
+
+    def add_steps(self, trace_id: str, steps: Sequence[Step | PreparedStep]) -> None:
+        """Add or replace steps of one trace in one transaction (idempotent by span id).
+
+        A new step gets the next arrival number (`seq`); a step written again
+        keeps its own. The trace header must exist.
+        """
+        if not steps:
+            return
+        trace_id = _clean(redact_id(trace_id))
+        rows = [
+            {"trace_id": trace_id, "key": _clean(p.key), "started": p.started_at, "agent": _clean(p.agent), "kind": p.kind, "error": p.error, "data": p.data}
+            for p in prepared(steps)
+        ]
         with self._write() as conn:
             # The trace's row lock makes concurrent writers of one trace take turns, so
-            # seq stays distinct; the statement after it sees what they committed.
-            conn.execute("SELECT 1 FROM traces WHERE id = %(trace_id)s FOR UPDATE", row)
-            # No result is read, so inside a batch (pipeline mode) neither statement waits for
-            # a round trip. A missing header fails the foreign key, as on SQLite.
-            conn.execute(_ADD_STEP, row)
+            # seq stays distinct; the statements after it see what they committed.
+            # No result is read, so inside a batch (pipeline mode) none waits for a round
+            # trip. A missing header fails the foreign key, as on SQLite.
+            conn.execute("SELECT 1 FROM traces WHERE id = %s FOR UPDATE", [trace_id])
+            with conn.cursor() as cur:
+                cur.executemany(_UPSERT_STEP, rows)
+            conn.execute("UPDATE traces SET updated_at = %s WHERE id = %s", [time.time(), trace_id])
 
     # -- span links: the tree a run's agents are resolved from (spans.ingest) --
     _LINK_COLUMNS = ("span_id", "parent_id", "start_ns", "agent", "describes", "task", "output", "waiting_on")
 
     def save_span_links(self, trace_id: str, rows: Iterable[dict[str, Any]]) -> None:
         trace_id = redact_id(trace_id)
-        rows = [[_clean(trace_id), *(_clean(row.get(c)) for c in self._LINK_COLUMNS)] for row in rows]
-        if not rows:
+        values = [[_clean(trace_id), *(_clean(row.get(c)) for c in self._LINK_COLUMNS)] for row in rows]
+        if not values:
             return
         with self._write() as conn, conn.cursor() as cur:
-            cur.executemany(_upsert_sql("span_links", ("trace_id", *self._LINK_COLUMNS), ("trace_id", "span_id")), rows)
+            cur.executemany(_upsert_sql("span_links", ("trace_id", *self._LINK_COLUMNS), ("trace_id", "span_id")), values)
 
     def span_links(
         self, trace_id: str, *, span_ids: list[str] | None = None, parent_id: str | None = None, describing: bool = False, with_task: bool = False
@@ -299,6 +332,19 @@ class PostgresStore:
             params = params + params
         with self._read() as conn:
             return [dict(zip(self._LINK_COLUMNS, row)) for row in conn.execute(sql, params).fetchall()]
+
+    def first_agent_spans(self, trace_id: str, agents: list[str]) -> dict[str, str]:
+        """agent → span id of its first stored span (by start time, then span id), for those of `agents` that have one."""
+        if not agents:
+            return {}
+        with self._read() as conn:
+            rows = conn.execute(
+                "SELECT a.n, l.span_id FROM unnest(%s::text[]) WITH ORDINALITY AS a(agent, n) CROSS JOIN LATERAL"
+                " (SELECT span_id FROM span_links WHERE trace_id = %s AND agent = a.agent ORDER BY start_ns, span_id LIMIT 1) AS l",
+                [[_clean(a) for a in agents], _clean(redact_id(trace_id))],
+            ).fetchall()
+        # By position, so the names come back as given (a NUL in one is stored as U+FFFD).
+        return {agents[n - 1]: span_id for n, span_id in rows}
 
     def steps_waiting_on(self, trace_id: str, span_ids: list[str]) -> list[tuple[str, str]]:
         """(step span id, the ancestor it waits on) for steps waiting on any of `span_ids`."""
@@ -426,7 +472,7 @@ class PostgresStore:
 
     def count_traces(self) -> int:
         with self._read() as conn:
-            return conn.execute("SELECT COUNT(*) FROM traces").fetchone()[0]
+            return _scalar(conn.execute("SELECT COUNT(*) FROM traces"))
 
     def delete_trace(self, trace_id: str) -> None:
         trace_id = redact_id(trace_id)
@@ -496,8 +542,8 @@ class PostgresStore:
             conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", [_JOB_SPACE, _clean(trace_id)])
             row = conn.execute(_JOB_SELECT + " WHERE trace_id = %s", [_clean(trace_id)]).fetchone()
             current = None if row is None else Job.from_row(row)
-            queued = conn.execute("SELECT COUNT(*) FROM jobs WHERE state = 'queued'").fetchone()[0] if max_queued is not None else 0
-            now = conn.execute(_NOW).fetchone()[0]
+            queued = _scalar(conn.execute("SELECT COUNT(*) FROM jobs WHERE state = 'queued'")) if max_queued is not None else 0
+            now = _scalar(conn.execute(_NOW))
             job = next_submission(current, trace_id, now, hold=hold, queued=queued, max_queued=max_queued, drop_reason=drop_reason, again=again)
             if job is None:
                 assert current is not None
@@ -507,7 +553,7 @@ class PostgresStore:
 
     def claim_job(self, worker: str, *, lease: float, max_attempts: int) -> Job | None:
         with self._write() as conn:
-            now = conn.execute(_NOW).fetchone()[0]
+            now = _scalar(conn.execute(_NOW))
             conn.execute(
                 "UPDATE jobs SET state = 'error', finished_at = %(now)s, runs = runs + 1, lease_until = NULL,"
                 " error = 'gave up after ' || attempts || ' attempts: the lease of ' || worker || ' ran out'"
@@ -537,7 +583,7 @@ class PostgresStore:
     def finish_job(self, job: Job, *, error: str | None = None, retry_in: float | None = None) -> bool:
         state = "done" if error is None else ("queued" if retry_in is not None else "error")
         with self._write() as conn:
-            now = conn.execute(_NOW).fetchone()[0]
+            now = _scalar(conn.execute(_NOW))
             cursor = conn.execute(
                 "UPDATE jobs SET state = %s, error = %s, runs = runs + 1, lease_until = NULL, finished_at = %s, not_before = %s"
                 " WHERE trace_id = %s AND state = 'running' AND worker = %s AND attempts = %s",

@@ -49,7 +49,9 @@ def _detect_secrets_patterns() -> list[_Pattern]:
         # A public IP address is not a credential; the entropy plugins flag every hex id.
         if not issubclass(plugin, RegexBasedDetector) or plugin is IPPublicDetector:
             continue
-        for regex in plugin().denylist:
+        # mypy cannot tell the registry's classes are concrete detectors.
+        detector: Any = plugin()  # type: ignore[misc]
+        for regex in detector.denylist:
             out.append((regex, tuple(range(1, regex.groups + 1))))
     return out
 
@@ -101,7 +103,6 @@ _EXTRA: list[_Pattern] = [
     # user:password@ in any URL.
     (re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s:/@]+:([^\s@/]+)@", re.I), (1,)),
 ]
-
 _PATTERNS: list[_Pattern] = _detect_secrets_patterns() + _EXTRA
 
 
@@ -167,6 +168,7 @@ def redact_id(value: str) -> str:
     return ID_PREFIX + hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:24]
 
 
+@lru_cache(maxsize=4096)
 def is_secret_key(key: str) -> bool:
     return bool(_SECRET_KEY.search(key)) and not _NOT_SECRET_KEY.search(key)
 

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from opentelemetry.trace import StatusCode
 from pydantic import ValidationError
 
 from .errors import FieldError, InputError, from_validation_error
@@ -140,14 +141,25 @@ def _ns(value: Any) -> int:
     return int(value) if value is not None else 0
 
 
+_STATUS_CODES = {StatusCode.ERROR: "error", StatusCode.OK: "ok"}
+
+
+def _plain_dict(attributes: Any) -> dict[str, Any]:
+    """A plain copy of SDK attributes. `dict(...)` on the SDK's read-only view goes
+    through the Mapping protocol key by key (~5 µs for ten keys); the view's
+    `copy()` reaches `BoundedAttributes.copy`, a C-level dict copy."""
+    if not attributes:
+        return {}
+    copied = attributes.copy() if hasattr(attributes, "copy") else None
+    return copied if isinstance(copied, dict) else dict(attributes)
+
+
 def record_from_readable_span(span: Any) -> SpanRecord:
     """A `SpanRecord` from an OpenTelemetry SDK `ReadableSpan`."""
-    from opentelemetry.trace import StatusCode
-
     ctx = span.get_span_context() if hasattr(span, "get_span_context") else span.context
     parent = span.parent
     status = span.status
-    code = {StatusCode.ERROR: "error", StatusCode.OK: "ok"}.get(status.status_code, "unset")
+    code = _STATUS_CODES.get(status.status_code, "unset")
     return SpanRecord(
         trace_id=format(ctx.trace_id, "032x"),
         span_id=format(ctx.span_id, "016x"),
@@ -155,11 +167,11 @@ def record_from_readable_span(span: Any) -> SpanRecord:
         name=span.name,
         start_ns=_ns(span.start_time),
         end_ns=_ns(span.end_time if span.end_time is not None else span.start_time),
-        attributes=dict(span.attributes or {}),
+        attributes=_plain_dict(span.attributes),
         status=code,
         status_message=status.description,
-        events=[{"name": e.name, "time_ns": _ns(e.timestamp), "attributes": dict(e.attributes or {})} for e in span.events],
-        resource=dict(span.resource.attributes) if span.resource is not None else {},
+        events=[{"name": e.name, "time_ns": _ns(e.timestamp), "attributes": _plain_dict(e.attributes)} for e in span.events],
+        resource=_plain_dict(span.resource.attributes) if span.resource is not None else {},
         kind=span.kind.name.lower(),
     )
 
@@ -247,6 +259,9 @@ def _openllmetry_messages(attrs: Mapping[str, Any], prefix: str) -> list[dict[st
     return [{"role": m.get("role", "user"), "parts": [{"type": "text", "content": str(m["content"])}] if m.get("content") is not None else []} for m in _flattened(attrs, prefix)]
 
 
+_FLATTENED_MESSAGE_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "gen_ai.prompt.", "gen_ai.completion.")
+
+
 def messages_of(record: SpanRecord, direction: str) -> list[Any] | None:
     """The span's input or output messages, or None if it records none."""
     attrs = record.attributes
@@ -256,6 +271,10 @@ def messages_of(record: SpanRecord, direction: str) -> list[Any] | None:
         messages = value if isinstance(value, list) else [value]
         _check_messages(messages, name)
         return messages
+    # One pass to see whether any flattened message keys exist (most GenAI spans have none)
+    # before the per-prefix scans below.
+    if not any(k.startswith(_FLATTENED_MESSAGE_PREFIXES) for k in attrs):
+        return None
     oi = _openinference_messages(attrs, "llm.input_messages" if direction == "input" else "llm.output_messages")
     if oi:
         return oi
@@ -451,6 +470,50 @@ def span_to_step(record: SpanRecord, *, source: str = "spans", label: str | int 
         raise InputError(source, label if label is not None else f"span {record.span_id}", "attributes", f"cannot be read as a step ({type(exc).__name__}: {exc})") from None
 
 
+def _step_content(attrs: Mapping[str, Any], outputs: list[dict[str, Any]] | None, observation: str | None) -> str:
+    """What a person reads of a step: faultlens.content, else the output messages, the observation, or output.value."""
+    if CONTENT in attrs:
+        return str(attrs[CONTENT])
+    if outputs is not None:
+        return messages_text(outputs)
+    if observation is not None:
+        return observation
+    if attrs.get("output.value") is not None:
+        return str(attrs["output.value"])
+    return ""
+
+
+def _lessons_attr(attrs: Mapping[str, Any]) -> list[Any]:
+    lessons = attrs.get(LESSONS) or []
+    if isinstance(lessons, str):
+        lessons = maybe_json(lessons)
+        lessons = lessons if isinstance(lessons, list) else [lessons]
+    return list(lessons)
+
+
+def _media_attr(attrs: Mapping[str, Any]) -> list[Media]:
+    media_raw = _json_attr(attrs, MEDIA) or []
+    if not isinstance(media_raw, list):
+        raise FieldError(MEDIA, "must be a JSON list of media objects")
+    try:
+        return [Media.model_validate(m) for m in media_raw]
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise FieldError(MEDIA, f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+
+
+def _usage_attr(attrs: Mapping[str, Any]) -> Usage | None:
+    token_in = attrs.get(INPUT_TOKENS, attrs.get("llm.token_count.prompt"))
+    token_out = attrs.get(OUTPUT_TOKENS, attrs.get("llm.token_count.completion"))
+    cost = attrs.get(COST_USD)
+    if token_in is None and token_out is None and cost is None:
+        return None
+    try:
+        return Usage(input_tokens=int(token_in or 0), output_tokens=int(token_out or 0), cost_usd=float(cost or 0.0))
+    except (TypeError, ValueError):
+        raise FieldError(INPUT_TOKENS if token_in is not None else COST_USD, "token counts must be integers and cost a number") from None
+
+
 def _span_to_step(record: SpanRecord, fallback_agent: str | None) -> Step | None:
     attrs = record.attributes
     op = record.operation
@@ -477,30 +540,10 @@ def _span_to_step(record: SpanRecord, fallback_agent: str | None) -> Step | None
     if outputs is not None:
         metadata["output_messages"] = outputs
 
-    if CONTENT in attrs:
-        content = str(attrs[CONTENT])
-    elif outputs is not None:
-        content = messages_text(outputs)
-    elif observation is not None:
-        content = observation
-    elif attrs.get("output.value") is not None:
-        content = str(attrs["output.value"])
-    else:
-        content = ""
-
+    content = _step_content(attrs, outputs, observation)
     error = _error_of(record)
-    lessons = attrs.get(LESSONS) or []
-    if isinstance(lessons, str):
-        lessons = maybe_json(lessons)
-        lessons = lessons if isinstance(lessons, list) else [lessons]
-    media_raw = _json_attr(attrs, MEDIA) or []
-    if not isinstance(media_raw, list):
-        raise FieldError(MEDIA, "must be a JSON list of media objects")
-    try:
-        media = [Media.model_validate(m) for m in media_raw]
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise FieldError(MEDIA, f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+    lessons = _lessons_attr(attrs)
+    media = _media_attr(attrs)
 
     # An agent span is a container: it is a step only when it says something
     # itself (its output, an error, lessons or media it was shown), and only
@@ -524,15 +567,7 @@ def _span_to_step(record: SpanRecord, fallback_agent: str | None) -> Step | None
             # What a tool returned is what a person reads of a tool step.
             content = tool_result if isinstance(tool_result, str) else json.dumps(tool_result, ensure_ascii=False, sort_keys=True, default=str)
 
-    usage = None
-    token_in = attrs.get(INPUT_TOKENS, attrs.get("llm.token_count.prompt"))
-    token_out = attrs.get(OUTPUT_TOKENS, attrs.get("llm.token_count.completion"))
-    cost = attrs.get(COST_USD)
-    if token_in is not None or token_out is not None or cost is not None:
-        try:
-            usage = Usage(input_tokens=int(token_in or 0), output_tokens=int(token_out or 0), cost_usd=float(cost or 0.0))
-        except (TypeError, ValueError):
-            raise FieldError(INPUT_TOKENS if token_in is not None else COST_USD, "token counts must be integers and cost a number") from None
+    usage = _usage_attr(attrs)
 
     model = attrs.get(RESPONSE_MODEL) or attrs.get(REQUEST_MODEL) or attrs.get("llm.model_name")
     started_ns = record.start_ns
@@ -570,7 +605,8 @@ def _span_to_step(record: SpanRecord, fallback_agent: str | None) -> Step | None
 
 
 # -- trace headers -----------------------------------------------------------
-def _model_attr(record: SpanRecord, name: str, model: type, source: str, label: str | int | None) -> Any:
+def _model_attr(record: SpanRecord, name: str, model: Any, source: str, label: str | int | None) -> Any:
+    """Attribute `name` read as JSON into `model` (a pydantic model, or `list` for a list of agents)."""
     try:
         value = _json_attr(record.attributes, name)
     except FieldError as exc:
@@ -719,6 +755,84 @@ def traces_from_records(records: Iterable[SpanRecord], *, source: str = "spans",
     return traces
 
 
+@dataclass
+class _RunPlan:
+    """One run's share of an `IngestPlan`."""
+
+    trace_id: str
+    group: list[SpanRecord]
+    root: SpanRecord | None
+    header: Trace | None
+    links: dict[str, SpanLink]
+    # (record, step, missing, prepared): `missing` is the first ancestor outside the
+    # batch the agent walk stopped at (None: resolved within the batch, or no agent above).
+    steps: list[tuple[SpanRecord, Step, str | None, Any]]
+
+
+@dataclass
+class IngestPlan:
+    """What `ingest` will write, worked out without touching the store: per run, its header (or None), tree links and steps."""
+
+    runs: list[_RunPlan]
+
+    @property
+    def trace_ids(self) -> list[str]:
+        return [run.trace_id for run in self.runs]
+
+
+def plan_ingest(store: Any, records: Iterable[SpanRecord], *, source: str = "spans") -> IngestPlan:
+    """Map spans to headers, tree links and steps, and serialise the steps for `store` (no reads, no writes).
+
+    Raises InputError on the first bad span. This is the costly part of
+    ingest; kept apart so a server can do it outside its write lock. A step's
+    agent is resolved here as far as the batch's own spans go; `write_ingest`
+    finishes the walk through the stored tree for the few that leave the batch.
+    """
+    runs = []
+    for trace_id, group in group_by_trace(records).items():
+        root = next((r for r in group if is_header_span(r)), None)
+        if root is None:
+            root = next((r for r in group if r.parent_id is None and r.operation in (AGENT, CHAIN)), None)
+        header = header_from_record(root, trace_id, source=source) if root is not None else None
+        links = {r.span_id: _read_link(r, source) for r in group}
+        children: dict[str, list[SpanLink]] = {}
+        for link in links.values():
+            children.setdefault(link.parent_id or "", []).append(link)
+        steps: list[tuple[SpanRecord, Step, str | None]] = []
+        for r in group:
+            step = span_to_step(r, source=source)
+            if step is None:
+                continue
+            # Exporters send a chain after its children, so they are usually in the batch
+            # (stored children are checked at write time; a chain that comes first is
+            # handled when its tool arrives, see _write_run).
+            if r.operation == CHAIN and repeats_a_tool(r, children.get(r.span_id, [])):
+                continue
+            agent, missing = resolve_agent(r.span_id, links.get)
+            if agent is not None:
+                step.agent = agent
+            steps.append((r, step, missing))
+        prepared = store.prepare_steps([step for _, step, _ in steps])
+        runs.append(_RunPlan(trace_id, group, root, header, links, [(r, step, missing, p) for (r, step, missing), p in zip(steps, prepared)]))
+    return IngestPlan(runs)
+
+
+def write_ingest(store: Any, plan: IngestPlan) -> list[str]:
+    """Write an `IngestPlan` in one store transaction (`store.batch`): all of it lands, or none. Returns the trace ids touched."""
+    with store.batch(plan.trace_ids):
+        for run in plan.runs:
+            trace_id, header = run.trace_id, run.header
+            if header is not None:
+                if header.outcome is None and store.has_trace(trace_id):
+                    # Only the outcome: reading the whole run here would make ingest cost grow with the run.
+                    header.outcome = store.get_outcome(trace_id)
+                store.begin_trace(header)
+            elif not store.has_trace(trace_id):
+                store.begin_trace(placeholder_header(trace_id, run.group))
+            _write_run(store, run)
+    return plan.trace_ids
+
+
 def ingest(store: Any, records: Iterable[SpanRecord], *, source: str = "spans") -> list[str]:
     """Write spans into a store as they arrive (live tracer, HTTP server).
 
@@ -726,7 +840,10 @@ def ingest(store: Any, records: Iterable[SpanRecord], *, source: str = "spans") 
     written from its workflow/root span when that arrives, and from a
     placeholder before then, so steps are never orphaned and survive a crash
     mid-run. Every record is converted before anything is written: a bad span
-    raises InputError and the batch writes nothing. Returns the trace ids touched.
+    raises InputError and the batch writes nothing. The writes are one
+    transaction (`store.batch()`), so a process killed mid-batch leaves none
+    of it either. Cost is linear in the batch, whatever the size of the runs
+    it adds to. Returns the trace ids touched.
 
     Exporters send each span when it ends, children before their parents, so
     a step often arrives before the agent span it belongs to. Every span's
@@ -735,33 +852,12 @@ def ingest(store: Any, records: Iterable[SpanRecord], *, source: str = "spans") 
     on the first missing ancestor, and is given its agent when that ancestor
     arrives (see docs/capture-frameworks.md).
     """
-    groups = group_by_trace(records)
-    plans = []
-    for trace_id, group in groups.items():
-        root = next((r for r in group if is_header_span(r)), None)
-        if root is None:
-            root = next((r for r in group if r.parent_id is None and r.operation in (AGENT, CHAIN)), None)
-        header = header_from_record(root, trace_id, source=source) if root is not None else None
-        links = {r.span_id: _read_link(r, source) for r in group}
-        steps = []
-        for r in group:
-            step = span_to_step(r, source=source)
-            if step is not None:
-                steps.append((r, step))
-        plans.append((trace_id, group, root, header, links, steps))
-    for trace_id, group, root, header, links, steps in plans:
-        if header is not None:
-            if header.outcome is None and store.has_trace(trace_id):
-                header.outcome = store.get_trace(trace_id).outcome
-            store.begin_trace(header)
-        elif not store.has_trace(trace_id):
-            store.begin_trace(placeholder_header(trace_id, group))
-        _ingest_tree(store, trace_id, root, header, links, steps)
-    return list(groups)
+    return write_ingest(store, plan_ingest(store, records, source=source))
 
 
-def _ingest_tree(store: Any, trace_id: str, root: SpanRecord | None, header: Trace | None, links: dict[str, SpanLink], steps: list[tuple[SpanRecord, Step]]) -> None:
-    """Store a batch's steps with their agents, and finish the agents of earlier steps that waited on this batch."""
+def _write_run(store: Any, run: _RunPlan) -> None:
+    """Store a run's planned steps with their agents, and finish the agents of earlier steps that waited on this batch."""
+    trace_id, links = run.trace_id, run.links
     known: dict[str, SpanLink | None] = dict(links)
 
     def lookup(span_id: str) -> SpanLink | None:
@@ -770,27 +866,26 @@ def _ingest_tree(store: Any, trace_id: str, root: SpanRecord | None, header: Tra
             known[span_id] = SpanLink.from_row(rows[0]) if rows else None
         return known[span_id]
 
-    children: dict[str, list[SpanLink]] = {}
-    for link in links.values():
-        children.setdefault(link.parent_id or "", []).append(link)
     waiting: dict[str, str | None] = {}
-    for record, step in steps:
-        # Exporters send a chain after its children, so they are known here
-        # (a chain that comes first is handled when its tool arrives, below).
-        if record.operation == CHAIN and repeats_a_tool(
-            record, [*children.get(record.span_id, []), *map(SpanLink.from_row, store.span_links(trace_id, parent_id=record.span_id))]
-        ):
+    ready = []
+    for record, step, missing, prepared in run.steps:
+        if record.operation == CHAIN and repeats_a_tool(record, list(map(SpanLink.from_row, store.span_links(trace_id, parent_id=record.span_id)))):
             continue
-        agent, missing = resolve_agent(record.span_id, lookup)
-        if agent is not None:
-            step.agent = agent
+        if missing is not None:
+            # The walk up left the batch at `missing`: go on through the stored tree.
+            agent, missing = resolve_agent(missing, lookup)
+            if agent is not None:
+                step.agent = agent
+                prepared = store.prepare_steps([step])[0]
         if step.span_id == record.span_id:
             waiting[record.span_id] = missing
-        store.add_step(trace_id, step)
+        ready.append(prepared)
+    store.add_steps(trace_id, ready)
     # A chain that arrived before its tool and turns out only to repeat it is no step after all.
     for link in links.values():
-        parent = lookup(link.parent_id) if link.parent_id and link.output and link.output.startswith("tool:") else None
-        if parent is not None and parent.output == "chain:" + link.output.split(":", 1)[1] and parent.span_id not in links:
+        output = link.output
+        parent = lookup(link.parent_id) if link.parent_id and output and output.startswith("tool:") else None
+        if parent is not None and output is not None and parent.output == "chain:" + output.split(":", 1)[1] and parent.span_id not in links:
             store.delete_step(trace_id, parent.span_id)
     # Steps stored earlier whose walk up the tree stopped at a span of this batch.
     resolved: dict[str, str] = {}
@@ -803,9 +898,14 @@ def _ingest_tree(store: Any, trace_id: str, root: SpanRecord | None, header: Tra
     earlier = {span_id: missing for span_id, missing in waiting.items() if span_id not in links}
     if earlier:
         store.set_step_agents(trace_id, resolved, earlier)
-    # The run's agents and task, where the spans give them and the header did not.
+    _fill_run_header(store, run)
+
+
+def _fill_run_header(store: Any, run: _RunPlan) -> None:
+    """The run's agents and task, where the spans give them and the header did not."""
+    trace_id, root, header, links = run.trace_id, run.root, run.header, run.links
     explicit_agents = root is not None and TRACE_AGENTS in root.attributes
-    if not explicit_agents and (header is not None or any(link.agent or link.agents for link in links.values())):
+    if not explicit_agents and (header is not None or _may_change_run_agents(store, trace_id, links)):
         # (a faultlens.agents list stored from an earlier batch wins inside run_agents)
         store.set_run_agents(trace_id, run_agents(SpanLink.from_row(row) for row in store.span_links(trace_id, describing=True)))
     if header is not None and not header.task.query:
@@ -814,6 +914,25 @@ def _ingest_tree(store: Any, trace_id: str, root: SpanRecord | None, header: Tra
         hint = run_task(links.values())
         if hint:
             store.fill_run_query(trace_id, hint)
+
+
+def _may_change_run_agents(store: Any, trace_id: str, links: dict[str, SpanLink]) -> bool:
+    """Whether this batch's (already stored) links can change `run_agents` of the run.
+
+    Only a link that describes agents, or that is the first span of its agent
+    (a new agent, or one seen earlier than before), can: `run_agents` reads
+    each agent's first span and the describing ones. Checking that costs one
+    indexed look-up per agent named in the batch, where recomputing reads
+    every link of the run; a tracer that stamps each span with its agent
+    would otherwise pay for the whole run on every batch.
+    """
+    if any(link.agents or link.explicit for link in links.values()):
+        return True
+    named = {link.span_id: link.agent for link in links.values() if link.agent}
+    if not named:
+        return False
+    first = store.first_agent_spans(trace_id, sorted(set(named.values())))
+    return any(first.get(agent) == span_id for span_id, agent in named.items())
 
 
 # -- agent identity from the span tree -----------------------------------------

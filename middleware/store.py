@@ -9,6 +9,11 @@ One file, WAL mode, safe for several threads at once: each thread gets its own
 connection, and writes in this process are serialised by a lock so that SQLite
 never has to retry (other processes wait on SQLite's busy timeout).
 
+Writes cost what the request holds, not what the run already holds: a batch of
+steps is one `executemany` and two indexed look-ups (`add_steps`), and
+`batch()` groups several writes (one OTLP request, one tracer batch) into one
+transaction so that they all land or none does.
+
 Steps are keyed by span id when they have one, so writing the same span twice
 replaces it instead of duplicating it. Steps of a live run arrive in the order
 their spans *end*; a trace read back orders them by start time and numbers them
@@ -21,7 +26,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -35,6 +40,7 @@ from .redact import redact, redact_id
 from .store_api import (
     DEFAULT_DB,
     STORE_SCHEMA_VERSION,
+    PreparedStep,
     SchemaTooNew,
     Store,
     TraceNotFound,
@@ -43,8 +49,9 @@ from .store_api import (
     default_db_path,
     describe,
     dumps as _dumps,
+    prepare_steps,
+    prepared,
     status_clause,
-    step_key,
     step_row,
     store_url,
     summary_from_row,
@@ -53,7 +60,7 @@ from .store_api import (
 )
 
 __all__ = [
-    "DEFAULT_DB", "STORE_SCHEMA_VERSION", "PostgresStore", "SQLiteStore", "SchemaTooNew", "Store", "TraceNotFound",
+    "DEFAULT_DB", "STORE_SCHEMA_VERSION", "PostgresStore", "PreparedStep", "SQLiteStore", "SchemaTooNew", "Store", "TraceNotFound",
     "TraceSummary", "default_db", "default_db_path", "describe", "open_store", "store_url",
 ]
 
@@ -68,6 +75,15 @@ def _upsert(db: sqlite_utils.Database, table: str, row: dict[str, Any], pk: tupl
         list(row.values()),
     )
 
+
+_STEP_COLUMNS = ("trace_id", "key", "position", "seq", "agent", "kind", "error", "data")
+_UPSERT_STEP = (
+    f"INSERT INTO steps ({', '.join(_STEP_COLUMNS)}) VALUES ({', '.join('?' for _ in _STEP_COLUMNS)})"
+    " ON CONFLICT (trace_id, key) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in _STEP_COLUMNS if c not in ("trace_id", "key"))
+)
+# SQLite's default limit on host parameters is 999 in old builds; stay well under it.
+_KEYS_PER_QUERY = 500
 
 
 _SQLITE_MIGRATIONS: dict[int, list[str]] = {
@@ -111,11 +127,19 @@ _SQLITE_MIGRATIONS: dict[int, list[str]] = {
         "CREATE INDEX IF NOT EXISTS span_links_waiting ON span_links(trace_id, waiting_on) WHERE waiting_on IS NOT NULL",
         "CREATE INDEX IF NOT EXISTS span_links_parent ON span_links(trace_id, parent_id)",
     ],
+    # Ingest cost that does not grow with the run (issue #20, item 5): the next
+    # seq of a run is MAX(seq) of its steps, which without an index scans the
+    # whole run, making ingest quadratic in a run's size.
+    4: [
+        "CREATE INDEX IF NOT EXISTS steps_trace_seq ON steps(trace_id, seq)",
+        # Each agent's first span (first_agent_spans), found without reading the whole run.
+        "CREATE INDEX IF NOT EXISTS span_links_agent ON span_links(trace_id, agent, start_ns, span_id) WHERE agent IS NOT NULL",
+    ],
 }
 
 
 class SQLiteStore:
-    def __init__(self, path: str | Path | None = None):
+    def __init__(self, path: str | os.PathLike[str] | None = None):
         self.path = str(default_db_path() if path is None else path)
         self.location = self.path
         self._memory = self.path == ":memory:"
@@ -143,11 +167,22 @@ class SQLiteStore:
 
     @contextmanager
     def _write(self) -> Iterator[sqlite_utils.Database]:
-        """One transaction: everything in it lands, or nothing does."""
+        """One transaction: everything in it lands, or nothing does.
+
+        Inside `batch()` (same thread) it joins the batch's transaction
+        instead of committing on its own (as on PostgreSQL).
+        """
         with self._lock:
             db = self._db()
-            with db.atomic():
+            if getattr(self._local, "in_transaction", False):
                 yield db
+                return
+            self._local.in_transaction = True
+            try:
+                with db.atomic():
+                    yield db
+            finally:
+                self._local.in_transaction = False
 
     @contextmanager
     def batch(self, trace_ids: Iterable[str] = ()) -> Iterator[SQLiteStore]:
@@ -199,8 +234,8 @@ class SQLiteStore:
             for trace in traces:
                 db.execute("DELETE FROM steps WHERE trace_id = ?", [redact_id(trace.id)])
                 _upsert(db, "traces", self._trace_row(trace), ("id",))
-                for step in trace.steps:
-                    _upsert(db, "steps", self._step_row(trace.id, step, step.index, float(step.index)), ("trace_id", "key"))
+                rows = [self._step_row(trace.id, step, step.index, float(step.index)) for step in trace.steps]
+                db.conn.executemany(_UPSERT_STEP, [tuple(r.values()) for r in rows])
                 count += 1
         return count
 
@@ -211,26 +246,56 @@ class SQLiteStore:
 
     def add_step(self, trace_id: str, step: Step) -> None:
         """Add or replace one step (idempotent by span id). The trace header must exist."""
-        trace_id = redact_id(trace_id)
+        self.add_steps(trace_id, [step])
+
+    # One serialisation for both stores (store_api.prepare_steps).
+    prepare_steps = staticmethod(prepare_steps)
+
+    def add_steps(self, trace_id: str, steps: Sequence[Step | PreparedStep]) -> None:
+        """Add or replace steps of one trace in one transaction (idempotent by span id).
+
+        A new step gets the next arrival number (`seq`); a step written again
+        keeps its own. The trace header must exist.
+        """
+        if not steps:
+            return
+        rows_in = prepared(steps)
         trace_id = redact_id(trace_id)
         with self._write() as db:
-            seq = db.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM steps WHERE trace_id = ?", [trace_id]).fetchone()[0]
-            existing = db.execute("SELECT seq FROM steps WHERE trace_id = ? AND key = ?", [trace_id, step_key(step)]).fetchone()
-            if existing:
-                seq = existing[0]
-            # A live step is ordered by when its span started; one without a clock by arrival.
-            position = step.started_at if step.started_at is not None else float(seq)
-            _upsert(db, "steps", self._step_row(trace_id, step, seq, position), ("trace_id", "key"))
+            next_seq = db.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM steps WHERE trace_id = ?", [trace_id]).fetchone()[0]
+            known: dict[str, int] = {}
+            # A run with no steps yet (the common case for a new run) has no keys to look up.
+            unique = list(dict.fromkeys(p.key for p in rows_in)) if next_seq > 0 else []
+            for start in range(0, len(unique), _KEYS_PER_QUERY):
+                chunk = unique[start : start + _KEYS_PER_QUERY]
+                marks = ", ".join("?" for _ in chunk)
+                known.update(db.execute(f"SELECT key, seq FROM steps WHERE trace_id = ? AND key IN ({marks})", [trace_id, *chunk]).fetchall())
+            rows = []
+            for p in rows_in:
+                seq = known.get(p.key)
+                if seq is None:
+                    seq = known[p.key] = next_seq
+                    next_seq += 1
+                # A live step is ordered by when its span started; one without a clock by arrival.
+                position = p.started_at if p.started_at is not None else float(seq)
+                rows.append((trace_id, p.key, position, seq, p.agent, p.kind, p.error, p.data))
+            db.conn.executemany(_UPSERT_STEP, rows)
             db.execute("UPDATE traces SET updated_at = ? WHERE id = ?", [time.time(), trace_id])
 
     # -- span links: the tree a run's agents are resolved from (spans.ingest) --
     _LINK_COLUMNS = ("span_id", "parent_id", "start_ns", "agent", "describes", "task", "output", "waiting_on")
+    _UPSERT_LINK = (
+        f"INSERT INTO span_links (trace_id, {', '.join(_LINK_COLUMNS)}) VALUES ({', '.join('?' for _ in range(len(_LINK_COLUMNS) + 1))})"
+        " ON CONFLICT (trace_id, span_id) DO UPDATE SET " + ", ".join(f"{c} = excluded.{c}" for c in _LINK_COLUMNS if c != "span_id")
+    )
 
     def save_span_links(self, trace_id: str, rows: Iterable[dict[str, Any]]) -> None:
         trace_id = redact_id(trace_id)
+        values = [(trace_id, *(row.get(c) for c in self._LINK_COLUMNS)) for row in rows]
+        if not values:
+            return
         with self._write() as db:
-            for row in rows:
-                _upsert(db, "span_links", {"trace_id": trace_id, **{c: row.get(c) for c in self._LINK_COLUMNS}}, ("trace_id", "span_id"))
+            db.conn.executemany(self._UPSERT_LINK, values)
 
     def span_links(
         self, trace_id: str, *, span_ids: list[str] | None = None, parent_id: str | None = None, describing: bool = False, with_task: bool = False
@@ -254,6 +319,19 @@ class SQLiteStore:
                    f" UNION ALL {sql} AND describes IS NOT NULL")
             params = params + params
         return [dict(zip(self._LINK_COLUMNS, row)) for row in self._db().execute(sql, params).fetchall()]
+
+    def first_agent_spans(self, trace_id: str, agents: list[str]) -> dict[str, str]:
+        """agent → span id of its first stored span (by start time, then span id), for those of `agents` that have one."""
+        trace_id = redact_id(trace_id)
+        found = {}
+        db = self._db()
+        for agent in agents:
+            row = db.execute(
+                "SELECT span_id FROM span_links WHERE trace_id = ? AND agent = ? ORDER BY start_ns, span_id LIMIT 1", [trace_id, agent]
+            ).fetchone()
+            if row is not None:
+                found[agent] = row[0]
+        return found
 
     def steps_waiting_on(self, trace_id: str, span_ids: list[str]) -> list[tuple[str, str]]:
         """(step span id, the ancestor it waits on) for steps waiting on any of `span_ids`."""
@@ -361,7 +439,8 @@ class SQLiteStore:
         since: float | None = None,
     ) -> list[TraceSummary]:
         """Newest first. status: 'failed', 'succeeded' or 'unknown'."""
-        where, params = [], []
+        where: list[str] = []
+        params: list[Any] = []
         if status is not None:
             where.append(status_clause(status))
         if agent is not None:
@@ -447,7 +526,8 @@ class SQLiteStore:
         return Lesson.model_validate_json(row[0])
 
     def lessons(self, *, agent: str | None = None, include_retired: bool = False) -> list[Lesson]:
-        where, params = [], []
+        where: list[str] = []
+        params: list[Any] = []
         if agent is not None:
             where.append("agent = ?")
             params.append(agent)

@@ -11,11 +11,11 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from .errors import FaultlensError, NotFound
 from .jobs import JobStore
@@ -25,7 +25,7 @@ from .redact import redact, redact_id
 DEFAULT_DB = Path(".faultlens") / "faultlens.db"
 # The version of the tables' layout (not of the Trace model: that is model.SCHEMA_VERSION).
 # Each store applies its missing migrations in order when it opens.
-STORE_SCHEMA_VERSION = 3
+STORE_SCHEMA_VERSION = 4
 _URL_SCHEMES = ("postgresql", "postgres")
 
 
@@ -89,6 +89,17 @@ class TraceSummary:
     updated_at: float
 
 
+class PreparedStep(NamedTuple):
+    """A step serialised and redacted for storage (`prepare_steps`), ready to write."""
+
+    key: str
+    started_at: float | None
+    agent: str
+    kind: str
+    error: int
+    data: str
+
+
 @runtime_checkable
 class Store(JobStore, Protocol):
     """What the rest of faultlens needs from a store: `SQLiteStore` (the default) and `pg_store.PostgresStore`.
@@ -107,6 +118,9 @@ class Store(JobStore, Protocol):
     def save_traces(self, traces: Iterable[Trace]) -> int: ...
     def begin_trace(self, trace: Trace) -> None: ...
     def add_step(self, trace_id: str, step: Step) -> None: ...
+    # A batch of steps of one run: serialised before any lock (`prepare_steps`), written in one statement.
+    def prepare_steps(self, steps: Sequence[Step]) -> list[PreparedStep]: ...
+    def add_steps(self, trace_id: str, steps: Sequence[Step | PreparedStep]) -> None: ...
     def set_outcome(self, trace_id: str, outcome: Outcome) -> None: ...
     def has_trace(self, trace_id: str) -> bool: ...
     def get_outcome(self, trace_id: str) -> Outcome | None: ...
@@ -125,6 +139,7 @@ class Store(JobStore, Protocol):
     def save_span_links(self, trace_id: str, rows: Iterable[dict[str, Any]]) -> None: ...
     def span_links(self, trace_id: str, *, span_ids: list[str] | None = None, parent_id: str | None = None,
                    describing: bool = False, with_task: bool = False) -> list[dict[str, Any]]: ...
+    def first_agent_spans(self, trace_id: str, agents: list[str]) -> dict[str, str]: ...
     def steps_waiting_on(self, trace_id: str, span_ids: list[str]) -> list[tuple[str, str]]: ...
     def set_step_agents(self, trace_id: str, agents: dict[str, str], waiting: dict[str, str | None]) -> None: ...
     def delete_step(self, trace_id: str, key: str) -> None: ...
@@ -174,18 +189,36 @@ def step_key(step: Step) -> str:
     return redact_id(step.span_id) if step.span_id else f"#{step.index}"
 
 
+def prepare_steps(steps: Sequence[Step]) -> list[PreparedStep]:
+    """Steps serialised and redacted for storage, without touching a database.
+
+    The costly part of writing a step; done before a transaction opens, it
+    keeps the write lock short (other requests wait only for the SQL).
+    """
+    out = []
+    for step in steps:
+        data = redact(step.model_dump(mode="json"))
+        out.append(PreparedStep(step_key(step), step.started_at, data["agent"], data["kind"], int(step.error is not None), dumps(data) or ""))
+    return out
+
+
+def prepared(steps: Sequence[Step | PreparedStep]) -> list[PreparedStep]:
+    """`steps` as PreparedSteps (those already prepared kept as they are)."""
+    return [s if isinstance(s, PreparedStep) else prepare_steps([s])[0] for s in steps]
+
+
 def step_row(trace_id: str, step: Step, seq: int, position: float) -> dict[str, Any]:
     """A step as a `steps` row, secrets redacted."""
-    data = redact(step.model_dump(mode="json"))
+    p = prepare_steps([step])[0]
     return {
         "trace_id": redact_id(trace_id),
-        "key": step_key(step),
+        "key": p.key,
         "position": position,
         "seq": seq,
-        "agent": data["agent"],
-        "kind": data["kind"],
-        "error": int(step.error is not None),
-        "data": dumps(data),
+        "agent": p.agent,
+        "kind": p.kind,
+        "error": p.error,
+        "data": p.data,
     }
 
 

@@ -16,9 +16,14 @@
 
 Spans follow the OpenTelemetry GenAI semantic conventions (`invoke_workflow`,
 `invoke_agent`, `chat`, `execute_tool`, `gen_ai.*` attributes); the run's
-trace id is both the OTel trace id and `gen_ai.conversation.id`. A span
-processor writes each finished span to the store as a `Step` (see
-`middleware.spans`), so the steps of a run that crashes are kept. Other
+trace id is both the OTel trace id and `gen_ai.conversation.id`.
+
+The work is split along OpenTelemetry's own seam: `RunContextProcessor` notes
+on each starting span which run and agent it belongs to, and
+`StoreSpanExporter` writes finished spans to the store as `Step`s (see
+`middleware.spans`), behind a `BatchSpanProcessor` by default so the agent's
+thread pays what the bare SDK pays (`Tracer(durability="step")` commits each
+step as it ends instead; see `Tracer` for what each mode can lose). Other
 exporters go beside it: `tracer.add_span_processor(...)`, or the standard
 `OTEL_TRACES_EXPORTER` (`otlp`, `console`) and `OTEL_EXPORTER_OTLP_*` variables.
 
@@ -33,54 +38,46 @@ import inspect
 import json
 import logging
 import os
+import sys
 import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter, SpanExportResult
 from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.trace import Status, StatusCode
 from pydantic import BaseModel
 
 from . import spans as S
+from .errors import InputError
 from .model import AgentInfo, Media, Outcome, Source, StepKind, StepRole, Task, Trace, new_id
+from .runstate import DEFAULT_AGENT, CallContext, returned_error, to_text
+from .runstate import current_run_var as _current_run
 from .store import Store, open_store
 
 log = logging.getLogger("faultlens.tracer")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_current_run: ContextVar[Run | None] = ContextVar("faultlens_run", default=None)
 _current_agent: ContextVar[str | None] = ContextVar("faultlens_agent", default=None)
 _pending_trace_id: ContextVar[int | None] = ContextVar("faultlens_pending_trace_id", default=None)
 
-DEFAULT_AGENT = "main"
 
 
 def current_tracer() -> Tracer | None:
     """The tracer of the run entered right now (`with tracer.run(...)`), or None outside runs."""
     run = _current_run.get()
     return run.tracer if run is not None else None
-
-
-def to_text(value: Any) -> str:
-    """A value as the text a step shows: strings as they are, the rest as JSON."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, BaseModel):
-        return value.model_dump_json()
-    return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def to_json(value: Any) -> str:
@@ -94,33 +91,36 @@ def text_messages(role: str, text: str) -> str:
     return json.dumps([{"role": role, "parts": [{"type": "text", "content": text}]}], ensure_ascii=False)
 
 
-def returned_error(value: Any) -> str | None:
-    """The error a tool *returned* (not raised), or None.
-
-    Recognised: a dict with a non-empty `error` key; a dict or object whose
-    `status` is "error"/"failed" (LangChain's ToolMessage); an object with a
-    true `is_error`/`isError` (MCP's CallToolResult).
-    """
-    if isinstance(value, dict):
-        if value.get("error") not in (None, False, ""):
-            error = value["error"]
-            return error if isinstance(error, str) else to_text(error)
-        if str(value.get("status", "")).lower() in ("error", "failed"):
-            return to_text(value.get("message") or value.get("detail") or value)
-        return None
-    if getattr(value, "is_error", False) is True or getattr(value, "isError", False) is True:
-        return to_text(getattr(value, "content", value))
-    if str(getattr(value, "status", "")).lower() in ("error", "failed"):
-        return to_text(getattr(value, "content", None) or value)
-    return None
-
-
 def _bound_arguments(signature: inspect.Signature, args: tuple, kwargs: dict) -> dict[str, Any]:
     try:
         bound = signature.bind_partial(*args, **kwargs)
     except TypeError:
         return {"args": list(args), "kwargs": kwargs}
     return {k: v for k, v in bound.arguments.items() if k not in ("self", "cls")}
+
+
+def _argument_binder(signature: inspect.Signature) -> Callable[[tuple, dict], dict[str, Any]]:
+    """`_bound_arguments` for one signature, with a fast path for the common call.
+
+    `Signature.bind_partial` costs about as much as starting a span; a call
+    with positional arguments only, to a function without *args, binds the
+    same way by zipping names and values.
+    """
+    plain = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    names = list(signature.parameters)
+    if not all(p.kind in plain for p in signature.parameters.values()):
+        return lambda args, kwargs: _bound_arguments(signature, args, kwargs)
+    skip = [i for i, name in enumerate(names) if name in ("self", "cls")]
+
+    def bind(args: tuple, kwargs: dict) -> dict[str, Any]:
+        if kwargs or len(args) > len(names):
+            return _bound_arguments(signature, args, kwargs)
+        bound = dict(zip(names, args))
+        for i in skip:
+            bound.pop(names[i], None)
+        return bound
+
+    return bind
 
 
 def _is_hex_id(value: str, length: int) -> bool:
@@ -133,16 +133,6 @@ class _RunIdGenerator(RandomIdGenerator):
     def generate_trace_id(self) -> int:
         pending = _pending_trace_id.get()
         return pending if pending is not None else super().generate_trace_id()
-
-
-@dataclass
-class CallContext:
-    """Where a model call or a step made now belongs: its run, its agent and its parent span."""
-
-    run: Run
-    agent: str
-    context: otel_context.Context
-    lessons: list[str]
 
 
 class Run:
@@ -201,7 +191,7 @@ class Run:
             self.span = self.tracer.otel.start_span(f"{S.WORKFLOW} {self.name}", context=otel_context.Context(), attributes=attributes, start_time=start_ns)
         finally:
             _pending_trace_id.reset(token)
-        self.tracer._processor.watch(self.span, trace.id)
+        self.tracer._context.watch(self.span, trace.id)
         return self
 
     def end(self, error: BaseException | None = None) -> None:
@@ -215,6 +205,8 @@ class Run:
                 self.record_outcome(False, detail=f"the run raised {type(error).__name__}: {error}", evaluator="tracer")
         self.span.end()
         self.span = None
+        # A run's steps are in the store once it has ended (run listeners read them).
+        self.tracer.flush_store()
 
     def context(self) -> otel_context.Context:
         return otel_trace.set_span_in_context(self.span) if self.span is not None else otel_context.Context()
@@ -270,60 +262,97 @@ class RunScope:
         self._close(exc)
 
 
-class StoreSpanProcessor(SpanProcessor):
-    """Writes every finished span of a faultlens run to the store as a step.
+class RunContextProcessor(SpanProcessor):
+    """Tracks, as spans start, which faultlens run and which agent each span belongs to.
 
     A span belongs to a run when it carries `gen_ai.conversation.id` or was
     started inside a run's OTel trace (spans of other instrumentations sharing
-    the provider). Spans name no agent get the agent of their nearest ancestor.
-    A failing write is logged and kept in `errors`; it never breaks the agent.
+    the provider). Such a span is stamped with the run's id and, when it names
+    no agent, with the agent of its nearest ancestor: an exporter sees only
+    finished spans, so what the context knew at start travels on the span.
+    """
+
+    def __init__(self) -> None:
+        self._runs: dict[int, str] = {}
+        self._agents: dict[int, str | None] = {}
+
+    def watch(self, workflow_span: otel_trace.Span, trace_id: str) -> None:
+        self._runs[workflow_span.get_span_context().trace_id] = trace_id
+
+    def on_start(self, span: Any, parent_context: otel_context.Context | None = None) -> None:
+        ctx = span.get_span_context()
+        run_id = self._runs.get(ctx.trace_id)
+        if run_id is None:
+            return
+        attributes = span.attributes or {}
+        agent = attributes.get(S.AGENT_NAME)
+        if agent is None and span.parent is not None:
+            agent = self._agents.get(span.parent.span_id)
+            if agent is not None:
+                span.set_attribute(S.AGENT_NAME, agent)
+        if S.CONVERSATION_ID not in attributes:
+            span.set_attribute(S.CONVERSATION_ID, run_id)
+        # Single dict operations are atomic (GIL, or the dict's own lock in free-threaded
+        # builds); no lock on the path every span takes.
+        self._agents[ctx.span_id] = agent
+
+    def on_end(self, span: ReadableSpan) -> None:
+        ctx = span.get_span_context()
+        if ctx is None:
+            return
+        self._agents.pop(ctx.span_id, None)
+        if span.parent is None:
+            self._runs.pop(ctx.trace_id, None)
+
+    def shutdown(self) -> None:
+        pass
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+class StoreSpanExporter(SpanExporter):
+    """Writes finished spans of faultlens runs to the store as steps: one transaction per export.
+
+    Spans that belong to no run (no `gen_ai.conversation.id`) are skipped. A
+    failing write is logged and kept in `errors`; it never breaks the agent. A
+    batch holding a bad span (InputError) is written span by span so that the
+    good ones are kept, and each bad one is logged.
     """
 
     def __init__(self, store: Store):
         self.store = store
         self.errors: list[BaseException] = []
-        self._runs: dict[int, str] = {}
-        self._agents: dict[int, str | None] = {}
-        self._lock = threading.Lock()
 
-    def watch(self, workflow_span: otel_trace.Span, trace_id: str) -> None:
-        with self._lock:
-            self._runs[workflow_span.get_span_context().trace_id] = trace_id
-
-    def on_start(self, span: Any, parent_context: otel_context.Context | None = None) -> None:
-        ctx = span.get_span_context()
-        if ctx.trace_id not in self._runs:
-            return
-        agent = (span.attributes or {}).get(S.AGENT_NAME)
-        if agent is None and span.parent is not None:
-            agent = self._agents.get(span.parent.span_id)
-        with self._lock:
-            self._agents[ctx.span_id] = agent
-
-    def on_end(self, span: ReadableSpan) -> None:
-        ctx = span.get_span_context()
-        with self._lock:
-            run_id = self._runs.get(ctx.trace_id)
-            agent = self._agents.pop(ctx.span_id, None)
-            if span.parent is None and run_id is not None:
-                del self._runs[ctx.trace_id]
-        record = S.record_from_readable_span(span)
-        conversation = record.conversation_id or run_id
-        if conversation is None:
-            return
-        record.attributes.setdefault(S.CONVERSATION_ID, conversation)
-        if agent is not None:
-            record.attributes.setdefault(S.AGENT_NAME, agent)
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        records = [r for r in map(S.record_from_readable_span, spans) if r.conversation_id is not None]
+        if not records:
+            return SpanExportResult.SUCCESS
         try:
-            if run_id is not None and not S.is_header_span(record):
-                # A span of a live run: its header is already stored (Run.start), so skip ingest's checks.
-                step = S.span_to_step(record, source="tracer", agent=agent)
-                if step is not None:
-                    self.store.add_step(conversation, step)
-            else:
-                S.ingest(self.store, [record], source="tracer")
+            S.ingest(self.store, records, source="tracer")
+            return SpanExportResult.SUCCESS
+        except InputError:
+            if len(records) == 1:
+                self._failed(records[0])
+                return SpanExportResult.FAILURE
         except Exception as exc:  # noqa: BLE001 - a storage problem must not crash the traced agent
-            log.exception("faultlens could not store span %s (%s)", record.span_id, record.name)
+            # Not one bad span but the store (locked, disk full, ...): retrying span by span would only repeat it.
+            log.exception("faultlens could not store a batch of %d spans", len(records))
+            self.errors.append(exc)
+            return SpanExportResult.FAILURE
+        result = SpanExportResult.SUCCESS
+        for record in records:
+            try:
+                S.ingest(self.store, [record], source="tracer")
+            except Exception:  # noqa: BLE001
+                self._failed(record)
+                result = SpanExportResult.FAILURE
+        return result
+
+    def _failed(self, record: S.SpanRecord) -> None:
+        log.exception("faultlens could not store span %s (%s)", record.span_id, record.name)
+        exc = sys.exc_info()[1]
+        if exc is not None:
             self.errors.append(exc)
 
     def shutdown(self) -> None:
@@ -332,6 +361,8 @@ class StoreSpanProcessor(SpanProcessor):
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return True
 
+
+Durability = Literal["batch", "step"]
 
 
 def _wrap_in_span(func: Callable[..., Any], span_for: Callable[[tuple, dict], Any]) -> Any:
@@ -367,6 +398,26 @@ class Tracer:
         service_name: the OTel `service.name` resource attribute.
         set_global: also install this tracer's provider as the global one.
         env_exporters: add the exporters named by `OTEL_TRACES_EXPORTER`.
+        durability: when steps reach the store.
+            "batch" (default): finished spans are queued and written by a
+            background thread, one transaction per batch
+            (OpenTelemetry's `BatchSpanProcessor`), and flushed when a run
+            ends, on `force_flush()`/`shutdown()` and at normal interpreter
+            exit. A process killed before then (SIGKILL, a signal with no
+            handler, `os._exit`) loses the steps not yet written: at most the
+            last `schedule_delay_millis` of them, plus the batch being written.
+            "step": each span is written and committed on the agent's thread
+            as it ends (one transaction per step, about ten times the cost):
+            a killed process keeps every step that had ended.
+            In both modes the run's header (task, agents) is written when the
+            run starts and an outcome when it is recorded.
+        schedule_delay_millis: in "batch" mode, the longest a finished step
+            waits in memory before it is written.
+        max_batch_size: in "batch" mode, the most steps one transaction
+            writes; a batch this big is written before the delay is up.
+        max_queue_size: in "batch" mode, how many finished spans may wait; a
+            program that ends spans faster than the store takes them for this
+            long drops the excess (OpenTelemetry's rule; logged by the SDK).
     """
 
     def __init__(
@@ -377,11 +428,26 @@ class Tracer:
         service_name: str = "faultlens",
         set_global: bool = False,
         env_exporters: bool = True,
+        durability: Durability = "batch",
+        schedule_delay_millis: int = 1000,
+        max_batch_size: int = 4096,
+        max_queue_size: int = 65536,
     ):
+        if durability not in ("batch", "step"):
+            raise ValueError(f"durability must be 'batch' or 'step', not {durability!r}")
         self.store = store if store is not None else open_store(db)
+        self.durability = durability
         self.provider = TracerProvider(resource=Resource.create({"service.name": service_name}), id_generator=_RunIdGenerator())
-        self._processor = StoreSpanProcessor(self.store)
-        self.provider.add_span_processor(self._processor)
+        self._context = RunContextProcessor()
+        self.exporter = StoreSpanExporter(self.store)
+        self._store_processor: SpanProcessor = (
+            SimpleSpanProcessor(self.exporter)
+            if durability == "step"
+            else BatchSpanProcessor(self.exporter, max_queue_size=max_queue_size, schedule_delay_millis=schedule_delay_millis, max_export_batch_size=max_batch_size)
+        )
+        # Context first: it stamps run and agent on a starting span before anything else sees it.
+        self.provider.add_span_processor(self._context)
+        self.provider.add_span_processor(self._store_processor)
         if env_exporters:
             self._add_env_exporters()
         self.otel = self.provider.get_tracer("faultlens")
@@ -390,6 +456,15 @@ class Tracer:
         self._litellm: Any = None
         self._langgraph_handlers: weakref.WeakSet[Any] = weakref.WeakSet()
         self._run_listeners: list[Callable[[Run], None]] = []
+
+    @property
+    def errors(self) -> list[BaseException]:
+        """Spans that could not be stored (each also logged)."""
+        return self.exporter.errors
+
+    def flush_store(self, timeout_millis: int = 30000) -> bool:
+        """Write every finished span to the store now (other exporters are not flushed)."""
+        return self._store_processor.force_flush(timeout_millis)
 
     # -- run listeners -----------------------------------------------------
     def on_run_end(self, listener: Callable[[Run], None]) -> Callable[[Run], None]:
@@ -484,18 +559,25 @@ class Tracer:
         Inside a LangGraph node traced by our callback handler (and not inside
         a decorated agent), the node is the agent and its span the parent.
         """
+        return self._call_context(with_lessons=True)
+
+    def _call_context(self, *, with_lessons: bool) -> CallContext | None:
+        # Reading the lessons off the current span costs as much as the rest of this
+        # together; agent and tool spans do not carry them, so their decorators skip it.
         run = _current_run.get()
         agent = _current_agent.get()
-        if agent is None:
+        if agent is None and self._langgraph_handlers:
             for handler in list(self._langgraph_handlers):
                 found = handler.current_call_context()
                 if found is not None:
                     return found
         if run is None or run.tracer is not self:
             return None
-        span = otel_trace.get_current_span()
-        lessons = getattr(span, "attributes", None) or {}
-        return CallContext(run=run, agent=agent or DEFAULT_AGENT, context=otel_context.get_current(), lessons=list(lessons.get(S.LESSONS) or []))
+        lessons: list[str] = []
+        if with_lessons:
+            attributes = getattr(otel_trace.get_current_span(), "attributes", None) or {}
+            lessons = list(attributes.get(S.LESSONS) or [])
+        return CallContext(run=run, agent=agent or DEFAULT_AGENT, context=otel_context.get_current(), lessons=lessons)
 
     def record_outcome(self, success: bool, score: float | None = None, detail: str | None = None, evaluator: str | None = None) -> Outcome:
         """Record the current run's outcome (see `Run.record_outcome`)."""
@@ -516,14 +598,14 @@ class Tracer:
 
         def decorate(func: F) -> F:
             agent_name = name or func.__name__
-            signature = inspect.signature(func)
+            bind = _argument_binder(inspect.signature(func))
 
             @contextmanager
             def span_for(args: tuple, kwargs: dict) -> Iterator[Callable[[Any], None]]:
-                here = self.call_context()
+                here = self._call_context(with_lessons=False)
                 if here is not None:
                     here.run.add_agent(agent_name, role, description)
-                arguments = _bound_arguments(signature, args, kwargs)
+                arguments = bind(args, kwargs)
                 given = next(iter(arguments.values())) if len(arguments) == 1 and isinstance(next(iter(arguments.values())), str) else arguments
                 attributes = {S.OPERATION: S.AGENT, S.AGENT_NAME: agent_name, S.INPUT_MESSAGES: text_messages("user", to_text(given))}
                 if description:
@@ -550,7 +632,7 @@ class Tracer:
 
             wrapper = _wrap_in_span(func, span_for)
             wrapper.faultlens_agent = agent_name
-            return wrapper  # type: ignore[return-value]
+            return wrapper
 
         return decorate(fn) if fn is not None else decorate
 
@@ -563,16 +645,16 @@ class Tracer:
 
         def decorate(func: F) -> F:
             tool_name = name or func.__name__
-            signature = inspect.signature(func)
+            bind = _argument_binder(inspect.signature(func))
 
             @contextmanager
             def span_for(args: tuple, kwargs: dict) -> Iterator[Callable[[Any], None]]:
-                here = self.call_context()
+                here = self._call_context(with_lessons=False)
                 attributes = {
                     S.OPERATION: S.TOOL,
                     S.STEP_ROLE: StepRole.tool_result.value,  # what the tool did: evidence about the call, not a decision
                     S.TOOL_NAME: tool_name,
-                    S.TOOL_ARGUMENTS: to_json(_bound_arguments(signature, args, kwargs)),
+                    S.TOOL_ARGUMENTS: to_json(bind(args, kwargs)),
                 }
                 if description:
                     attributes["gen_ai.tool.description"] = description
@@ -594,7 +676,7 @@ class Tracer:
 
             wrapper = _wrap_in_span(func, span_for)
             wrapper.faultlens_tool = tool_name
-            return wrapper  # type: ignore[return-value]
+            return wrapper
 
         return decorate(fn) if fn is not None else decorate
 

@@ -10,12 +10,23 @@ the OpenTelemetry SDK and encoded with its own OTLP encoder) from several
 threads with keep-alive connections, spread round-robin over the servers.
 Bounded by a request count and a time limit. Reports:
 
-- ingest throughput: spans acknowledged per second (the server answers 200
-  only after the spans are in the store), checked against the step count
-  read back from the store;
-- latency of POST /v1/traces: p50, p99 and max.
+- acknowledged spans/s: spans in requests answered 200, per second of the
+  sending wall time;
+- stored spans/s: steps (and run headers) read back from the store
+  afterwards, per the same second (faultlens answers 200 only after the spans
+  are committed, so the two agree unless spans were lost; the script fails if
+  any were);
+- latency of POST /v1/traces: p50, p99 and max;
+- the servers' CPU per request;
+- the 1-minute load average before and after, since the machine may be shared.
 
-    python scripts/load_server.py --requests 400 --spans 10 --clients 4
+`--target URL` sends the same load to any OTLP/HTTP receiver started by hand
+(for example `phoenix serve`, at http://127.0.0.1:6006/v1/traces); then only
+acknowledged figures are reported, since the script cannot read that
+receiver's store.
+
+    python scripts/load_server.py --requests 2000 --spans 10 --clients 4
+    python scripts/load_server.py --requests 2000 --spans 10 --clients 4 --target http://127.0.0.1:6006/v1/traces
     python scripts/load_server.py --backend postgres --servers 2     # two server processes, one PostgreSQL store
     python scripts/load_server.py --compare                          # SQLite x1, PostgreSQL x1, PostgreSQL x2: one table
 """
@@ -121,13 +132,14 @@ def _free_port() -> int:
 
 
 def _send(urls: list[str], args: argparse.Namespace) -> dict:
+    load_before = round(os.getloadavg()[0], 2)
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     proc = subprocess.run(
         [sys.executable, __file__, "--client", ",".join(urls), "--requests", str(args.requests),
          "--spans", str(args.spans), "--clients", str(args.clients), "--seconds", str(args.seconds)],
         capture_output=True, text=True, env=env, check=True,
     )
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return {**json.loads(proc.stdout.strip().splitlines()[-1]), "load_before": load_before}
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -187,7 +199,10 @@ def measure(args: argparse.Namespace, backend: str | None, servers: int) -> dict
 
             store = open_store(Path(tmp) / "load.db")
             with ServerThread(create_app(store), log_level="error") as server:
+                cpu = time.process_time()
                 result = _send([server.url + "/v1/traces"], args)
+                # CPU of this process (the server: HTTP, decoding, mapping, SQLite); the sending process's is not in it.
+                result["server_cpu_seconds"] = time.process_time() - cpu
                 result["stored_runs"] = store.count_traces()
                 result["stored_steps"] = sum(s.n_steps for s in store.list_traces(limit=None))
             store.close()
@@ -205,6 +220,11 @@ def measure(args: argparse.Namespace, backend: str | None, servers: int) -> dict
     return _report(args, result, backend or "sqlite (in-process server)", servers)
 
 
+def measure_target(args: argparse.Namespace) -> dict:
+    """Only send, to a receiver started by hand (its store cannot be read back)."""
+    return _report(args, {**_send([args.target], args), "stored_runs": None, "stored_steps": None}, f"--target {args.target}", 1)
+
+
 def _report(args: argparse.Namespace, result: dict, backend: str, servers: int) -> dict:
     latencies = result["latencies"]
     ok = result["statuses"].get("200", 0)
@@ -218,7 +238,9 @@ def _report(args: argparse.Namespace, result: dict, backend: str, servers: int) 
         "spans_per_request": result["spans_per_request"],
         "clients": args.clients,
         "wall_seconds": round(result["wall_seconds"], 3),
-        "spans_per_second": round(spans_sent / result["wall_seconds"], 1),
+        "acknowledged_spans_per_second": round(spans_sent / result["wall_seconds"], 1),
+        # A stored run is its step spans plus its workflow span (the run's header row).
+        "stored_spans_per_second": None if result["stored_steps"] is None else round((result["stored_steps"] + result["stored_runs"]) / result["wall_seconds"], 1),
         "requests_per_second": round(ok / result["wall_seconds"], 1),
         "latency_ms_p50": round(1000 * _percentile(latencies, 50), 2),
         "latency_ms_p99": round(1000 * _percentile(latencies, 99), 2),
@@ -229,6 +251,8 @@ def _report(args: argparse.Namespace, result: dict, backend: str, servers: int) 
         "stored_steps": result["stored_steps"],
         "expected_steps": ok * args.spans,
         "cpus": os.cpu_count(),
+        "load_average_1min_before": result.get("load_before"),
+        "load_average_1min_after": round(os.getloadavg()[0], 2),
     }
 
 
@@ -244,6 +268,7 @@ def main() -> None:
     parser.add_argument("--servers", type=int, default=1, help="`faultlens serve` processes sharing the store (with --backend)")
     parser.add_argument("--pg-url", default=None, help="use this PostgreSQL database instead of a throwaway server (its tables must be empty)")
     parser.add_argument("--compare", action="store_true", help="SQLite x1, PostgreSQL x1 and PostgreSQL x2 servers, one after another")
+    parser.add_argument("--target", metavar="URL", help="send to this OTLP/HTTP /v1/traces endpoint instead of a faultlens server started here")
     parser.add_argument("--client", metavar="URL", help=argparse.SUPPRESS)  # internal: run as the sending process
     args = parser.parse_args()
 
@@ -251,7 +276,9 @@ def main() -> None:
         print(json.dumps(client(args.client.split(","), args.requests, args.spans, args.clients, args.seconds)))
         return
 
-    if args.compare:
+    if args.target:
+        reports = [measure_target(args)]
+    elif args.compare:
         reports = [measure(args, "sqlite", 1), measure(args, "postgres", 1), measure(args, "postgres", 2)]
     else:
         reports = [measure(args, args.backend, args.servers)]
@@ -265,10 +292,10 @@ def main() -> None:
         print(f"{'backend':>10} {'servers':>7} {'stored spans/s':>14} {'requests/s':>10} {'p50 ms':>8} {'p99 ms':>8} "
               f"{'server CPU ms/request':>21} {'stored/expected steps':>22}")
         for r in reports:
-            print(f"{r['backend']:>10} {r['servers']:>7} {r['spans_per_second']:>14} {r['requests_per_second']:>10} "
+            print(f"{r['backend']:>10} {r['servers']:>7} {r['stored_spans_per_second']:>14} {r['requests_per_second']:>10} "
                   f"{r['latency_ms_p50']:>8} {r['latency_ms_p99']:>8} {r['server_cpu_ms_per_request']!s:>21} "
                   f"{str(r['stored_steps']) + '/' + str(r['expected_steps']):>22}")
-    lost = [r for r in reports if r["stored_steps"] != r["expected_steps"]]
+    lost = [r for r in reports if r["stored_steps"] is not None and r["stored_steps"] != r["expected_steps"]]
     if lost:
         sys.exit("lost spans: " + "; ".join(f"{r['backend']} x{r['servers']}: {r['expected_steps']} acknowledged, {r['stored_steps']} stored" for r in lost))
 

@@ -25,17 +25,11 @@ PACKAGES = {
     "faultlens.benchmark": ROOT / "benchmark",
 }
 
-# (importing module, imported module, private name): being fixed on other branches.
-KNOWN_PRIVATE: set[tuple[str, str, str]] = {
-    # the LangGraph instrumentation reads the tracer's context variable (middleware/tracer.py is being edited elsewhere)
-    ("faultlens.middleware.instrument.langgraph", "faultlens.middleware.tracer", "_current_run"),
-}
+# (importing module, imported module, private name) being fixed elsewhere: none left.
+KNOWN_PRIVATE: set[tuple[str, str, str]] = set()
 
-# Cycles (as sets of modules) being fixed on other branches.
-KNOWN_CYCLES: list[frozenset[str]] = [
-    # tracer.langgraph_handler() imports the instrumentation, which imports the tracer (middleware/tracer.py)
-    frozenset({"faultlens.middleware.instrument.langgraph", "faultlens.middleware.tracer"}),
-]
+# Cycles (as sets of modules) being fixed elsewhere: none left.
+KNOWN_CYCLES: list[frozenset[str]] = []
 
 
 def modules() -> dict[str, Path]:

@@ -35,7 +35,7 @@ from scipy import sparse
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.preprocessing import StandardScaler
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from faultlens.middleware.errors import FaultlensError
 from faultlens.middleware.model import Trace
@@ -78,8 +78,9 @@ class LearnedModel:
         probes = np.repeat(row[None, :], differs.size, axis=0)
         probes[np.arange(differs.size), differs] = median[differs]
         with _one_thread():
-            base = self.step_model.decision_function(row[None, :])[0]
-            drops = base - self.step_model.decision_function(probes)
+            # One call for the row and its probes: each call costs input checks on top of the trees.
+            raw = self.step_model.decision_function(np.vstack([row[None, :], probes]))
+        drops = raw[0] - raw[1:]
         order = np.argsort(-np.abs(drops), kind="stable")
         return [(self.names[differs[i]], float(drops[i])) for i in order if drops[i] != 0]
 
@@ -92,10 +93,20 @@ class LearnedModel:
         return str(self.mode_model.classes_[best]), float(proba[best])
 
 
+_controller: ThreadpoolController | None = None
+
+
 def _one_thread() -> Any:
     """One OpenMP thread for the trees: a trace has a few dozen rows, and on a busy machine
-    OpenMP workers waiting for each other cost far more than they save (seconds instead of ms)."""
-    return threadpool_limits(limits=1, user_api="openmp")
+    OpenMP workers waiting for each other cost far more than they save (seconds instead of ms).
+
+    The controller is made once: `threadpool_limits()` finds the loaded libraries
+    again on every call (reading /proc/self/maps), which cost more than the trees.
+    """
+    global _controller
+    if _controller is None:
+        _controller = ThreadpoolController()
+    return _controller.limit(limits=1, user_api="openmp")
 
 
 def _dense(X: Any) -> np.ndarray:

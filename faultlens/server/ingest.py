@@ -17,9 +17,9 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from faultlens.middleware.spans import group_by_trace, ingest
+from faultlens.middleware.spans import plan_ingest, write_ingest
 from faultlens.middleware.model import Outcome
-from faultlens.middleware.store import Store
+from faultlens.middleware.store import Store, TraceNotFound
 
 SOURCE = "POST /v1/traces"
 
@@ -62,7 +62,10 @@ class Ingestor:
         self.spans = spans or SpanIndex()
 
     def _outcome(self, trace_id: str) -> Outcome | None:
-        return self.store.get_outcome(trace_id) if self.store.has_trace(trace_id) else None
+        try:
+            return self.store.get_outcome(trace_id)
+        except TraceNotFound:
+            return None
 
     def __call__(self, payload: dict[str, Any], *, checked: bool = False) -> IngestResult:
         """Store one OTLP JSON payload. Raises InputError (and stores nothing) if any span is bad.
@@ -72,12 +75,14 @@ class Ingestor:
         from faultlens.middleware.otlp import otlp_json_to_records
 
         records = otlp_json_to_records(payload, source=SOURCE, checked=checked)
-        ids = list(group_by_trace(records))
+        # Mapping and serialising spans is most of the work; done before the transaction,
+        # a big request does not hold up small ones for its whole length.
+        plan = plan_ingest(self.store, records, source=SOURCE)
         # One transaction per request. The store makes other writers of the same runs wait
         # (SQLite: its one writer; PostgreSQL: a lock per run, across servers).
-        with self.store.batch(ids):
-            before = {trace_id: self._outcome(trace_id) for trace_id in ids}
-            touched = ingest(self.store, records, source=SOURCE)
+        with self.store.batch(plan.trace_ids):
+            before = {trace_id: self._outcome(trace_id) for trace_id in plan.trace_ids}
+            touched = write_ingest(self.store, plan)
             after = {trace_id: self._outcome(trace_id) for trace_id in touched}
         changed = {t: o for t, o in after.items() if o is not None and o != before.get(t)}
         for record in records:

@@ -10,6 +10,7 @@ from faultlens.middleware.errors import InputError
 from .deps import get_services
 from .otlp_body import JSON, BodyError, decode_otlp, decompress, encode_response, media_type
 from faultlens.middleware.otlp_schema import SchemaError, validate_export
+from .ingest import IngestResult
 from .services import Services
 
 router = APIRouter(tags=["otlp"])
@@ -42,11 +43,16 @@ async def otlp_traces(request: Request, services: Services = Depends(get_service
         body.extend(chunk)
         if len(body) > limit:
             return JSONResponse({"detail": f"body is larger than the {limit}-byte limit"}, status_code=413)
-    try:
-        raw = decompress(bytes(body), request.headers.get("content-encoding"), limit)
-        payload = decode_otlp(raw, request.headers.get("content-type"))
+    content_encoding, content_type = request.headers.get("content-encoding"), request.headers.get("content-type")
+
+    def read_and_ingest() -> IngestResult:
+        # Off the event loop: decoding and checking a big body takes long enough to stall other requests.
+        payload = decode_otlp(decompress(bytes(body), content_encoding, limit), content_type)
         validate_export(payload)
-        result = await run_in_threadpool(services.ingest_payload, payload)
+        return services.ingest_payload(payload)
+
+    try:
+        result = await run_in_threadpool(read_and_ingest)
     except BodyError as exc:
         # Decoding failed before any field could be read: the body as a whole is at fault.
         return JSONResponse({"detail": exc.reason, "field": "body"}, status_code=exc.status)

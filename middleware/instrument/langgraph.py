@@ -30,10 +30,11 @@ from opentelemetry.trace import Status, StatusCode
 
 from .. import spans as S
 from ..model import Source, Task
+from ..runstate import DEFAULT_AGENT, CallContext, active_run, returned_error
 from .litellm import openai_to_genai
 
 if TYPE_CHECKING:
-    from ..tracer import CallContext, Run, Tracer
+    from ..tracer import Run, Tracer
 
 
 def _bubble_up(error: BaseException) -> bool:
@@ -160,8 +161,6 @@ class LangGraphCallbackHandler(BaseCallbackHandler):
         run = self._run_for(parent_run_id) if parent_run_id is not None else None
         if found is None or run is None:
             return None
-        from ..tracer import DEFAULT_AGENT, CallContext
-
         span, _ = found
         lessons = (getattr(span, "attributes", None) or {}).get(S.LESSONS) or []
         return CallContext(run=run, agent=self._agent_of(parent_run_id) or DEFAULT_AGENT, context=otel_trace.set_span_in_context(span), lessons=list(lessons))
@@ -190,9 +189,7 @@ class LangGraphCallbackHandler(BaseCallbackHandler):
             run.add_agent(str(node))
 
     def _start_graph(self, run_id: UUID, name: str, inputs: Any) -> None:
-        from ..tracer import _current_run
-
-        run = _current_run.get()
+        run = active_run()
         owned = False
         if run is None or run.tracer is not self.tracer:
             task = self.task if self.task is not None else _state_text(inputs)
@@ -256,8 +253,6 @@ class LangGraphCallbackHandler(BaseCallbackHandler):
         self._start(run_id, parent_run_id, f"{S.TOOL} {name}", {S.OPERATION: S.TOOL, S.TOOL_NAME: str(name), S.TOOL_ARGUMENTS: json.dumps(arguments, ensure_ascii=False, default=str)}, agent)
 
     def on_tool_end(self, output: Any, *, run_id: UUID, parent_run_id: UUID | None = None, **kwargs: Any) -> None:
-        from ..tracer import returned_error
-
         content = getattr(output, "content", output)
         error = returned_error(output)
         if error is None and not hasattr(output, "content"):

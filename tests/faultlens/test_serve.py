@@ -109,7 +109,8 @@ def test_export_otlp_sends_the_attribution_to_another_otlp_receiver(tmp_path):
         HTTP.post(f"{server.url}/api/runs/{ids['trace_id']}/outcome", json={"success": False})
         # The evaluation span arrives in the run's own OpenTelemetry trace.
         _wait(lambda: receiver_store.has_trace(ids["trace_id"]))
-        assert HTTP.get(f"{server.url}/api/runs/{ids['trace_id']}/attribution").json()["job"]["state"] == "done"
+        # The job is marked done after the export returns, a moment after the receiver committed.
+        _wait(lambda: HTTP.get(f"{server.url}/api/runs/{ids['trace_id']}/attribution").json()["job"]["state"] == "done")
     store.close()
     receiver_store.close()
 

@@ -186,3 +186,20 @@ def test_an_explicit_agent_list_from_an_earlier_batch_is_kept(tmp_path):
     ingest(store, [late])  # an agent span after the header: the given list stays as given
     assert [(a.name, a.role) for a in store.get_trace(TRACE).agents] == [("a", "lead"), ("helper", "")]  # (the step's agent is added on read)
     assert store.list_traces()[0].agents == ["a"]
+
+
+def test_run_agents_follow_each_agents_first_span_whatever_the_batches(store_target):
+    """Agents are listed by their first span, also when that span arrives after later spans of the same agent (both stores)."""
+
+    def span(sid: str, agent: str, start: int, parent: str | None = "r0") -> SpanRecord:
+        return SpanRecord(trace_id="t" * 32, span_id=sid, parent_id=parent, name="chat", start_ns=start, end_ns=start + 1,
+                          attributes={"gen_ai.operation.name": "chat", "gen_ai.agent.name": agent, "gen_ai.conversation.id": "run-order"})
+
+    store = open_store(store_target)
+    ingest(store, [span("s1", "late", 10)])
+    ingest(store, [span("s2", "early", 20)])
+    assert [a.name for a in store.get_trace("run-order").agents] == ["late", "early"]
+    ingest(store, [span("s3", "late", 30)])  # not the first span of its agent: nothing to change
+    assert [a.name for a in store.get_trace("run-order").agents] == ["late", "early"]
+    ingest(store, [span("s0", "early", 5)])  # an earlier first span of a known agent reorders the list
+    assert [a.name for a in store.get_trace("run-order").agents] == ["early", "late"]

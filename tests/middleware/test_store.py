@@ -288,3 +288,37 @@ def test_many_threads_claim_each_job_exactly_once(store):
         t.join()
     assert sorted(claimed) == sorted(f"t{n}" for n in range(40))
     assert store.job_counts() == {"done": 40}
+
+
+def test_a_version_3_store_gets_the_step_order_index(store_target):
+    """Migration 4 (steps(trace_id, seq)) is applied to a store made before it, on both backends."""
+    store = open_store(store_target)
+    index = "SELECT indexname FROM pg_indexes WHERE indexname = 'steps_trace_seq'" if isinstance(store, PostgresStore) else \
+        "SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'steps_trace_seq'"
+    assert raw(store, index)
+    # Back to version 3: without the index and its row, as a store written before the migration.
+    if isinstance(store, PostgresStore):
+        with store._pool.connection() as conn:
+            conn.execute("DROP INDEX steps_trace_seq")
+            conn.execute("DELETE FROM store_schema WHERE version = 4")
+    else:
+        with store._write() as db:
+            db.execute("DROP INDEX steps_trace_seq")
+            db.execute("DELETE FROM store_schema WHERE version = 4")
+    store.close()
+    store = open_store(store_target)
+    assert store.schema_version() == 4 and raw(store, index)
+    store.close()
+
+
+def test_add_steps_numbers_a_batch_and_keeps_a_repeated_span_in_its_place(store):
+    trace = Trace(id="batched", task=Task(query="q"))
+    store.begin_trace(trace)
+    first = [Step(index=i, agent="a", content=f"s{i}", span_id=f"{i:016x}") for i in range(3)]
+    store.add_steps("batched", store.prepare_steps(first))
+    # A batch mixing a span seen before (updated in place), a new one and the same new one twice.
+    again = [first[1].model_copy(update={"content": "s1 again"}), Step(index=0, agent="b", content="s3", span_id=f"{3:016x}"),
+             Step(index=0, agent="b", content="s3 last", span_id=f"{3:016x}")]
+    store.add_steps("batched", again)
+    assert [s.content for s in store.get_trace("batched").steps] == ["s0", "s1 again", "s2", "s3 last"]
+    assert sorted(seq for (seq,) in raw(store, "SELECT seq FROM steps WHERE trace_id = 'batched'")) == [0, 1, 2, 3]

@@ -98,8 +98,8 @@ def test_raising_tool_is_an_error_step_and_the_run_fails(tracer):
     assert trace.outcome is not None and not trace.outcome.success and trace.outcome.evaluator == "tracer"
 
 
-def test_steps_are_stored_as_spans_end_so_a_crash_keeps_them(tmp_path):
-    tracer = Tracer(db=tmp_path / "crash.db")
+def test_step_durability_stores_steps_as_spans_end_so_a_crash_keeps_them(tmp_path):
+    tracer = Tracer(db=tmp_path / "crash.db", durability="step")
 
     @tracer.tool
     def step_one() -> str:
@@ -209,10 +209,30 @@ def test_otel_traces_exporter_env_adds_an_exporter(tmp_path, monkeypatch):
     monkeypatch.setenv("OTEL_TRACES_EXPORTER", "console")
     tracer = Tracer(db=tmp_path / "e.db")
     names = [type(p).__name__ for p in tracer.provider._active_span_processor._span_processors]
-    assert names == ["StoreSpanProcessor", "SimpleSpanProcessor"]
+    assert names == ["RunContextProcessor", "BatchSpanProcessor", "SimpleSpanProcessor"]
     monkeypatch.setenv("OTEL_TRACES_EXPORTER", "no-such-exporter")
     with pytest.raises(ValueError, match="no-such-exporter"):
         Tracer(db=tmp_path / "e.db")
+
+
+def test_batch_durability_writes_steps_at_run_end_not_on_the_agents_thread(tmp_path):
+    tracer = Tracer(db=tmp_path / "b.db", schedule_delay_millis=60_000)
+
+    @tracer.tool(name="echo")
+    def echo(i: int) -> int:
+        return i
+
+    with tracer.run(task="batched") as run:
+        for i in range(5):
+            echo(i)
+        # queued, not yet written: the header is there (written at start), the steps are not
+        assert open_store(tmp_path / "b.db").get_trace(run.id).steps == []
+    assert [s.tool_arguments for s in open_store(tmp_path / "b.db").get_trace(run.id).steps] == [{"i": i} for i in range(5)]
+
+
+def test_durability_must_be_a_known_mode(tmp_path):
+    with pytest.raises(ValueError, match="durability"):
+        Tracer(db=tmp_path / "d.db", durability="sometimes")
 
 
 def test_record_outcome_outside_a_run_is_an_error(tracer):
@@ -229,3 +249,22 @@ def test_tool_spans_are_tool_results_and_agent_steps_decisions(tracer):
     steps = tracer.store.get_trace(run.id).steps
     assert {s.role for s in steps if s.tool_name} == {StepRole.tool_result}
     assert all(s.role == StepRole.decision for s in steps if not s.tool_name)
+
+
+def test_a_bad_span_in_a_batch_is_logged_and_the_rest_of_the_batch_is_kept(tmp_path):
+    from opentelemetry import trace as otel_trace
+
+    tracer = Tracer(db=tmp_path / "bad.db")
+
+    @tracer.tool(name="echo")
+    def echo(i: int, broken: bool = False) -> int:
+        if broken:
+            otel_trace.get_current_span().set_attribute("faultlens.media", "not json")
+        return i
+
+    with tracer.run(task="one bad span") as run:
+        echo(0)
+        echo(1, broken=True)
+        echo(2)
+    assert [s.tool_arguments for s in tracer.store.get_trace(run.id).steps] == [{"i": 0}, {"i": 2}]
+    assert len(tracer.errors) == 1 and "faultlens.media" in str(tracer.errors[0])

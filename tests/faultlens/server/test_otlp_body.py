@@ -85,3 +85,37 @@ def test_truncated_gzip_is_a_400():
     with pytest.raises(BodyError) as err:
         decompress(gzip.compress(b"x" * 1000)[:-12], "gzip", 10_000)
     assert err.value.status == 400
+
+
+def test_the_direct_protobuf_walk_gives_what_the_generic_converter_gives():
+    # Every field kind OTLP spans carry, defaults and empties included.
+    from google.protobuf import json_format
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    from faultlens.server.otlp_body import _ids_to_hex, request_to_otlp_json
+
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("t", "1.0")
+    attributes = {"s": "x", "empty": "", "i": -7, "zero": 0, "f": 1.5, "nan": float("nan"), "b": False, "list": ["a", "b"], "ints": [1, 2], "no": []}
+    with tracer.start_as_current_span("root", attributes=attributes) as root:
+        root.add_event("exception", {"exception.type": "ValueError", "exception.message": "boom"})
+        root.add_event("bare")
+        with tracer.start_as_current_span("child", links=[Link(root.get_span_context(), {"why": "cause"})]) as child:
+            child.set_status(Status(StatusCode.OK))
+        tracer.start_span("unnamed").end()
+    request = ExportTraceServiceRequest()
+    request.ParseFromString(encode_spans(memory.get_finished_spans()).SerializeToString())
+    # Values the SDK never writes but other senders may.
+    extra = request.resource_spans[0].scope_spans[0].spans[0].attributes.add()
+    extra.key, extra.value.bytes_value = "bytes", b"\x00\x01"
+    kv = request.resource_spans[0].scope_spans[0].spans[0].attributes.add()
+    kv.key = "kv"
+    inner = kv.value.kvlist_value.values.add()
+    inner.key, inner.value.string_value = "k", "v"
+    request.resource_spans[0].scope_spans[0].spans[0].attributes.add().key = "unset"
+    request.resource_spans.add()  # an empty resource block
+    expected = json_format.MessageToDict(request, use_integers_for_enums=True)
+    _ids_to_hex(expected)
+    assert request_to_otlp_json(request) == expected
