@@ -45,13 +45,13 @@ _Pattern = tuple[re.Pattern[str], tuple[int, ...]]
 
 def _detect_secrets_patterns() -> list[_Pattern]:
     out: list[_Pattern] = []
-    for plugin in get_mapping_from_secret_type_to_class().values():
+    # The registry's classes, as plain objects: detect-secrets' typing of them differs between releases.
+    plugins: list[Any] = list(get_mapping_from_secret_type_to_class().values())
+    for plugin in plugins:
         # A public IP address is not a credential; the entropy plugins flag every hex id.
-        if not issubclass(plugin, RegexBasedDetector) or plugin is IPPublicDetector:
+        if RegexBasedDetector not in plugin.__mro__ or plugin is IPPublicDetector:
             continue
-        # mypy cannot tell the registry's classes are concrete detectors.
-        detector: Any = plugin()  # type: ignore[misc]
-        for regex in detector.denylist:
+        for regex in plugin().denylist:
             out.append((regex, tuple(range(1, regex.groups + 1))))
     return out
 
