@@ -78,3 +78,29 @@ def test_batches_into_a_growing_run_keep_order_and_ids(tmp_path):
     steps = store.get_trace("f" * 32).steps
     assert len(steps) == 1000 and [s.content for s in steps[:3]] == ["step 0", "step 1", "step 2"]
     assert [s.index for s in steps] == list(range(1000))
+
+
+def _statements_to_ingest(store, records) -> list[str]:
+    seen: list[str] = []
+    conn = store._db().conn  # the store's own connection: what ingest really asks SQLite
+    conn.set_trace_callback(seen.append)
+    try:
+        ingest(store, records)
+    finally:
+        conn.set_trace_callback(None)
+    return seen
+
+
+def test_ingest_work_does_not_grow_with_the_run_it_adds_to(tmp_path):
+    """Issue #20 item 5: a batch into a run of 2,000 steps asks SQLite no more than a batch into a new run, and no
+    statement scans the run's steps (the timing is measured in scripts/bench_big_run.py)."""
+    store = open_store(tmp_path / "big.db")
+    fresh = _statements_to_ingest(store, _records("a" * 32, 50))
+    for k in range(10):
+        ingest(store, _records("b" * 32, 200, start=200 * k))
+    grown = _statements_to_ingest(store, _records("b" * 32, 50, start=2000))
+    assert len(grown) <= len(fresh)  # a new run also writes its header
+    conn = store._db().conn
+    for sql in {s for s in grown if "steps" in s and s.lstrip().upper().startswith("SELECT")}:
+        plan = " ".join(str(row[-1]) for row in conn.execute("EXPLAIN QUERY PLAN " + sql))
+        assert "SCAN steps" not in plan, (sql, plan)
