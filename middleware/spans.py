@@ -29,7 +29,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -456,18 +457,25 @@ def span_to_step(record: SpanRecord, *, source: str = "spans", label: str | int 
     span names none itself. Bad attribute values raise InputError naming
     `source`, `label` (default: the span id) and the attribute.
     """
-    try:
+    with _reading(source, label if label is not None else f"span {record.span_id}", "a step"):
         return _span_to_step(record, agent)
+
+
+@contextmanager
+def _reading(source: str, where: str | int, what: str) -> Iterator[None]:
+    """Errors while reading one span become an InputError naming `source`, `where` and the attribute."""
+    try:
+        yield
     except InputError:
         raise
     except FieldError as exc:
-        raise InputError(source, label if label is not None else f"span {record.span_id}", exc.field, str(exc)) from None
+        raise InputError(source, where, exc.field, str(exc)) from None
     except ValidationError as exc:
-        raise from_validation_error(source, label if label is not None else f"span {record.span_id}", exc) from None
+        raise from_validation_error(source, where, exc) from None
     except (TypeError, AttributeError, KeyError, ValueError) as exc:
-        # Attribute values of a shape no reader above expects (e.g. OpenInference
+        # Attribute values of a shape no reader expects (e.g. OpenInference
         # keys that clash): still the client's span, so still a named input error.
-        raise InputError(source, label if label is not None else f"span {record.span_id}", "attributes", f"cannot be read as a step ({type(exc).__name__}: {exc})") from None
+        raise InputError(source, where, "attributes", f"cannot be read as {what} ({type(exc).__name__}: {exc})") from None
 
 
 def _step_content(attrs: Mapping[str, Any], outputs: list[dict[str, Any]] | None, observation: str | None) -> str:
@@ -1041,12 +1049,8 @@ def _input_value_text(value: Any) -> str | None:
 
 
 def _read_link(record: SpanRecord, source: str) -> SpanLink:
-    try:
+    with _reading(source, f"span {record.span_id}", "a span tree link"):
         return link_of(record)
-    except FieldError as exc:
-        raise InputError(source, f"span {record.span_id}", exc.field, str(exc)) from None
-    except (TypeError, AttributeError, KeyError, ValueError) as exc:
-        raise InputError(source, f"span {record.span_id}", "attributes", f"cannot be read as a span tree link ({type(exc).__name__}: {exc})") from None
 
 
 def link_of(record: SpanRecord) -> SpanLink:

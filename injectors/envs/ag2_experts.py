@@ -56,7 +56,7 @@ from . import register
 from .ag2_errors import MUTATORS
 from .ag2_tasks import FAMILIES, Spec, answer_of, code_for, make_task, read_question, read_spec, spec_line
 from .base import Runtime, stable_seed
-from .framework import BASE_URL, FrameworkEnvironment, InProcessEndpoint, message_text
+from .framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, InProcessEndpoint, message_text
 
 MANAGER = "chat_manager"
 MAX_ROUND = 14
@@ -173,11 +173,7 @@ class Ag2Experts(FrameworkEnvironment):
               for n, d in DESCRIPTIONS.items()]
     tools = {}
     description = "An AG2 group chat (planner, coder, code executor, auto speaker selection) answering questions that need code."
-    not_applicable = {
-        "P.1": "the tasks carry no images, so there is nothing to perceive",
-        "P.2": "the tasks carry no images, so there is nothing to ground",
-        "P.3": "the tasks carry no images or rendered output to misread",
-    }
+    not_applicable = TEXT_ONLY_NOT_APPLICABLE
 
     def tasks(self, seed: int, n: int) -> list[Task]:
         import random

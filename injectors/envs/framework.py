@@ -21,6 +21,13 @@ from faultlens.middleware.replay import CallRecord, Drift, Session, canonical
 
 from .base import Environment
 
+# Failure modes a text-only task cannot show (the framework environments ask no images).
+TEXT_ONLY_NOT_APPLICABLE = {
+    "P.1": "the tasks carry no images, so there is nothing to perceive",
+    "P.2": "the tasks carry no images, so there is nothing to ground",
+    "P.3": "the tasks carry no images or rendered output to misread",
+}
+
 __all__ = ["BASE_URL", "FrameworkEnvironment", "InProcessEndpoint", "completion", "message_text"]
 
 BASE_URL = "http://faultlens.invalid/agent/{agent}/v1"

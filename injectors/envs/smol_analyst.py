@@ -46,7 +46,7 @@ from faultlens.middleware.replay import canonical
 
 from . import register
 from .base import Runtime, stable_seed
-from .framework import BASE_URL, FrameworkEnvironment, InProcessEndpoint, message_text
+from .framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, InProcessEndpoint, message_text
 from .smol_errors import MUTATORS
 from .smol_tasks import FAMILY_OPERATION, MONTHS, REGIONS, compute, plan_text, read_operation
 
@@ -145,11 +145,7 @@ class SmolAnalyst(FrameworkEnvironment):
               AgentInfo(name="data_agent", role="managed agent", description="A CodeAgent that looks up regional sales.")]
     tools = {}
     description = "A smolagents CodeAgent with a managed CodeAgent answering questions over regional sales."
-    not_applicable = {
-        "P.1": "the tasks carry no images, so there is nothing to perceive",
-        "P.2": "the tasks carry no images, so there is nothing to ground",
-        "P.3": "the tasks carry no images or rendered output to misread",
-    }
+    not_applicable = TEXT_ONLY_NOT_APPLICABLE
 
     def tasks(self, seed: int, n: int) -> list[Task]:
         out = []
