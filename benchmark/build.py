@@ -2,7 +2,8 @@
 
 `build_bundled(out_dir, seed)` (and `faultlens bench build`) runs the warm-start
 injection pipeline (`injectors.pipeline`) over every environment that
-`injectors.envs.names()` lists, with simulated agents unless an agent model is
+`injectors.envs.names(include_frameworks=True)` lists (the environments on
+real agent frameworks need the `frameworks` extra to build, not to load), with simulated agents unless an agent model is
 given, and writes, in the layout `benchmark.datasets` reads:
 
     OUT/dev.jsonl.gz     kept failure traces of the dev tasks
@@ -39,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from faultlens.middleware.model import Trace
-from faultlens.middleware.errors import UnknownName
+from faultlens.middleware.errors import ConfigError, UnknownName
 
 from .metrics import length_bucket
 
@@ -168,10 +169,15 @@ def build_bundled(
     from faultlens.injectors.pipeline import InjectConfig, inject
 
     started = time.time()
-    names = list(envs) if envs else registry.names()
-    unknown = [n for n in names if n not in registry.names()]
+    known = registry.names(include_frameworks=True)
+    names = list(envs) if envs else known
+    unknown = [n for n in names if n not in known]
     if unknown:
-        raise UnknownName(f"unknown environment(s) {unknown}; known: {', '.join(registry.names())}")
+        raise UnknownName(f"unknown environment(s) {unknown}; known: {', '.join(known)}")
+    missing = [f"{n} needs {' and '.join(registry.get(n).missing())}" for n in names if registry.get(n).missing()]
+    if missing:
+        raise ConfigError("environments on real agent frameworks need their optional extra, not installed here "
+                          f"({'; '.join(missing)}): pip install 'faultlens[frameworks]', or choose environments with --env")
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
 
@@ -239,7 +245,7 @@ def build_bundled(
         build.calibration = calibrate_split(out_dir / "test.jsonl.gz")
     args = {"seed": seed, "agent_model": agent_model, "generator": generator, "seeds": seeds, "per_seed": per_seed,
             "min_per_mode": min_per_mode, "topup_rounds": topup_rounds, "noise": noise, "envs": names,
-            "all_envs": registry.names()}
+            "all_envs": known}
     (out_dir / "README.md").write_text(datasheet(build, args, command or rebuild_command(out_dir, args)))
     build.seconds = time.time() - started
     return build
@@ -339,7 +345,7 @@ def datasheet(build: BuildResult, args: dict[str, Any], command: str) -> str:
 
     every = [t for split in ("dev", "test") for t in build.traces[split]]
     env_names = sorted({t.source.benchmark or "" for t in every} | set(args["envs"]))
-    info = {n: registry.get(n) for n in env_names if n in registry.names()}
+    info = {n: registry.get(n) for n in env_names if n in registry.names(include_frameworks=True)}
     out = ["# The bundled benchmark", ""]
     out.append(f"{len(every)} failure traces with exact gold labels (agent, step, failure mode), made by warm-start error "
                f"injection into {len(env_names)} environments: {len(build.traces['dev'])} in `dev.jsonl.gz`, "
@@ -383,6 +389,7 @@ def datasheet(build: BuildResult, args: dict[str, Any], command: str) -> str:
 
     for title, key in (("Modality", lambda t: t.source.modality or "?"),
                        ("Topology", lambda t: "multi-agent" if t.multi_agent else "single-agent"),
+                       ("Framework", lambda t: t.source.framework or "?"),
                        ("Trace length (steps)", lambda t: length_bucket(len(t.steps)))):
         out += ["", f"## {title}", ""]
         counts: defaultdict[Any, Counter[str]] = defaultdict(Counter)

@@ -143,13 +143,15 @@ def build(out, seed, agent_model, generator, seeds, per_seed, min_per_mode, topu
               help="Where to write the model (joblib), e.g. attributors/learned/model.joblib. Required unless --loeo.")
 @click.option("--seed", default=0, show_default=True, type=int, help="Seed of the model fit.")
 @click.option("--loeo", is_flag=True,
-              help="Evaluate instead of writing a model: for each environment, train on DATASET's other environments "
-                   "and score the held-out environment's traces of --test-dataset, beside heuristic and every baseline.")
+              help="Evaluate instead of writing a model: for each environment (or framework, --by), train on DATASET's "
+                   "others and score the held-out one's traces of --test-dataset, beside heuristic and every baseline.")
+@click.option("--by", type=click.Choice(["environment", "framework"]), default="environment", show_default=True,
+              help="With --loeo: what one fold holds out (our own environments count as one framework, `faultlens`).")
 @click.option("--test-dataset", default="bundled:test", show_default=True,
               help="With --loeo: the traces scored for each held-out environment (only ever scored, never trained on).")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="With --loeo: also write the numbers (per environment, averages with 95% CIs) as JSON.")
-def train(dataset, out, seed, loeo, test_dataset, json_out):
+def train(dataset, out, seed, loeo, by, test_dataset, json_out):
     """Train the `learned` attributor's model on DATASET (never on a test trace); see benchmark/train.py.
 
     \b
@@ -157,19 +159,21 @@ def train(dataset, out, seed, loeo, test_dataset, json_out):
       faultlens train --dataset bundled:dev --dataset trail:../shared/realdev/trail:train --out attributors/learned/model.joblib
     Leave-one-environment-out table (train on dev of the other environments, test on test of the held-out one):
       faultlens train --loeo --dataset bundled:dev --test-dataset bundled:test
+    Leave-one-framework-out table (the forecast for a framework no training trace came from):
+      faultlens train --loeo --by framework --dataset bundled:dev --test-dataset bundled:test
     """
     if loeo:
         import json
 
         from .datasets import load_dataset
-        from .train import leave_one_environment_out, loeo_tables
+        from .train import leave_one_out, loeo_tables
 
         if len(dataset) != 1:
             raise click.UsageError("--loeo takes one --dataset")
         dataset = dataset[0]
-        report = leave_one_environment_out(load_dataset(dataset).traces(), load_dataset(test_dataset).traces(), seed=seed,
-                                           dataset_spec=dataset, in_distribution=True,
-                                           progress=lambda env: console.print(f"held out {env}: done"))
+        report = leave_one_out(load_dataset(dataset).traces(), load_dataset(test_dataset).traces(), seed=seed,
+                               dataset_spec=dataset, in_distribution=True, by=by,
+                               progress=lambda group: console.print(f"held out {group}: done"))
         wide = Console(width=max(console.width, 170))  # ten columns: do not squeeze them into 80
         for table in loeo_tables(report):
             wide.print(table)

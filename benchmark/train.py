@@ -15,7 +15,7 @@ the same traces (`faultlens train --loeo` prints the table).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ from faultlens.attributors.learned import LearnedAttributor, fit, save, trace_fe
 from faultlens.attributors.learned.model import DEFAULT_MODEL_PATH, LearnedModel, labelled
 from faultlens.attributors.registry import get
 from faultlens.middleware.answer_key import attributor_view
-from faultlens.middleware.errors import FaultlensError
+from faultlens.middleware.errors import FaultlensError, UnknownName
 from faultlens.middleware.jsonl import read_jsonl
 from faultlens.middleware.model import GoldLabel, Trace
 
@@ -157,15 +157,26 @@ def _hits(attributor: Any, traces: list[Trace], features: dict[str, Any] | None 
     return {"step": np.array(step, dtype=bool), "agent": np.array(agent, dtype=bool), "applies": np.array(applies, dtype=bool)}
 
 
+# What a leave-one-out evaluation holds out: every trace of one environment, or of one agent framework (our own
+# environments count as one framework, `faultlens`).
+GROUPS: dict[str, Callable[[Trace], str | None]] = {
+    "environment": lambda t: t.source.benchmark,
+    "framework": lambda t: t.source.framework,
+}
+
+
 @dataclass
 class LoeoReport:
-    """Leave-one-environment-out results: per held-out environment and method, hits per trace; see `summary`."""
+    """Leave-one-out results: per held-out group (environment or framework) and method, hits per trace; see `summary`.
+
+    `environments` names the held-out groups, whatever `by` is."""
 
     environments: list[str]
     methods: list[str]
     hits: dict[str, dict[str, dict[str, np.ndarray]]]  # env -> method -> {"step", "agent", "applies"}
     in_distribution: dict[str, dict[str, np.ndarray]] | None = None  # method -> hits, trained on every environment
     seconds_per_trace: dict[str, float] = field(default_factory=dict)
+    by: str = "environment"
 
     def accuracy(self, env: str, method: str, what: str) -> float | None:
         h = self.hits[env][method]
@@ -216,7 +227,7 @@ class LoeoReport:
 
     def summary(self) -> dict[str, Any]:
         """Plain numbers (JSON-ready): per environment, the macro average with CIs, and the in-distribution row."""
-        out: dict[str, Any] = {"environments": {}, "average": {}, "seconds_per_trace": self.seconds_per_trace}
+        out: dict[str, Any] = {"held_out": self.by, "environments": {}, "average": {}, "seconds_per_trace": self.seconds_per_trace}
         for env in self.environments:
             out["environments"][env] = {m: {"n": int(self.hits[env][m]["step"].size),
                                             "n_agent": int(self.hits[env][m]["applies"].sum()),
@@ -250,32 +261,38 @@ def comparison_methods(train: list[Trace]) -> dict[str, Any]:
     return methods
 
 
-def leave_one_environment_out(traces: list[Trace], test_traces: list[Trace] | None = None, seed: int = 0,
-                              dataset_spec: str = "in-memory", data_dir: Path | None = None,
-                              in_distribution: bool = False, progress: Any = None) -> LoeoReport:
-    """For each environment E: train on the other environments' `traces`, score on E's held-out traces.
+def leave_one_out(traces: list[Trace], test_traces: list[Trace] | None = None, seed: int = 0,
+                  dataset_spec: str = "in-memory", data_dir: Path | None = None,
+                  in_distribution: bool = False, progress: Any = None, by: str = "environment") -> LoeoReport:
+    """For each group G (an environment, or with `by="framework"` an agent framework): train on the other groups'
+    `traces`, score on G's held-out traces.
 
-    The held-out traces are E's `test_traces` when given (train on dev of the
-    others, test on test of E: what `faultlens train --loeo` does), else E's
+    The held-out traces are G's `test_traces` when given (train on dev of the
+    others, test on test of G: what `faultlens train --loeo` does), else G's
     own `traces`. `traces` are checked like any training set (no test trace);
     `test_traces` are only ever scored. `learned` is compared with `heuristic`
     and every trivial baseline on exactly the same held-out traces.
-    `in_distribution` adds one fit on every environment scored on all `test_traces`.
+    `in_distribution` adds one fit on every group scored on all `test_traces`.
+    Holding out a framework is the honest forecast for a user's framework that
+    no training trace came from.
     """
+    if by not in GROUPS:
+        raise UnknownName(f"unknown leave-one-out grouping {by!r}; known: {', '.join(GROUPS)}")
+    group = GROUPS[by]
     usable = labelled(traces)
     assert_no_test_traces(dataset_spec, usable, data_dir)
     held_pool = labelled(test_traces) if test_traces is not None else usable
-    envs = sorted({t.source.benchmark for t in usable if t.source.benchmark})
+    envs = sorted({g for t in usable if (g := group(t))})
     if len(envs) < 2:
-        raise FaultlensError(f"leave-one-environment-out needs at least 2 environments, got {envs}")
+        raise FaultlensError(f"leaving one {by} out needs at least 2 of them in the training traces, got {envs}")
     # Features depend on the trace alone, so they are computed once for all folds.
     features = {t.id: trace_features(t) for t in {t.id: t for t in usable + held_pool}.values()}
     hits: dict[str, dict[str, dict[str, np.ndarray]]] = {}
     seconds: dict[str, float] = {}
     methods: list[str] = []
     for env in envs:
-        train = [t for t in usable if t.source.benchmark != env]
-        held = [t for t in held_pool if t.source.benchmark == env]
+        train = [t for t in usable if group(t) != env]
+        held = [t for t in held_pool if group(t) == env]
         if not held:
             continue
         model = fit(train, seed=seed, features=features)
@@ -289,7 +306,7 @@ def leave_one_environment_out(traces: list[Trace], test_traces: list[Trace] | No
             progress(env)
     n_held = sum(hits[e]["learned"]["step"].size for e in hits)
     seconds = {k: v / n_held for k, v in seconds.items()}
-    report = LoeoReport([e for e in envs if e in hits], methods, hits, seconds_per_trace=seconds)
+    report = LoeoReport([e for e in envs if e in hits], methods, hits, seconds_per_trace=seconds, by=by)
     if in_distribution and test_traces is not None:
         model = fit(usable, seed=seed, features=features)
         report.in_distribution = {"learned": _hits(LearnedAttributor(model=model), held_pool, features)}
@@ -318,8 +335,8 @@ def loeo_tables(report: LoeoReport) -> list[Any]:
 
     tables = []
     for what, title in (("step", "step accuracy (%)"), ("agent", "agent accuracy (%), multi-agent traces")):
-        table = Table(title=f"leave-one-environment-out: {title}", title_justify="left")
-        table.add_column("held-out env")
+        table = Table(title=f"leave-one-{report.by}-out: {title}", title_justify="left")
+        table.add_column(f"held-out {report.by}")
         table.add_column("traces", justify="right")
         for m in report.methods:
             table.add_column(m.removeprefix("baseline:"), justify="right")

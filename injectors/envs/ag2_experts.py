@@ -167,6 +167,7 @@ class Ag2Policy:
 class Ag2Experts(FrameworkEnvironment):
     name = "ag2_experts"
     framework: ClassVar[str | None] = FRAMEWORK
+    requires: ClassVar[tuple[str, ...]] = ("autogen",)
     modality = "text"
     topology = "multi"
     agents = [AgentInfo(name=n, role="tool executor" if n == "executor" else "expert", description=d)

@@ -143,6 +143,14 @@ class Environment:
     not_applicable: ClassVar[dict[str, str]] = {}
     # The agent framework the team runs on (None: the team is written against `Runtime` directly).
     framework: ClassVar[str | None] = None
+    # The Python modules the framework needs (its optional extra); `missing()` says which are not installed.
+    requires: ClassVar[tuple[str, ...]] = ()
+
+    def missing(self) -> list[str]:
+        """The modules of `requires` that cannot be imported here (the optional extra is not installed)."""
+        import importlib.util
+
+        return [m for m in self.requires if importlib.util.find_spec(m) is None]
 
     # -- to implement -------------------------------------------------------
     def tasks(self, seed: int, n: int) -> list[Task]:

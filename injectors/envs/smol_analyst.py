@@ -139,6 +139,7 @@ class SmolPolicy:
 class SmolAnalyst(FrameworkEnvironment):
     name = "smol_analyst"
     framework: ClassVar[str | None] = "smolagents"
+    requires: ClassVar[tuple[str, ...]] = ("smolagents",)
     modality = "text"
     topology = "multi"
     agents = [AgentInfo(name="analyst", role="manager", description="A CodeAgent that delegates look-ups and computes the answer."),

@@ -117,6 +117,19 @@ def test_unknown_environment_is_an_error(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
+def test_a_framework_environment_without_its_extra_is_a_clear_error(tmp_path, monkeypatch):
+    from faultlens.injectors import envs as registry
+    from faultlens.middleware.errors import ConfigError
+
+    framework_envs = [n for n in registry.names(include_frameworks=True) if n not in registry.names()]
+    assert framework_envs, "the framework environments are built by default"
+    env = registry.get(framework_envs[0])
+    monkeypatch.setattr(type(env), "requires", ("faultlens_no_such_framework",))
+    with pytest.raises(ConfigError, match=rf"{framework_envs[0]} needs faultlens_no_such_framework.*faultlens\[frameworks\]"):
+        build_bundled(tmp_path)
+    assert not any(tmp_path.iterdir())
+
+
 def test_gzip_members_hold_one_trace_per_line(built):
     out, _ = built
     with gzip.open(out / "test.jsonl.gz", "rt", encoding="utf-8") as fh:

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from faultlens.attributors.learned import LearnedAttributor, load
 from faultlens.benchmark import train as train_module
-from faultlens.benchmark.train import (TestTraceError, assert_no_test_traces, leave_one_environment_out, loeo_average, loeo_tables,
+from faultlens.benchmark.train import (TestTraceError, assert_no_test_traces, leave_one_out, loeo_average, loeo_tables,
                              train_learned)
 from faultlens.middleware.jsonl import write_jsonl
 from tests.attributors.test_learned import ENVS, injected_traces, split_by_task
@@ -97,10 +97,10 @@ def test_faultlens_train_command(train_file: Path, tmp_path: Path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_leave_one_environment_out(tmp_path: Path):
+def test_leave_one_out(tmp_path: Path):
     """Train on one half of the tasks' traces of the other environments, score the held-out environment's other half."""
     train, held = split_by_task(injected_traces())
-    report = leave_one_environment_out(train, held, seed=0, data_dir=tmp_path / "no-bundle", in_distribution=True)
+    report = leave_one_out(train, held, seed=0, data_dir=tmp_path / "no-bundle", in_distribution=True)
     assert report.environments == sorted(ENVS)
     assert report.methods[:2] == ["learned", "heuristic"]
     assert {"baseline:first-step", "baseline:last-step", "baseline:majority-agent"} <= set(report.methods)
@@ -133,9 +133,34 @@ def test_leave_one_environment_out(tmp_path: Path):
     assert "research_team" in printed and "95% CI" in printed and "in-distribution" in printed and "paired 95% CI" in printed
 
 
+@pytest.mark.slow
+def test_leave_one_framework_out(tmp_path: Path):
+    """Grouped by `source.framework`: each fold holds out every trace of one framework, whatever its environment."""
+    from faultlens.middleware.errors import UnknownName
+
+    def relabel(traces):
+        # Two frameworks: the first environment's traces say "fw-a", the others "fw-b".
+        return [t.model_copy(update={"source": t.source.model_copy(update={"framework": "fw-a" if t.source.benchmark == ENVS[0] else "fw-b"})})
+                for t in traces]
+
+    train, held = split_by_task(injected_traces())
+    train, held = relabel(train), relabel(held)
+    report = leave_one_out(train, held, seed=0, data_dir=tmp_path / "no-bundle", by="framework")
+    assert report.environments == ["fw-a", "fw-b"] and report.by == "framework"
+    assert report.hits["fw-a"]["learned"]["step"].size == sum(1 for t in held if t.source.benchmark == ENVS[0])
+    assert report.hits["fw-b"]["learned"]["step"].size == sum(1 for t in held if t.source.benchmark != ENVS[0])
+    assert report.summary()["held_out"] == "framework"
+    text = Console(width=200, record=True)
+    for table in loeo_tables(report):
+        text.print(table)
+    assert "leave-one-framework-out" in text.export_text()
+    with pytest.raises(UnknownName, match="grouping"):
+        leave_one_out(train, held, data_dir=tmp_path / "no-bundle", by="colour")
+
+
 def test_loeo_refuses_test_traces_in_training(fake_bundle: Path):
     with pytest.raises(TestTraceError):
-        leave_one_environment_out(list(injected_traces()), data_dir=fake_bundle)
+        leave_one_out(list(injected_traces()), data_dir=fake_bundle)
 
 
 @pytest.mark.slow
