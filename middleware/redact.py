@@ -71,16 +71,13 @@ _ASSIGNMENT = re.compile(
 # Every pattern needs one of these to match (a keyword, a URL, or a run of ten
 # characters of the alphabets keys are written in); most strings of a trace
 # (agent names, kinds, short messages) have none and skip the full scan.
-_LONG_RUN = re.compile(r"[A-Za-z0-9_+/=.-]{10}")
-# Substrings of every keyword above (each of detect-secrets' words holds key, pass, pwd, secret or contrase).
-_CANDIDATE_WORDS = ("key", "pass", "pwd", "secret", "contrase", "token", "auth", "bearer", "basic", "private", "://")
+# Substrings of every keyword above (each of detect-secrets' words holds key, pass, pwd, secret or contrase),
+# in one regex with the run of key characters: one scan per string.
+_CANDIDATE = re.compile(r"[A-Za-z0-9_+/=.-]{10}|key|pass|pwd|secret|contrase|token|auth|bearer|basic|private|://", re.I)
 
 
 def _candidate(text: str) -> bool:
-    if _LONG_RUN.search(text):
-        return True
-    low = text.lower()
-    return any(word in low for word in _CANDIDATE_WORDS)
+    return _CANDIDATE.search(text) is not None
 
 
 _EXTRA: list[_Pattern] = [
@@ -295,7 +292,9 @@ def _redact_dict(value: dict[Any, Any]) -> dict[Any, Any]:
             out[k] = v if isinstance(v, _PLAIN) else redact(v)
             continue
         safe_key, secret_key, special = _KEY_INFO.get(k) or _key_info(k)
-        if secret_key and v is not None and v != "" and not isinstance(v, (dict, list)):
+        if v is None:
+            out[safe_key] = v
+        elif secret_key and v != "" and not isinstance(v, (dict, list)):
             out[k] = REDACTED
         elif isinstance(v, str) and not special:
             out[safe_key] = _redact_short(v) if len(v) <= 512 else _redact(v)
