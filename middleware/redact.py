@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import re._parser as regex_parser  # the stdlib's own regex parser (public as sre_parse before 3.11)
 from functools import lru_cache
 from collections.abc import Iterator
 from typing import Any
@@ -70,16 +71,21 @@ _ASSIGNMENT = re.compile(
 # Every pattern needs one of these to match (a keyword, a URL, or a run of ten
 # characters of the alphabets keys are written in); most strings of a trace
 # (agent names, kinds, short messages) have none and skip the full scan.
-_LONG_RUN = re.compile(r"[A-Za-z0-9_+/=.-]{10}")
-# Substrings of every keyword above (each of detect-secrets' words holds key, pass, pwd, secret or contrase).
-_CANDIDATE_WORDS = ("key", "pass", "pwd", "secret", "contrase", "token", "auth", "bearer", "basic", "private", "://")
+# A run of ten characters of the alphabets keys are written in ([A-Za-z0-9_+/=.-]{10}), found by
+# mapping every byte to "a" (in the alphabet) or " " and looking for ten "a"s: a regex tries
+# each position in turn and costs several times as much on a paragraph of prose.
+_KEY_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+/=.-")
+_RUN_TABLE = bytes(0x61 if byte in _KEY_BYTES else 0x20 for byte in range(256))
+_RUN = b"a" * 10
+# Substrings of every keyword above (each of detect-secrets' words holds key, pass, pwd, secret or contrase),
+# matched on the lower-cased text.
+_CANDIDATE_WORDS = re.compile(r"key|pass|pwd|secret|contrase|token|auth|bearer|basic|private|://")
 
 
 def _candidate(text: str) -> bool:
-    if _LONG_RUN.search(text):
+    if _RUN in text.encode("utf-8", "surrogatepass").translate(_RUN_TABLE):
         return True
-    low = text.lower()
-    return any(word in low for word in _CANDIDATE_WORDS)
+    return _CANDIDATE_WORDS.search(text.lower()) is not None
 
 
 _EXTRA: list[_Pattern] = [
@@ -105,9 +111,87 @@ _EXTRA: list[_Pattern] = [
 ]
 _PATTERNS: list[_Pattern] = _detect_secrets_patterns() + _EXTRA
 
+# Span and trace ids (16 and 32 lowercase hex digits) are the one kind of
+# string that is new on every span, so the short-string cache never helps and
+# every id used to go through all the patterns. Which patterns could match
+# inside a string of lowercase hex digits at all is decided once, from each
+# pattern's parsed form (`_can_match_within`); for such strings only those run.
+# And no pattern runs on a string shorter than its shortest possible match.
+_HEX = frozenset("0123456789abcdef")
+_HEX_TEXT = re.compile(r"[0-9a-f]+")
+
+
+def _char_within(code: int, flags: int, alphabet: frozenset[str]) -> bool:
+    char = chr(code)
+    if flags & re.I:
+        return char.lower() in alphabet or char.upper() in alphabet
+    return char in alphabet
+
+
+def _class_within(items: list[Any], flags: int, alphabet: frozenset[str]) -> bool:
+    """Whether a character class `[...]` can match some character of `alphabet` (True when unsure)."""
+    negated = any(op is regex_parser.NEGATE for op, _ in items)
+    for char in alphabet:
+        hit = False
+        for op, arg in items:
+            if op is regex_parser.LITERAL:
+                hit = _char_within(arg, flags, frozenset(char))
+            elif op is regex_parser.RANGE:
+                hit = any(arg[0] <= ord(c) <= arg[1] for c in ({char, char.lower(), char.upper()} if flags & re.I else {char}))
+            elif op is regex_parser.CATEGORY:
+                if arg is regex_parser.CATEGORY_DIGIT:
+                    hit = char.isdigit()
+                elif arg is regex_parser.CATEGORY_WORD:
+                    hit = True
+                else:
+                    return True  # a negated or whitespace category: not worth deciding
+            if hit:
+                break
+        if hit != negated:
+            return True
+    return False
+
+
+def _can_match_within(items: Any, flags: int, alphabet: frozenset[str]) -> bool:
+    """False only if every match of this parsed pattern must hold a character outside `alphabet`.
+
+    Conservative: look-arounds, anchors and anything not listed count as
+    "could match", so a pattern is only ever skipped for a string it cannot match.
+    """
+    for op, arg in items:
+        if op is regex_parser.LITERAL:
+            if not _char_within(arg, flags, alphabet):
+                return False
+        elif op is regex_parser.IN:
+            if not _class_within(arg, flags, alphabet):
+                return False
+        elif op in (regex_parser.MAX_REPEAT, regex_parser.MIN_REPEAT, regex_parser.POSSESSIVE_REPEAT):
+            low, _, sub = arg
+            if low >= 1 and not _can_match_within(sub, flags, alphabet):
+                return False
+        elif op is regex_parser.SUBPATTERN:
+            if not _can_match_within(arg[-1], flags | (arg[1] or 0), alphabet):
+                return False
+        elif op is regex_parser.BRANCH:
+            if not any(_can_match_within(branch, flags, alphabet) for branch in arg[1]):
+                return False
+    return True
+
+
+def _shortest_match(pattern: re.Pattern[str]) -> int:
+    return int(regex_parser.parse(pattern.pattern, pattern.flags).getwidth()[0])
+
+
+# (pattern, groups, shortest match), in `_PATTERNS` order.
+_SIZED = [(pattern, groups, _shortest_match(pattern)) for pattern, groups in _PATTERNS]
+_HEX_SIZED = [entry for entry in _SIZED if _can_match_within(regex_parser.parse(entry[0].pattern, entry[0].flags), entry[0].flags, _HEX)]
+
 
 def _secret_spans(text: str) -> Iterator[tuple[int, int]]:
-    for pattern, groups in _PATTERNS:
+    size = len(text)
+    for pattern, groups, shortest in _HEX_SIZED if _HEX_TEXT.fullmatch(text) else _SIZED:
+        if shortest > size:
+            continue
         for match in pattern.finditer(text):
             if not groups:
                 yield match.span()
@@ -145,6 +229,7 @@ def _redact_short(text: str) -> str:
 def clear_cache() -> None:
     """Forget cached short strings (for measurements that must start cold)."""
     _redact_short.cache_clear()
+    _KEY_INFO.clear()
 
 
 def _redact(text: str) -> str:
@@ -178,6 +263,23 @@ def is_secret_key(key: str) -> bool:
 _BASE64_BLOB = re.compile(r"(?:[A-Za-z0-9+/]{4}){16,}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
 
 
+# Values with nothing to redact, returned as they are without a call.
+_PLAIN = (int, float, bool, type(None))
+# key -> (the key redacted, whether it names a secret, whether its value is an id or media data).
+# Keys are field and argument names, repeated in every step: looked up once each.
+_KEY_INFO: dict[str, tuple[str, bool, bool]] = {}
+_KEY_INFO_MAX = 65536
+
+
+def _key_info(key: str) -> tuple[str, bool, bool]:
+    info = _KEY_INFO.get(key)
+    if info is None:
+        info = (redact_text(key), is_secret_key(key), key in ID_KEYS or key == "data")
+        if len(_KEY_INFO) < _KEY_INFO_MAX:
+            _KEY_INFO[key] = info
+    return info
+
+
 def redact(value: Any, key: str | None = None) -> Any:
     """Return a copy of a JSON-like value with secrets replaced (identifiers hashed, see `redact_id`)."""
     if isinstance(value, str):
@@ -185,13 +287,27 @@ def redact(value: Any, key: str | None = None) -> Any:
             return value
         return redact_id(value) if key in ID_KEYS else redact_text(value)
     if isinstance(value, dict):
-        out = {}
-        for k, v in value.items():
-            if isinstance(k, str) and is_secret_key(k) and v not in (None, "") and not isinstance(v, (dict, list)):
-                out[k] = REDACTED
-            else:
-                out[redact_text(k) if isinstance(k, str) else k] = redact(v, k if isinstance(k, str) else None)
-        return out
+        return _redact_dict(value)
     if isinstance(value, list):
-        return [redact(v, key) for v in value]
+        return [v if isinstance(v, _PLAIN) else redact(v, key) for v in value]
     return value
+
+
+def _redact_dict(value: dict[Any, Any]) -> dict[Any, Any]:
+    out = {}
+    for k, v in value.items():
+        if not isinstance(k, str):
+            out[k] = v if isinstance(v, _PLAIN) else redact(v)
+            continue
+        safe_key, secret_key, special = _KEY_INFO.get(k) or _key_info(k)
+        if v is None:
+            out[safe_key] = v
+        elif secret_key and v != "" and not isinstance(v, (dict, list)):
+            out[k] = REDACTED
+        elif isinstance(v, str) and not special:
+            out[safe_key] = _redact_short(v) if len(v) <= 512 else _redact(v)
+        elif isinstance(v, _PLAIN):
+            out[safe_key] = v
+        else:
+            out[safe_key] = redact(v, k)
+    return out

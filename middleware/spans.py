@@ -263,8 +263,11 @@ def _openllmetry_messages(attrs: Mapping[str, Any], prefix: str) -> list[dict[st
 _FLATTENED_MESSAGE_PREFIXES = ("llm.input_messages.", "llm.output_messages.", "gen_ai.prompt.", "gen_ai.completion.")
 
 
-def messages_of(record: SpanRecord, direction: str) -> list[Any] | None:
-    """The span's input or output messages, or None if it records none."""
+def messages_of(record: SpanRecord, direction: str, *, flattened: bool | None = None) -> list[Any] | None:
+    """The span's input or output messages, or None if it records none.
+
+    flattened: whether the span has flattened message keys (`has_flattened_messages`), if the caller knows.
+    """
     attrs = record.attributes
     name = INPUT_MESSAGES if direction == "input" else OUTPUT_MESSAGES
     if name in attrs:
@@ -272,15 +275,18 @@ def messages_of(record: SpanRecord, direction: str) -> list[Any] | None:
         messages = value if isinstance(value, list) else [value]
         _check_messages(messages, name)
         return messages
-    # One pass to see whether any flattened message keys exist (most GenAI spans have none)
-    # before the per-prefix scans below.
-    if not any(k.startswith(_FLATTENED_MESSAGE_PREFIXES) for k in attrs):
+    if not (has_flattened_messages(attrs) if flattened is None else flattened):
         return None
     oi = _openinference_messages(attrs, "llm.input_messages" if direction == "input" else "llm.output_messages")
     if oi:
         return oi
     legacy = _openllmetry_messages(attrs, "gen_ai.prompt" if direction == "input" else "gen_ai.completion")
     return legacy or None
+
+
+def has_flattened_messages(attrs: Mapping[str, Any]) -> bool:
+    """Whether any OpenInference/OpenLLMetry flattened message keys exist: one pass (most GenAI spans have none)."""
+    return any(k.startswith(_FLATTENED_MESSAGE_PREFIXES) for k in attrs)
 
 
 def _check_messages(messages: list[Any], name: str) -> None:
@@ -457,8 +463,24 @@ def span_to_step(record: SpanRecord, *, source: str = "spans", label: str | int 
     span names none itself. Bad attribute values raise InputError naming
     `source`, `label` (default: the span id) and the attribute.
     """
-    with _reading(source, label if label is not None else f"span {record.span_id}", "a step"):
+    # try/except rather than `with _reading(...)`: this runs for every span, and a generator-based
+    # context manager costs more than the rest of the call's overhead together.
+    try:
         return _span_to_step(record, agent)
+    except InputError:
+        raise
+    except (FieldError, ValidationError, TypeError, AttributeError, KeyError, ValueError) as exc:
+        raise _read_error(exc, source, label if label is not None else f"span {record.span_id}", "a step") from None
+
+
+def _read_error(exc: Exception, source: str, where: str | int, what: str) -> InputError:
+    if isinstance(exc, FieldError):
+        return InputError(source, where, exc.field, str(exc))
+    if isinstance(exc, ValidationError):
+        return from_validation_error(source, where, exc)
+    # Attribute values of a shape no reader expects (e.g. OpenInference
+    # keys that clash): still the client's span, so still a named input error.
+    return InputError(source, where, "attributes", f"cannot be read as {what} ({type(exc).__name__}: {exc})")
 
 
 @contextmanager
@@ -468,14 +490,8 @@ def _reading(source: str, where: str | int, what: str) -> Iterator[None]:
         yield
     except InputError:
         raise
-    except FieldError as exc:
-        raise InputError(source, where, exc.field, str(exc)) from None
-    except ValidationError as exc:
-        raise from_validation_error(source, where, exc) from None
-    except (TypeError, AttributeError, KeyError, ValueError) as exc:
-        # Attribute values of a shape no reader expects (e.g. OpenInference
-        # keys that clash): still the client's span, so still a named input error.
-        raise InputError(source, where, "attributes", f"cannot be read as {what} ({type(exc).__name__}: {exc})") from None
+    except (FieldError, ValidationError, TypeError, AttributeError, KeyError, ValueError) as exc:
+        raise _read_error(exc, source, where, what) from None
 
 
 def _step_content(attrs: Mapping[str, Any], outputs: list[dict[str, Any]] | None, observation: str | None) -> str:
@@ -537,8 +553,9 @@ def _span_to_step(record: SpanRecord, fallback_agent: str | None) -> Step | None
     if kind is None:
         return None
 
-    inputs = messages_of(record, "input")
-    outputs = messages_of(record, "output")
+    flattened = has_flattened_messages(attrs)
+    inputs = messages_of(record, "input", flattened=flattened)
+    outputs = messages_of(record, "output", flattened=flattened)
     metadata = _json_attr(attrs, STEP_METADATA) or {}
     if not isinstance(metadata, dict):
         raise FieldError(STEP_METADATA, "must be a JSON object")

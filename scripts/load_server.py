@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -44,6 +43,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -82,8 +82,14 @@ def _encoded_runs(count: int, spans: int) -> list[bytes]:
 
 
 def client(urls: list[str], requests: int, spans: int, clients: int, seconds: float) -> dict:
-    """The sending side (runs in the second process). Returns latencies and counts."""
-    import httpx
+    """The sending side (runs in the second process). Returns latencies, counts and this process's CPU while sending.
+
+    Bodies are encoded before the clock starts; each thread keeps one
+    keep-alive connection (`http.client`: httpx cost this process about
+    three times the CPU per request, enough to make the client a bottleneck).
+    """
+    import http.client
+    from urllib.parse import urlsplit
 
     bodies = _encoded_runs(requests, spans)
     latencies: list[float] = []
@@ -91,31 +97,54 @@ def client(urls: list[str], requests: int, spans: int, clients: int, seconds: fl
     lock = threading.Lock()
     next_body = iter(range(len(bodies)))
     deadline = time.monotonic() + seconds
+    targets = [urlsplit(url) for url in urls]
+
+    def connect(index: int) -> http.client.HTTPConnection:
+        target = targets[index % len(targets)]
+        return http.client.HTTPConnection(target.hostname, target.port or 80, timeout=60)
 
     def worker() -> None:
-        with httpx.Client(timeout=60, headers={"Content-Type": "application/x-protobuf"}) as http:
+        connections: dict[int, http.client.HTTPConnection] = {}
+        headers = {"Content-Type": "application/x-protobuf"}
+        try:
             while time.monotonic() < deadline:
                 with lock:
                     index = next(next_body, None)
                 if index is None:
                     return
+                slot = index % len(targets)
                 started = time.perf_counter()
-                response = http.post(urls[index % len(urls)], content=bodies[index])
+                for attempt in (0, 1):
+                    conn = connections.get(slot) or connections.setdefault(slot, connect(slot))
+                    try:
+                        conn.request("POST", targets[slot].path, body=bodies[index], headers=headers)
+                        response = conn.getresponse()
+                        response.read()
+                        break
+                    except (http.client.HTTPException, ConnectionError):
+                        # The server closed a kept-alive connection: open a new one and send once more.
+                        conn.close()
+                        connections.pop(slot, None)
+                        if attempt:
+                            raise
                 elapsed = time.perf_counter() - started
                 with lock:
                     latencies.append(elapsed)
-                    statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+                    statuses[response.status] = statuses.get(response.status, 0) + 1
+        finally:
+            for conn in connections.values():
+                conn.close()
 
     threads = [threading.Thread(target=worker) for _ in range(clients)]
+    cpu = time.process_time()
     started = time.perf_counter()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     wall = time.perf_counter() - started
-    usage = resource.getrusage(resource.RUSAGE_SELF)
     return {"latencies": latencies, "statuses": statuses, "wall_seconds": wall, "spans_per_request": spans + 1,
-            "client_cpu_seconds": usage.ru_utime + usage.ru_stime}
+            "client_cpu_seconds": time.process_time() - cpu}
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -220,6 +249,35 @@ def measure(args: argparse.Namespace, backend: str | None, servers: int) -> dict
     return _report(args, result, backend or "sqlite (in-process server)", servers)
 
 
+async def _bare_asgi(scope: dict, receive: Any, send: Any) -> None:
+    """An ASGI app that reads each request's body and answers 200 with nothing done: the ceiling of this HTTP stack."""
+    if scope["type"] == "lifespan":
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+    more = True
+    while more:
+        message = await receive()
+        more = message.get("more_body", False)
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/x-protobuf")]})
+    await send({"type": "http.response.body", "body": b""})
+
+
+def measure_bare(args: argparse.Namespace) -> dict:
+    """The same load against `_bare_asgi` under the same uvicorn set-up as the in-process server: the ceiling."""
+    from faultlens.server import ServerThread
+
+    with ServerThread(_bare_asgi, log_level="error") as server:  # type: ignore[arg-type]
+        cpu = time.process_time()
+        result = _send([server.url + "/v1/traces"], args)
+        result["server_cpu_seconds"] = time.process_time() - cpu
+    return _report(args, {**result, "stored_runs": None, "stored_steps": None}, "bare ASGI app (no work)", 1)
+
+
 def measure_target(args: argparse.Namespace) -> dict:
     """Only send, to a receiver started by hand (its store cannot be read back)."""
     return _report(args, {**_send([args.target], args), "stored_runs": None, "stored_steps": None}, f"--target {args.target}", 1)
@@ -247,6 +305,8 @@ def _report(args: argparse.Namespace, result: dict, backend: str, servers: int) 
         "latency_ms_max": round(1000 * max(latencies), 2),
         "latency_ms_mean": round(1000 * statistics.fmean(latencies), 2),
         "server_cpu_ms_per_request": round(1000 * result["server_cpu_seconds"] / max(ok, 1), 2) if "server_cpu_seconds" in result else None,
+        # The sending process's CPU while it sent (bodies were encoded before): the load generator's own cost.
+        "client_cpu_ms_per_request": round(1000 * result["client_cpu_seconds"] / max(len(latencies), 1), 2),
         "stored_runs": result["stored_runs"],
         "stored_steps": result["stored_steps"],
         "expected_steps": ok * args.spans,
@@ -269,6 +329,7 @@ def main() -> None:
     parser.add_argument("--pg-url", default=None, help="use this PostgreSQL database instead of a throwaway server (its tables must be empty)")
     parser.add_argument("--compare", action="store_true", help="SQLite x1, PostgreSQL x1 and PostgreSQL x2 servers, one after another")
     parser.add_argument("--target", metavar="URL", help="send to this OTLP/HTTP /v1/traces endpoint instead of a faultlens server started here")
+    parser.add_argument("--bare", action="store_true", help="send to an ASGI app that does no work (the HTTP stack's ceiling on this machine)")
     parser.add_argument("--client", metavar="URL", help=argparse.SUPPRESS)  # internal: run as the sending process
     args = parser.parse_args()
 
@@ -278,6 +339,8 @@ def main() -> None:
 
     if args.target:
         reports = [measure_target(args)]
+    elif args.bare:
+        reports = [measure_bare(args)]
     elif args.compare:
         reports = [measure(args, "sqlite", 1), measure(args, "postgres", 1), measure(args, "postgres", 2)]
     else:

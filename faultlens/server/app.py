@@ -110,6 +110,8 @@ def create_app(
     )
     app.state.services = services
     app.state.failed_logins = security.FailedLogins(failed_login_limit, failed_login_window)
+    # Added first, so it runs inside the gatekeeping added next.
+    app.add_middleware(routes_otlp.OtlpFastPath, services=services)
     security.install(app, token, app.state.failed_logins)
     app.include_router(routes_otlp.router)
     app.include_router(routes_runs.router)

@@ -17,7 +17,9 @@ from collections import deque
 from urllib.parse import urlsplit
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, RedirectResponse
+from fastapi.responses import JSONResponse, RedirectResponse, Response
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .auth import TOKEN_COOKIE, host_name, is_loopback, token_matches
 
@@ -104,64 +106,82 @@ def cross_origin(request: Request) -> bool:
     return urlsplit(origin).netloc.lower() != (request.headers.get("host") or "").lower()
 
 
-def install(app: FastAPI, token: str | None, logins: FailedLogins) -> None:
-    """Add the gatekeeping middleware to `app` (the last added runs first)."""
-
+def refusal(request: Request, token: str | None, logins: FailedLogins) -> Response | None:
+    """The answer that refuses `request`, or None if it may go on to the app."""
     if not token:
-
-        @app.middleware("http")
-        async def same_origin_writes_only(request: Request, call_next):
-            # Without a token nothing proves the caller is the user; a browser's
-            # Origin header at least proves a cross-site page is not.
-            if request.method not in _SAFE_METHODS and cross_origin(request):
-                return JSONResponse(
-                    {"detail": "cross-origin request refused: this server has no token, so it only accepts changes from its own pages and from non-browser clients"},
-                    status_code=403,
-                )
-            return await call_next(request)
-
-        @app.middleware("http")
-        async def loopback_names_only(request: Request, call_next):
-            # Without a token the server trusts whoever can reach it, i.e. this
-            # machine. A web page that rebinds its own DNS name to 127.0.0.1
-            # could reach it too; its requests carry that name as Host.
-            if is_loopback(host_name(request.headers.get("host"))):
-                return await call_next(request)
+        # Without a token the server trusts whoever can reach it, i.e. this
+        # machine. A web page that rebinds its own DNS name to 127.0.0.1
+        # could reach it too; its requests carry that name as Host.
+        if not is_loopback(host_name(request.headers.get("host"))):
             return JSONResponse(
                 {"detail": "this server has no token, so it only answers requests addressed to 127.0.0.1, ::1 or localhost"},
                 status_code=403,
             )
-
-    else:
-
-        @app.middleware("http")
-        async def require_token(request: Request, call_next):
-            if request.url.path in OPEN_PATHS or request.url.path.startswith("/static/"):
-                return await call_next(request)
-            authorization = request.headers.get("authorization")
-            cookie = request.cookies.get(TOKEN_COOKIE)
-            client = client_of(request)
-            wait = logins.retry_after(client)
-            if wait:
-                return too_many(wait)
-            if token_matches(token, authorization, cookie):
-                return await call_next(request)
-            if authorization or cookie:
-                logins.failed(client)  # a wrong token is a guess; a missing one is not
-            wants_html = "text/html" in request.headers.get("accept", "") and request.method == "GET"
-            if wants_html and not request.url.path.startswith(("/api/", "/v1/")):
-                return RedirectResponse(f"/login?next={request.url.path}", status_code=303)
+        # Without a token nothing proves the caller is the user; a browser's
+        # Origin header at least proves a cross-site page is not.
+        if request.method not in _SAFE_METHODS and cross_origin(request):
             return JSONResponse(
-                {"detail": "missing or wrong token: send 'Authorization: Bearer <FAULTLENS_TOKEN>'"},
-                status_code=401,
-                headers={"WWW-Authenticate": "Bearer"},
+                {"detail": "cross-origin request refused: this server has no token, so it only accepts changes from its own pages and from non-browser clients"},
+                status_code=403,
             )
+        return None
+    path = request.url.path
+    if path in OPEN_PATHS or path.startswith("/static/"):
+        return None
+    authorization = request.headers.get("authorization")
+    cookie = request.cookies.get(TOKEN_COOKIE)
+    client = client_of(request)
+    wait = logins.retry_after(client)
+    if wait:
+        return too_many(wait)
+    if token_matches(token, authorization, cookie):
+        return None
+    if authorization or cookie:
+        logins.failed(client)  # a wrong token is a guess; a missing one is not
+    wants_html = "text/html" in request.headers.get("accept", "") and request.method == "GET"
+    if wants_html and not path.startswith(("/api/", "/v1/")):
+        return RedirectResponse(f"/login?next={path}", status_code=303)
+    return JSONResponse(
+        {"detail": "missing or wrong token: send 'Authorization: Bearer <FAULTLENS_TOKEN>'"},
+        status_code=401,
+        headers={"WWW-Authenticate": "Bearer"},
+    )
 
-    @app.middleware("http")
-    async def security_headers(request: Request, call_next):
-        response = await call_next(request)
-        for name, value in SECURITY_HEADERS.items():
-            response.headers.setdefault(name, value)
-        docs = request.url.path.startswith(DOCS_PATHS)
-        response.headers.setdefault("Content-Security-Policy", DOCS_CSP if docs else PAGE_CSP)
-        return response
+
+class Gatekeeper:
+    """Pure ASGI middleware: refuses what `refusal` refuses, and adds the security headers to every answer.
+
+    Plain ASGI rather than `@app.middleware("http")`: each of those wraps the
+    request and response in streams and a task group, which cost the OTLP
+    ingest path more CPU per request than the HTTP server itself.
+    """
+
+    def __init__(self, app: ASGIApp, token: str | None, logins: FailedLogins):
+        self.app = app
+        self.token = token
+        self.logins = logins
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        csp = DOCS_CSP if scope["path"].startswith(DOCS_PATHS) else PAGE_CSP
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                for name, value in SECURITY_HEADERS.items():
+                    headers.setdefault(name, value)
+                headers.setdefault("Content-Security-Policy", csp)
+            await send(message)
+
+        refused = refusal(Request(scope), self.token, self.logins)
+        if refused is not None:
+            await refused(scope, receive, send_with_headers)
+            return
+        await self.app(scope, receive, send_with_headers)
+
+
+def install(app: FastAPI, token: str | None, logins: FailedLogins) -> None:
+    """Add the gatekeeping middleware to `app` (outside every middleware added before it)."""
+    app.add_middleware(Gatekeeper, token=token, logins=logins)

@@ -104,3 +104,70 @@ def test_inline_media_bytes_are_left_intact_but_text_under_data_is_not():
     assert R.redact_text(blob) != blob
     assert R.redact({"media": [{"mime_type": "image/png", "data": blob}]})["media"][0]["data"] == blob
     assert R.redact({"data": "password=hunter22"}) == {"data": "password=[REDACTED]"}
+
+
+# -- the cheap paths must not change what is found (issue #17) -----------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+def _every_pattern(text: str) -> list[tuple[int, int]]:
+    """What `find_secrets` finds when every pattern runs on every string (no hex shortcut, no length skip)."""
+    spans = []
+    for pattern, groups in R._PATTERNS:
+        for match in pattern.finditer(text):
+            spans += [match.span()] if not groups else [match.span(g) for g in groups if match.group(g)]
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(s for s in spans if s[0] != s[1]):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def test_the_hex_shortcut_skips_only_patterns_that_need_a_character_outside_lowercase_hex():
+    import re
+
+    hex_only = R._HEX
+    parse = R.regex_parser.parse
+    assert not R._can_match_within(parse(r"AKIA[0-9A-Z]{16}"), 0, hex_only)
+    assert not R._can_match_within(parse(r"sk-[a-z0-9]{8}"), 0, hex_only)
+    assert not R._can_match_within(parse(r"(?:foo|bar)[0-9a-f]{4}"), 0, hex_only)
+    # Could match inside hex: kept.
+    assert R._can_match_within(parse(r"[0-9a-f]{32}"), 0, hex_only)
+    assert R._can_match_within(parse(r"(?:x|b)[0-9]+"), 0, hex_only)
+    assert R._can_match_within(parse(r"ABC"), re.I, hex_only)  # case-insensitive: abc is hex
+    assert R._can_match_within(parse(r"[^\s]{5}"), 0, hex_only)
+    # The real set keeps at most a few of its ~57 patterns for hex text.
+    assert len(R._HEX_SIZED) < len(R._SIZED) // 4
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="0123456789abcdef", max_size=80))
+def test_hex_text_finds_what_every_pattern_finds(text):
+    assert R.find_secrets(text) == _every_pattern(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(list("aAbZ09_+/=.-:@ \n\"'=kKeEyYpsStTo") + ["key", "pass", "token", "AKIA", "sk-", "://", "é", "password="]), max_size=60).map("".join))
+def test_every_string_finds_what_every_pattern_finds(text):
+    assert R.find_secrets(text) == _every_pattern(text)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(max_size=60) | st.text(alphabet="abcXYZ0129_+/=.- kKeEyY", max_size=40))
+def test_the_candidate_gate_is_the_run_or_keyword_test(text):
+    import re
+
+    run = re.search(r"[A-Za-z0-9_+/=.-]{10}", text) is not None
+    words = any(w in text.lower() for w in ("key", "pass", "pwd", "secret", "contrase", "token", "auth", "bearer", "basic", "private", "://"))
+    assert R._candidate(text) == (run or words)
+
+
+def test_secrets_in_a_long_paragraph_and_under_named_keys_are_still_redacted():
+    prose = "lorem ipsum dolor " * 40
+    assert "hunter22" not in R.redact_text(prose + " password=hunter22 " + prose)
+    assert AWS_SECRET not in R.redact_text(prose + AWS_SECRET + " " + prose)
+    value = R.redact({"api_key": 0, "nested": {"password": "x", "note": None, "n": 3}, "span_id": "0af7651916cd43dd", "items": [None, 1, "sk-abc123def"]})
+    assert value == {"api_key": R.REDACTED, "nested": {"password": R.REDACTED, "note": None, "n": 3}, "span_id": "0af7651916cd43dd", "items": [None, 1, R.REDACTED]}

@@ -359,3 +359,45 @@ def test_1_a_stored_time_no_datetime_holds_does_not_break_the_pages(client, stor
     for path in ("/", "/runs/old", "/api/runs/old"):
         assert client.get(path).status_code == 200, path
     assert "not a date" in client.get("/runs/old").text
+
+
+# -- the OTLP fast path keeps the gate and the headers (issue #17) ---------------
+def _export_body() -> bytes:
+    span = {"traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": "b7ad6b7169203331", "name": "chat",
+            "startTimeUnixNano": "1", "endTimeUnixNano": "2",
+            "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "chat"}},
+                           {"key": "gen_ai.agent.name", "value": {"stringValue": "a"}}]}
+    return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}).encode()
+
+
+def test_otlp_fast_path_answers_with_the_route_s_code_behind_the_same_gate(store, monkeypatch):
+    from faultlens.server import routes_otlp
+
+    calls = []
+    export = routes_otlp.export_traces
+
+    async def counting(services, request):
+        calls.append(request.url.path)
+        return await export(services, request)
+
+    monkeypatch.setattr(routes_otlp, "export_traces", counting)
+    headers = {"Content-Type": "application/json"}
+    app = create_app(store)
+    # The fast path runs inside the gate (user_middleware lists the outermost first).
+    assert [m.cls.__name__ for m in app.user_middleware] == ["Gatekeeper", "OtlpFastPath"]
+    open_client = TestClient(app, base_url="http://127.0.0.1")
+    ok = open_client.post("/v1/traces", content=_export_body(), headers=headers)
+    assert ok.status_code == 200 and ok.headers["x-faultlens-spans"] == "1"
+    assert ok.headers["x-frame-options"] == "DENY" and "frame-ancestors 'none'" in ok.headers["content-security-policy"]
+    assert calls == ["/v1/traces"]
+    # Refused before the body is read: another origin, another host name, a missing token.
+    assert open_client.post("/v1/traces", content=_export_body(), headers={**headers, "Origin": "https://evil.example"}).status_code == 403
+    assert TestClient(create_app(store), base_url="http://evil.example").post("/v1/traces", content=_export_body(), headers=headers).status_code == 403
+    locked = TestClient(create_app(store, token="t" * 20), base_url="http://127.0.0.1")
+    refused = locked.post("/v1/traces", content=_export_body(), headers=headers)
+    assert refused.status_code == 401 and refused.headers["x-frame-options"] == "DENY"
+    assert locked.post("/v1/traces", content=_export_body(), headers={**headers, "Authorization": "Bearer " + "t" * 20}).status_code == 200
+    assert calls == ["/v1/traces"] * 2
+    # Errors keep the route's bodies.
+    bad = open_client.post("/v1/traces", content=b"{not json", headers=headers)
+    assert bad.status_code == 400 and bad.json()["field"] == "body"
