@@ -29,6 +29,19 @@ run says which call made which step (`Runtime.step_calls`), so injection at
 step t replaces the response of that step's call, and steps with no call are
 not injection candidates.
 
+The planner takes the other experts at their word: a coder message that says
+what its code printed, without a code block, is reported as the answer, and a
+coder that hands the computation back gets the planner's own (mental, so
+approximate) value. Neither happens in a seed run; they are how this team
+carries an A.3 or C.1 mistake to the end, as a real LLM team does.
+
+The executor runs code with this interpreter isolated (`python -I -S` through
+a one-line shim in the executor's virtual-env `bin_path`): the standard library
+only, no site-packages, the same on every machine, and a fraction of the
+venv's start-up cost. The run's `RunResult.native_log` is AG2's own record of
+the chat, `GroupChatManager.messages_to_string` per message (one JSON line
+each).
+
 Recovered mistakes in seeds (rate `noise`): the coder's first version misspells
 a name and crashes, the executor shows the traceback, the coder rewrites it;
 or the speaker selector names two roles and AG2 re-asks it.
