@@ -169,30 +169,32 @@ def _c2(inp: GenInput) -> Generated | None:
     if found is None:
         return None
     spec, code = found
-    v = list(spec.values)
-    data = list(spec.data)
-    if spec.family == "mean_above":
-        above = [i for i, r in enumerate(data) if r > v[0]]
-        if not above:
-            return None
-        i = inp.rng.choice(above)
-        old = f"{data[i]:.1f}"
-        new = perturb_number(old, inp.rng)
-        data[i] = float(new)
-    else:
-        i = 1 if spec.family in ("divisible", "primes", "digits") else 0
-        old = str(v[i])
-        new = perturb_number(old, inp.rng)
-        if int(new) < 2 or (spec.family == "digits" and int(new) > 200):
-            return None
-        v[i] = int(new)
-    changed = Spec(spec.family, tuple(v), spec.variant, tuple(data))
-    if spec.family in ("divisible", "primes") and changed.values[1] <= changed.values[0]:
-        return None
-    if _value(changed) in (None, answer_of(spec)):
-        return None
-    head = inp.text[: inp.text.index("```")]
-    return Generated(f"{head}```python\n{code_for(changed)}\n```", f"writes {new} into the code where the plan says {old}")
+    for _ in range(5):  # a slip that leaves the value unchanged is no failure: another slip
+        v = list(spec.values)
+        data = list(spec.data)
+        if spec.family == "mean_above":
+            above = [i for i, r in enumerate(data) if r > v[0]]
+            if not above:
+                return None
+            i = inp.rng.choice(above)
+            old = f"{data[i]:.1f}"
+            new = perturb_number(old, inp.rng)
+            data[i] = float(new)
+        else:
+            i = 1 if spec.family in ("divisible", "primes", "digits") else 0
+            old = str(v[i])
+            new = perturb_number(old, inp.rng)
+            if int(new) < 2 or (spec.family == "digits" and int(new) > 200):
+                continue
+            v[i] = int(new)
+        changed = Spec(spec.family, tuple(v), spec.variant, tuple(data))
+        if spec.family in ("divisible", "primes") and changed.values[1] <= changed.values[0]:
+            continue
+        if _value(changed) in (None, answer_of(spec)):
+            continue
+        head = inp.text[: inp.text.index("```")]
+        return Generated(f"{head}```python\n{code_for(changed)}\n```", f"writes {new} into the code where the plan says {old}")
+    return None
 
 
 def _v1(inp: GenInput) -> Generated | None:

@@ -297,9 +297,11 @@ class Ag2Experts(FrameworkEnvironment):
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
         python = types.SimpleNamespace(bin_path=str(_interpreter_dir()))  # the `python` the executor finds first
+        # Every expert's code ends in milliseconds; code changed by a generic error rule may loop, and then the
+        # timeout is what it costs (AG2 reports it as exit code 124, and the coder rewrites the code).
         executor = UserProxyAgent("executor", human_input_mode="NEVER", llm_config=False, description=DESCRIPTIONS["executor"],
                                   code_execution_config={"executor": LocalCommandLineCodeExecutor(
-                                      timeout=10, work_dir=work, virtual_env_context=python)})
+                                      timeout=2, work_dir=work, virtual_env_context=python)})
         experts = [AssistantAgent(n, system_message=rt.system(n), llm_config=llm(n), description=DESCRIPTIONS[n])
                    for n in ("planner", "coder")]
         chat = GroupChat([executor, *experts], messages=[], max_round=MAX_ROUND, speaker_selection_method="auto")
