@@ -37,8 +37,8 @@ carries an A.3 or C.1 mistake to the end, as a real LLM team does.
 
 The executor runs code with this interpreter isolated (`python -I -S` through
 a one-line shim in the executor's virtual-env `bin_path`): the standard library
-only, no site-packages, the same on every machine, and a fraction of the
-venv's start-up cost. The run's `RunResult.native_log` is AG2's own record of
+only, no site-packages, the same on every machine, and cheaper to start than
+the venv's interpreter. The run's `RunResult.native_log` is AG2's own record of
 the chat, `GroupChatManager.messages_to_string` per message (one JSON line
 each).
 
@@ -203,8 +203,8 @@ class Ag2Policy:
 
 def _interpreter_dir() -> Path:
     """A folder whose `python` runs this interpreter isolated (`-I -S`): no site-packages, no user site, no PYTHON*
-    variables. The experts' code needs only the standard library, and an isolated start is several times cheaper
-    than the venv's (which reads every .pth file of site-packages) and the same on every machine."""
+    variables. The experts' code needs only the standard library; an isolated start skips reading every .pth file of
+    the venv's site-packages, and behaves the same on every machine (scripts/bench_ag2_run.py measures it)."""
     folder = Path(tempfile.gettempdir()) / "faultlens-ag2" / "bin"
     shim = folder / "python"
     text = f'#!/bin/sh\nexec "{sys.executable}" -I -S "$@"\n'
