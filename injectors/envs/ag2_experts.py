@@ -205,7 +205,8 @@ def _interpreter_dir() -> Path:
     """A folder whose `python` runs this interpreter isolated (`-I -S`): no site-packages, no user site, no PYTHON*
     variables. The experts' code needs only the standard library; an isolated start skips reading every .pth file of
     the venv's site-packages, and behaves the same on every machine (scripts/bench_ag2_run.py measures it)."""
-    folder = Path(tempfile.gettempdir()) / "faultlens-ag2" / "bin"
+    # One folder per interpreter: processes of two installs on one machine must not rewrite each other's shim.
+    folder = Path(tempfile.gettempdir()) / "faultlens-ag2" / f"bin-{hashlib.sha256(sys.executable.encode()).hexdigest()[:12]}"
     shim = folder / "python"
     text = f'#!/bin/sh\nexec "{sys.executable}" -I -S "$@"\n'
     if not shim.exists() or shim.read_text() != text:
