@@ -29,6 +29,19 @@ run says which call made which step (`Runtime.step_calls`), so injection at
 step t replaces the response of that step's call, and steps with no call are
 not injection candidates.
 
+The planner takes the other experts at their word: a coder message that says
+what its code printed, without a code block, is reported as the answer, and a
+coder that hands the computation back gets the planner's own (mental, so
+approximate) value. Neither happens in a seed run; they are how this team
+carries an A.3 or C.1 mistake to the end, as a real LLM team does.
+
+The executor runs code with this interpreter isolated (`python -I -S` through
+a one-line shim in the executor's virtual-env `bin_path`): the standard library
+only, no site-packages, the same on every machine, and cheaper to start than
+the venv's interpreter. The run's `RunResult.native_log` is AG2's own record of
+the chat, `GroupChatManager.messages_to_string` per message (one JSON line
+each).
+
 Recovered mistakes in seeds (rate `noise`): the coder's first version misspells
 a name and crashes, the executor shows the traceback, the coder rewrites it;
 or the speaker selector names two roles and AG2 re-asks it.
@@ -41,6 +54,7 @@ import hashlib
 import io
 import logging
 import os
+import random
 import re
 import shutil
 import sys
@@ -52,10 +66,11 @@ from typing import Any, ClassVar
 from faultlens.middleware.model import AgentInfo, Outcome, Step, StepKind, Task
 from faultlens.middleware.replay import canonical
 
+from ..generators import perturb_number
 from . import register
 from .ag2_errors import MUTATORS
 from .ag2_tasks import FAMILIES, Spec, answer_of, code_for, make_task, read_question, read_spec, spec_line
-from .base import Runtime, stable_seed
+from .base import Runtime, RunResult, stable_seed
 from .framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, InProcessEndpoint, message_text
 
 MANAGER = "chat_manager"
@@ -64,12 +79,24 @@ FRAMEWORK = "ag2"
 _ANSWER = re.compile(r"^ANSWER:\s*(.+?)\s*$", re.M)
 _CODE = re.compile(r"```(?:python|py)\n(.*?)```", re.S)
 _SELECT_TAIL = "Read the above conversation. Then select the next role from"
+# A coder's message that states a printed value without a code block, and one that hands the computation back.
+_CLAIM = re.compile(r"it printed (-?\d[\d,]*(?:\.\d+)?)")
+_HANDOFF = "planner: please give the value directly"
 
 DESCRIPTIONS = {
     "executor": "Runs the Python code blocks it is given and reports the exit code and output. Asks the question.",
     "planner": "Plans the work, checks the executed result and reports the final answer.",
     "coder": "Writes Python code that computes what the plan asks for and prints the result.",
 }
+
+
+def estimate(question: str) -> str | None:
+    """The planner's value worked out without code: near the true value, not it (mental arithmetic at this size)."""
+    spec = read_question(question)
+    if spec is None:
+        return None
+    true = answer_of(spec)
+    return perturb_number(true, random.Random(stable_seed("ag2-estimate", question)))
 
 
 def executor_result(content: str) -> tuple[bool, str] | None:
@@ -135,6 +162,17 @@ class Ag2Policy:
             return (f"Plan:\n1. coder: {what}; print the result.\n2. executor: run the code.\n"
                     "3. planner: check the printed value and report it as the answer.")
         last = body[-1]
+        if last.get("name") == "coder" and not _CODE.search(last["content"]):
+            # The planner takes the coder at its word (it is an expert); asked to give the value itself, it
+            # works it out in its head, which for these sizes is an estimate.
+            claimed = _CLAIM.search(last["content"])
+            if claimed:
+                value = claimed.group(1)
+                return f"The coder reports that the code printed {value}.\nANSWER: {value}\nTERMINATE"
+            if _HANDOFF in last["content"]:
+                value = estimate(question)
+                if value is not None:
+                    return f"Working it out directly, the value is about {value}.\nANSWER: {value}\nTERMINATE"
         result = executor_result(last["content"]) if last.get("name") == "executor" else None
         if result is not None and result[0] and result[1]:
             value = result[1].splitlines()[-1].strip()
@@ -163,6 +201,23 @@ class Ag2Policy:
         return f"{head}\n```python\n{code_for(spec, slip=slip)}\n```"
 
 
+def _interpreter_dir() -> Path:
+    """A folder whose `python` runs this interpreter isolated (`-I -S`): no site-packages, no user site, no PYTHON*
+    variables. The experts' code needs only the standard library; an isolated start skips reading every .pth file of
+    the venv's site-packages, and behaves the same on every machine (scripts/bench_ag2_run.py measures it)."""
+    # One folder per interpreter: processes of two installs on one machine must not rewrite each other's shim.
+    folder = Path(tempfile.gettempdir()) / "faultlens-ag2" / f"bin-{hashlib.sha256(sys.executable.encode()).hexdigest()[:12]}"
+    shim = folder / "python"
+    text = f'#!/bin/sh\nexec "{sys.executable}" -I -S "$@"\n'
+    if not shim.exists() or shim.read_text() != text:
+        folder.mkdir(parents=True, exist_ok=True)
+        part = folder / f"python.{os.getpid()}"
+        part.write_text(text)
+        part.chmod(0o755)
+        os.replace(part, shim)  # atomic: parallel workers never see half a file
+    return folder
+
+
 @register
 class Ag2Experts(FrameworkEnvironment):
     name = "ag2_experts"
@@ -174,11 +229,16 @@ class Ag2Experts(FrameworkEnvironment):
               for n, d in DESCRIPTIONS.items()]
     tools = {}
     description = "An AG2 group chat (planner, coder, code executor, auto speaker selection) answering questions that need code."
-    not_applicable = TEXT_ONLY_NOT_APPLICABLE
+    not_applicable = {
+        **TEXT_ONLY_NOT_APPLICABLE,
+        "A.1": "the experts call no tools: their code goes to the executor, whose runs are no model calls to replace",
+        "A.2": "the experts call no tools: their code goes to the executor, whose runs are no model calls to replace",
+        "V.3": "the executor's output is made by the code, not by a model call, so there is no call to replace",
+        "A.6": "a repeated message does not loop here: the speaker selection moves on and the next expert redoes the turn",
+    }
+    _native_log: str | None = None
 
     def tasks(self, seed: int, n: int) -> list[Task]:
-        import random
-
         out = []
         for i in range(n):
             rng = random.Random(stable_seed(seed, self.name, i))
@@ -238,10 +298,12 @@ class Ag2Experts(FrameworkEnvironment):
         work = Path(tempfile.gettempdir()) / "faultlens-ag2" / hashlib.sha256((task.id or task.query).encode()).hexdigest()[:16]
         shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True)
-        python = types.SimpleNamespace(bin_path=os.path.dirname(sys.executable))  # run code with this interpreter
+        python = types.SimpleNamespace(bin_path=str(_interpreter_dir()))  # the `python` the executor finds first
+        # Every expert's code ends in milliseconds; code changed by a generic error rule may loop, and then the
+        # timeout is what it costs (AG2 reports it as exit code 124, and the coder rewrites the code).
         executor = UserProxyAgent("executor", human_input_mode="NEVER", llm_config=False, description=DESCRIPTIONS["executor"],
                                   code_execution_config={"executor": LocalCommandLineCodeExecutor(
-                                      timeout=10, work_dir=work, virtual_env_context=python)})
+                                      timeout=2, work_dir=work, virtual_env_context=python)})
         experts = [AssistantAgent(n, system_message=rt.system(n), llm_config=llm(n), description=DESCRIPTIONS[n])
                    for n in ("planner", "coder")]
         chat = GroupChat([executor, *experts], messages=[], max_round=MAX_ROUND, speaker_selection_method="auto")
@@ -259,7 +321,17 @@ class Ag2Experts(FrameworkEnvironment):
         finally:
             shutil.rmtree(work, ignore_errors=True)
         endpoint.reraise()
+        # AG2's own record of the chat: its saved state (`messages_to_string`, what `messages_from_string` resumes
+        # from), one message per line.
+        self._native_log = "".join(manager.messages_to_string([m])[1:-1] + "\n" for m in chat.messages)
         return self._steps(chat.messages[1:], rt)
+
+    def run(self, task: Task, **kwargs: Any) -> RunResult:
+        """`Environment.run`, with AG2's own log of the chat as `RunResult.native_log`."""
+        self._native_log = None
+        result = super().run(task, **kwargs)
+        result.native_log, self._native_log = self._native_log, None
+        return result
 
     def _steps(self, messages: list[dict[str, Any]], rt: Runtime) -> str | None:
         """One step per group-chat message after the question; each expert message is mapped to its model call."""

@@ -123,6 +123,8 @@ class RunResult:
     answer: str | None
     # The recorded call of each step (None: the step has no call); None means step t is call t.
     step_calls: list[int | None] | None = None
+    # The framework's own log of the run (deterministic text), when it keeps one.
+    native_log: str | None = None
 
     def call_of(self, t: int) -> int | None:
         """The index of the recorded call that made step t (None if no call did)."""

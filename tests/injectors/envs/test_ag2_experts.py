@@ -133,10 +133,12 @@ def test_an_error_in_the_coders_code_is_caught_or_fails_the_task(runs):
 
 
 def test_inject_is_deterministic_and_keeps_failures(tmp_path):
-    config = InjectConfig(envs=[ENV], seeds=3, per_seed=3, seed=1, workers=2)
+    # In-process (workers=1): worker processes would each import AG2 first, several times the cost of the runs;
+    # that results come back in seed order whatever the scheduling is the pipeline's own test.
+    config = InjectConfig(envs=[ENV], seeds=3, per_seed=3, seed=1, workers=1)
     a, b = inject(config), inject(config)
     dump = lambda r: "\n".join(t.model_dump_json() for t in r.traces)  # noqa: E731
-    assert dump(a) == dump(b)
+    assert dump(a).encode() == dump(b).encode()
     assert a.traces and all(not t.outcome.success and t.gold is not None for t in a.traces)
     assert all(s.seed_success for s in a.seeds)
 
@@ -164,3 +166,57 @@ def test_runs_are_captured_as_the_frameworks_openinference_spans_and_import(tmp_
     db = tmp_path / "t.db"
     ran = CliRunner().invoke(cli, ["traces", "import", f"otlp:{seed_file}", "--db", str(db)], catch_exceptions=False)
     assert ran.exit_code == 0, ran.output
+
+
+def test_the_native_log_is_ag2s_saved_chat_state_and_replays_identically(runs):
+    import json
+
+    from autogen import GroupChatManager
+
+    env = envs.get(ENV)
+    task, result = runs[0]
+    lines = result.native_log.splitlines()
+    messages = [json.loads(line) for line in lines]
+    # AG2's own serialisation of the chat, one message a line: what GroupChatManager resumes from.
+    assert GroupChatManager.messages_from_string(None, "[" + ",".join(lines) + "]") == messages
+    assert messages[0] == {"content": task.query, "role": "user", "name": "executor"}
+    assert [(m["name"], m["content"]) for m in messages[1:]] == [(s.agent, s.content) for s in result.trace.steps]
+    again = env.run(task, session=Session(result.recording, replay_until=None), sim=SIM, trace_id=result.trace.id)
+    assert again.native_log == result.native_log
+
+
+def test_the_executor_runs_code_in_an_isolated_interpreter():
+    import subprocess
+
+    from faultlens.injectors.envs.ag2_experts import _interpreter_dir
+
+    shim = _interpreter_dir() / "python"
+    out = subprocess.run([str(shim), "-c", "import sys; print(sys.flags.isolated, sys.flags.no_site)"],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["1", "1"]
+
+
+from faultlens.injectors.envs.ag2_errors import MUTATORS  # noqa: E402
+
+
+@pytest.mark.parametrize("mode", sorted(MUTATORS))
+def test_each_env_rule_makes_the_task_fail(runs, mode):
+    """Every rule of the environment, wherever it applies in the seed runs (one family each), fails the task."""
+    env = envs.get(ENV)
+    tried = 0
+    for task, result in runs:
+        for t, call in enumerate(result.step_calls):
+            if call is None:
+                continue
+            inp = gen_input(result.trace, t, mode, random.Random(stable_seed(mode, t)), env)
+            for rule in MUTATORS[mode]:
+                generated = rule(inp)
+                if generated is None:
+                    continue
+                attempt = inject_one(env, result.trace, result.recording, t, mode, generated, model=None, sim=SIM,
+                                     trace_id=f"{task.id}-{mode}", step_calls=result.step_calls)
+                assert attempt.status == "kept", (mode, rule.__name__, task.metadata["family"], attempt.reason)
+                assert attempt.trace.gold.mode == mode and attempt.trace.gold.step == t
+                assert attempt.trace.steps[t].content == generated.text
+                tried += 1
+    assert tried >= 2, f"{mode}: the rules applied to fewer than two steps of five seed runs"
