@@ -123,6 +123,8 @@ class RunResult:
     answer: str | None
     # The recorded call of each step (None: the step has no call); None means step t is call t.
     step_calls: list[int | None] | None = None
+    # The framework's own log of the run (deterministic text), when it keeps one.
+    native_log: str | None = None
 
     def call_of(self, t: int) -> int | None:
         """The index of the recorded call that made step t (None if no call did)."""
@@ -227,7 +229,7 @@ class Environment:
             created_at=0.0,
             metadata=metadata,
         )
-        return RunResult(trace, rt.session.recorded, answer, rt.step_calls)
+        return RunResult(trace, rt.session.recorded, answer, rt.step_calls, rt.native_log)
 
 
 class Runtime:
@@ -255,6 +257,8 @@ class Runtime:
         self._emitted = 0
         # Set by programs whose steps are not one per call (see the module docstring).
         self.step_calls: list[int | None] | None = None
+        # Set by a framework environment's program: the framework's own log of the run (`RunResult.native_log`).
+        self.native_log: str | None = None
 
     def _add(self, step: Step) -> None:
         # Spans are emitted one step late, so a program may still adjust the
