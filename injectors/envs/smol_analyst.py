@@ -165,7 +165,13 @@ class SmolAnalyst(FrameworkEnvironment):
               AgentInfo(name="data_agent", role="managed agent", description="A CodeAgent that looks up regional sales.")]
     tools = {}
     description = "A smolagents CodeAgent with a managed CodeAgent answering questions over regional sales."
-    not_applicable = TEXT_ONLY_NOT_APPLICABLE
+    not_applicable = {
+        **TEXT_ONLY_NOT_APPLICABLE,
+        "A.6": "a repeated code action gets the same observation and the agent moves on at its next step, well within "
+               "max_steps: a repetition costs a step, never the task (0 of 12 kept, docs/frameworks.md)",
+        "V.3": "the tools run inside smolagents' Python executor: their outputs are observations that no model call "
+               "makes, so no injectable step is a tool's or the environment's output",
+    }
 
     def tasks(self, seed: int, n: int) -> list[Task]:
         out = []
