@@ -168,7 +168,7 @@ class SmolAnalyst(FrameworkEnvironment):
     not_applicable = {
         **TEXT_ONLY_NOT_APPLICABLE,
         "A.6": "a repeated code action gets the same observation and the agent moves on at its next step, well within "
-               "max_steps: a repetition costs a step, never the task (0 of 12 kept, docs/frameworks.md)",
+               "max_steps: a repetition costs a step, never the task (tests/injectors/envs/test_smol_analyst.py)",
         "V.3": "the tools run inside smolagents' Python executor: their outputs are observations that no model call "
                "makes, so no injectable step is a tool's or the environment's output",
     }
