@@ -5,11 +5,14 @@ The team is smolagents (1.26.0, the `frameworks` extra) running unchanged:
 - **analyst**, the manager `CodeAgent` (planning every 3 steps): it answers
   smolagents' planning prompt with a facts survey and a plan (which regions
   to look up, which computation), and follows that plan: it delegates the data look-up to its
-  managed agent by writing code (`data = data_agent(task="...")`), then
-  writes the code that computes the answer and calls `final_answer(...)`;
-- **data_agent**, a managed `CodeAgent` with one tool, `lookup_sales(region)`
-  (the task's monthly sales of a region): it looks up the regions its task
-  names and returns them as `final_answer("North: 12, 15, 9\\n...")`.
+  managed agent by writing code (`data = data_agent(task="...")`), checks the
+  report (asks again for a region it lacks; otherwise copies the figures into
+  lists and prints their month counts), then writes the code that computes the
+  answer on those lists (smolagents' executor keeps them) and calls `final_answer(...)`;
+- **data_agent**, a managed `CodeAgent` with two tools, `lookup_sales(region)`
+  and `lookup_targets(region)` (the task's monthly sales, or sales targets, of
+  a region): it looks up what its task asks for, for the regions it names, and
+  returns them as `final_answer("North: 12, 15, 9\\n...")`.
 
 Both run their code in smolagents' own `LocalPythonExecutor`. Each agent's
 `OpenAIServerModel` has its own base URL (`/agent/<name>/v1`) served in-process
@@ -17,19 +20,25 @@ by a `middleware.proxy.ChatProxy` over the run's `replay.Session` (see
 `ag2_experts` for the mechanism); the simulated policy reads smolagents'
 requests (list-of-parts content, the "New task:" message, "Observation:" and
 "Error: ... Now let's retry" turns, the managed agent's "You're a helpful
-agent named 'data_agent'" task) and answers with `Thought:` + `<code>` blocks.
+agent named 'data_agent'" task, the max-steps request) and answers with
+`Thought:` + `<code>` blocks.
 
-Steps: each model output is a step (a `message`, a `tool_call` of
-`lookup_sales` when its code calls the tool, or a `final_answer` when its
-code calls `final_answer`; the data agent's `final_answer` is a `message`, its
-report to the analyst), and each code execution's observation is a
-`tool_result` step of tool `python_interpreter` with no call; the managed
-agent's steps come between the manager's delegation and its observation,
-as they happen. `Runtime.step_calls` maps each model-output step to its call.
+Steps: each model output is a step (a `plan`; a `message` when its code calls
+the managed agent, or is the data agent's `final_answer`, its report to the
+analyst; a `tool_call` of the lookup tool its code calls, or of
+`python_interpreter` for the analyst's own code; a `final_answer` when the
+analyst's code calls `final_answer`), and each code execution's observation
+is a `tool_result` step of tool `python_interpreter` with no call; the
+managed agent's steps come between the manager's delegation and its
+observation, as they happen. `Runtime.step_calls` maps each model-output step
+to its call. `Runtime.native_log` is smolagents' own record of the run (its
+memory steps, see `native_log`).
 
 Recovered mistakes in seeds (rate `noise`): the data agent first looks a
 region up in lower case, is told the regions that exist, and retries; or the
-analyst's first computation misspells a name and is rewritten after the error.
+analyst's first computation misses a closing parenthesis and is rewritten
+after smolagents' parse error. (Not a misspelt name: smolagents' executor
+resolves an undefined name to the closest defined one.)
 """
 
 from __future__ import annotations
