@@ -80,9 +80,12 @@ def _print_yield(console: Console, rows: list[dict], seed_summary: list[dict], s
 @click.option("--otlp", "otlp_dir", type=click.Path(file_okay=False, path_type=Path),
               help="Also write every run of a framework environment (e.g. ag2_experts) as the framework's own "
                    "OpenInference spans, one OTLP JSON file per run (`faultlens traces import otlp:FILE`).")
+@click.option("--native-log", "native_log_dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Also write the framework's own log of every run of a framework environment that keeps one "
+                   "(e.g. smol_analyst: smolagents' memory steps), one JSON-lines file per run, `<trace id>.jsonl`.")
 @click.option("--list-envs", is_flag=True, help="Print the environment names, one per line, and exit.")
 def inject(env_names, seeds, per_seed, seed, agent_model, generator, noise, modes, workers, out, summary_path, db_path,
-           otlp_dir, list_envs):
+           otlp_dir, native_log_dir, list_envs):
     """Make failure traces with exact labels by warm-start error injection.
 
     Each seed task is run to success (simulated agents by default), recorded,
@@ -107,7 +110,8 @@ def inject(env_names, seeds, per_seed, seed, agent_model, generator, noise, mode
     config = InjectConfig(envs=names, seeds=seeds, per_seed=per_seed, seed=seed, agent_model=agent_model,
                           generator=generator, noise=noise, workers=workers,
                           modes=[m.strip().upper() for m in modes] or None, db=db_path,
-                          otlp_dir=str(otlp_dir) if otlp_dir else None)
+                          otlp_dir=str(otlp_dir) if otlp_dir else None,
+                          native_log_dir=str(native_log_dir) if native_log_dir else None)
     console = Console(stderr=True)
     from tqdm import tqdm
 

@@ -71,6 +71,9 @@ class InjectConfig:
     # When set, every seed and injected run of a framework environment is also written here as the framework's
     # OpenInference spans (OTLP JSON, `<trace id>.json`; see `injectors.capture`).
     otlp_dir: str | None = None
+    # When set, the framework's own log of every seed and injected run (`RunResult.native_log`, e.g. smolagents'
+    # memory steps) is written here, `<trace id>.jsonl`, for environments that keep one.
+    native_log_dir: str | None = None
 
 
 _TRACERS: dict[str, Any] = {}
@@ -198,10 +201,11 @@ def choose_pairs(trace: Trace, rng: random.Random, rotate: int, modes: list[str]
 
 def inject_one(env: Environment, seed_run: Trace, recording: Recording, t: int, mode: str, generated: Generated,
                *, model: str | None, sim: dict[str, Any], trace_id: str, tracer: Any = None,
-               step_calls: list[int | None] | None = None) -> Attempt:
+               step_calls: list[int | None] | None = None, native_log_dir: str | None = None) -> Attempt:
     """Warm-start from the recording with `generated` at step t's call; evaluate; label.
 
     `step_calls`: the recorded call of each step (see `RunResult.step_calls`); None: step t is call t.
+    `native_log_dir`: where to write the run's native log (`<trace_id>.jsonl`), when the environment keeps one.
     """
     call = t if step_calls is None else step_calls[t]
     if call is None:
@@ -213,6 +217,7 @@ def inject_one(env: Environment, seed_run: Trace, recording: Recording, t: int, 
         return Attempt(env.name, seed_run.task.id or "", t, mode, "drifted", reason=str(drift))
     except Exception as exc:  # the team's program (not the task) broke: not a label we can trust
         return Attempt(env.name, seed_run.task.id or "", t, mode, "crashed", reason=f"{type(exc).__name__}: {exc}")
+    write_native_log(native_log_dir, trace_id, result.native_log)
     trace = result.trace
     if trace.outcome is not None and trace.outcome.success:
         return Attempt(env.name, seed_run.task.id or "", t, mode, "succeeded", reason=generated.reason)
@@ -229,6 +234,16 @@ def inject_one(env: Environment, seed_run: Trace, recording: Recording, t: int, 
         "live_calls": session.live,
     }
     return Attempt(env.name, seed_run.task.id or "", t, mode, "kept", trace=trace, reason=generated.reason)
+
+
+def write_native_log(directory: str | None, trace_id: str, text: str | None) -> Path | None:
+    """Write a run's native log as `<directory>/<trace_id>.jsonl` (nothing when no directory or no log)."""
+    if directory is None or text is None:
+        return None
+    path = Path(directory) / f"{trace_id}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
 
 
 @contextmanager
@@ -251,6 +266,7 @@ def run_seed(env_name: str, index: int, task: Task, config: InjectConfig) -> See
     tracer = _tracer_for(config.db)
     with _captured(env, config, f"{task.id}-seed"):
         seed_run = env.run(task, model=model, sim=sim, trace_id=f"{task.id}-seed", tracer=tracer)
+    write_native_log(config.native_log_dir, f"{task.id}-seed", seed_run.native_log)
     out = SeedResult(env_name, index, task.id or "", bool(seed_run.trace.outcome and seed_run.trace.outcome.success))
     if not out.seed_success:
         return out
@@ -293,7 +309,8 @@ def run_seed(env_name: str, index: int, task: Task, config: InjectConfig) -> See
                 with _captured(env, config, f"{task.id}-t{t}-{mode}"):
                     out.attempts.append(inject_one(env, seed_run.trace, seed_run.recording, t, mode, generated,
                                                    model=model, sim=sim, trace_id=f"{task.id}-t{t}-{mode}",
-                                                   tracer=tracer, step_calls=seed_run.step_calls))
+                                                   tracer=tracer, step_calls=seed_run.step_calls,
+                                                   native_log_dir=config.native_log_dir))
                 break
     if tracer is not None:
         tracer.force_flush()
@@ -347,4 +364,4 @@ def kept_traces(results: Iterable[SeedResult]) -> list[Trace]:
 
 
 __all__ = ["Attempt", "InjectConfig", "InjectResult", "SeedResult", "candidates", "choose_pairs", "inject", "inject_one",
-           "run_seed"]
+           "run_seed", "write_native_log"]

@@ -237,7 +237,7 @@ class Environment:
             created_at=0.0,
             metadata=metadata,
         )
-        return RunResult(trace, rt.session.recorded, answer, rt.step_calls)
+        return RunResult(trace, rt.session.recorded, answer, rt.step_calls, rt.native_log)
 
 
 class Runtime:
@@ -265,6 +265,8 @@ class Runtime:
         self._emitted = 0
         # Set by programs whose steps are not one per call (see the module docstring).
         self.step_calls: list[int | None] | None = None
+        # Set by a framework environment's program: the framework's own log of the run (`RunResult.native_log`).
+        self.native_log: str | None = None
 
     def _add(self, step: Step) -> None:
         # Spans are emitted one step late, so a program may still adjust the

@@ -39,13 +39,20 @@ def read_operation(text: str) -> tuple[str, list[str]] | None:
     return None
 
 
-def compute(op: str, data: dict[str, list[int]], regions: list[str]) -> str:
-    """The code of the analyst's computation: the figures as lists, the operation, `final_answer`."""
-    lines = [f"{r.lower()} = {data[r]}" for r in dict.fromkeys(regions)]
-    a, b = (regions + regions)[:2]
-    lines.append("result = " + OPERATIONS[op][1].format(a=a.lower(), b=b.lower()))
-    lines.append("final_answer(result)")
+def copy_code(data: dict[str, list[int]], regions: list[str]) -> str:
+    """The code of the analyst's check of a report: each region's figures as a list, and how many months it has."""
+    names = list(dict.fromkeys(regions))
+    lines = [f"{r.lower()} = {data[r]}" for r in names]
+    pairs = ", ".join(f'("{r}", {r.lower()})' for r in names)
+    lines.append(f"for region, months in [{pairs}]:")
+    lines.append('    print(region, len(months), "months")')
     return "\n".join(lines)
+
+
+def compute(op: str, regions: list[str]) -> str:
+    """The code of the analyst's computation on the lists its check defined (smolagents keeps them), and `final_answer`."""
+    a, b = (regions + regions)[:2]
+    return "result = " + OPERATIONS[op][1].format(a=a.lower(), b=b.lower()) + "\nfinal_answer(result)"
 
 
 def plan_text(regions: list[str], op: str, updated: bool = False) -> str:

@@ -51,3 +51,13 @@ def test_the_endpoint_records_per_agent_and_keeps_drift():
     assert response.status_code == 409 and isinstance(replay.drift, Drift)
     with pytest.raises(Drift):
         replay.reraise()
+
+
+def test_native_log_written_only_when_asked_and_kept(tmp_path):
+    from faultlens.injectors.pipeline import write_native_log
+
+    assert RunResult(trace=None, recording=Recording(), answer=None).native_log is None  # type: ignore[arg-type]
+    assert write_native_log(None, "run", '{"a": 1}\n') is None
+    assert write_native_log(str(tmp_path), "run", None) is None and not list(tmp_path.iterdir())
+    path = write_native_log(str(tmp_path / "logs"), "env-0-seed", '{"a": 1}\n')
+    assert path == tmp_path / "logs" / "env-0-seed.jsonl" and path.read_text() == '{"a": 1}\n'
