@@ -70,7 +70,7 @@ from ..generators import perturb_number
 from . import register
 from .ag2_errors import MUTATORS
 from .ag2_tasks import FAMILIES, Spec, answer_of, code_for, make_task, read_question, read_spec, spec_line
-from .base import Runtime, RunResult, stable_seed
+from .base import Runtime, stable_seed
 from .framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, InProcessEndpoint, message_text
 
 MANAGER = "chat_manager"
@@ -236,7 +236,6 @@ class Ag2Experts(FrameworkEnvironment):
         "V.3": "the executor's output is made by the code, not by a model call, so there is no call to replace",
         "A.6": "a repeated message does not loop here: the speaker selection moves on and the next expert redoes the turn",
     }
-    _native_log: str | None = None
 
     def tasks(self, seed: int, n: int) -> list[Task]:
         out = []
@@ -323,15 +322,8 @@ class Ag2Experts(FrameworkEnvironment):
         endpoint.reraise()
         # AG2's own record of the chat: its saved state (`messages_to_string`, what `messages_from_string` resumes
         # from), one message per line.
-        self._native_log = "".join(manager.messages_to_string([m])[1:-1] + "\n" for m in chat.messages)
+        rt.native_log = "".join(manager.messages_to_string([m])[1:-1] + "\n" for m in chat.messages)
         return self._steps(chat.messages[1:], rt)
-
-    def run(self, task: Task, **kwargs: Any) -> RunResult:
-        """`Environment.run`, with AG2's own log of the chat as `RunResult.native_log`."""
-        self._native_log = None
-        result = super().run(task, **kwargs)
-        result.native_log, self._native_log = self._native_log, None
-        return result
 
     def _steps(self, messages: list[dict[str, Any]], rt: Runtime) -> str | None:
         """One step per group-chat message after the question; each expert message is mapped to its model call."""
