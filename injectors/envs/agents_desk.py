@@ -189,15 +189,18 @@ class AgentsDesk(FrameworkEnvironment):
             problems.append(f"store writes {writes(log)} where {list(want.writes)} were right")
         if unverified_writes(log):
             problems.append(f"wrote to {', '.join(unverified_writes(log))} before verifying the customer")
-        if not problems and out.get("resolution") != want.kind:
-            problems.append(f"reported {out.get('resolution')!r} where {want.kind!r} was right")
-        if not problems and want.kind != "declined":
+        oid = task.metadata["store"]["request"]["order_id"]
+        if not problems and (out.get("resolution"), out.get("order_id")) != (want.kind, oid):
+            problems.append(f"reported {out.get('resolution')!r} on {out.get('order_id')!r} where {want.kind!r} on {oid!r} was right")
+        if not problems:
             try:
                 amount = Decimal(str(out.get("amount")))
             except ArithmeticError:
                 amount = Decimal(-1)
-            if abs(amount - want.amount) > Decimal("0.005") or out.get("order_id") != task.metadata["store"]["request"]["order_id"]:
-                problems.append(f"reported {out.get('amount')} on {out.get('order_id')!r} where {want.amount} was right")
+            if abs(amount - want.amount) > Decimal("0.005"):
+                problems.append(f"reported an amount of {out.get('amount')} where {want.amount} was right")
+            elif want.kind != "declined" and money(want.amount) not in str(out.get("message")):
+                problems.append(f"the reply to the customer does not state {money(want.amount)}")
         ok = not problems
         return Outcome(success=ok, score=float(ok), evaluator="agents_desk:resolution",
                        detail="; ".join(problems) or f"resolved: {task.reference_answer}")

@@ -410,6 +410,21 @@ def _v1_other_item(inp: GenInput) -> Generated | None:
                     f"from the order, not the {name}'s ({money(m.group(2))})", f"${m.group(2)}", money(price))
 
 
+def _v1_current_quantity(inp: GenInput) -> Generated | None:
+    found = _args(inp)
+    order = _order(inp)
+    if found is None or found[0] != "update_order" or order is None:
+        return None
+    tool, args, thought = found
+    item = next((i for i in order["items"] if i["sku"] == args.get("sku") or i["name"] == args.get("sku")), None)
+    if item is None or item["quantity"] == args.get("quantity"):
+        return None
+    qty = item["quantity"]
+    text = render_call(tool, {**args, "quantity": qty}, re.sub(r"to \d+\.$", f"to {qty}.", thought))
+    return Generated(text, f"sets the {item['name']} to {qty}, its quantity in the order it looked up, instead of the "
+                           f"{args.get('quantity')} the case asks for")
+
+
 MUTATORS = {
     "R.1": [_r1_price, _r1_item],
     "R.2": [_r2_write, _r2_decline],
@@ -421,7 +436,7 @@ MUTATORS = {
     "A.4": [_a4_output],
     "A.5": [_a5_triage],
     "A.6": [_a6_repeat],
-    "V.1": [_v1_other_item],
+    "V.1": [_v1_other_item, _v1_current_quantity],
     "V.2": [_v2_skip, _v2_screen],
     "C.1": [_c1_target],
     "C.2": [_c2_note],

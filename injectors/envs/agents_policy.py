@@ -146,8 +146,7 @@ class DeskPolicy:
         user = next((message_text(m.get("content")) for m in messages if m.get("role") == "user"), "")
         calls = history(messages)
         if agent == "screen":
-            oid = re.search(r"\border (A\d{4})\b", user)
-            about = f"order {oid.group(1)}" if oid else "an order"
+            about = "an order" if re.search(r"\border A\d{4}\b", user) else "something"
             return json.dumps({"is_store_request": True, "reason": f"A customer asks the store for help with {about}."})
         if agent == "triage":
             return self.triage(user, calls, chance)

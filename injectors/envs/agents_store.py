@@ -88,7 +88,7 @@ def make_task(rng: random.Random, family: str) -> tuple[str, dict[str, Any]]:
     k = rng.randint(1, target["quantity"])
     detail = ""
     if family == "change":
-        status = rng.choice(["processing", "processing", "processing", "shipped"])
+        status = rng.choice(["processing"] * 5 + ["shipped"])
         delivered = None
         new_qty = rng.choice([q for q in range(0, 6) if q != target["quantity"]])
         detail = str(new_qty)
