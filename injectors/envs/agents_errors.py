@@ -131,7 +131,22 @@ def _r2_write(inp: GenInput) -> Generated | None:
                      f"{money(price)} = {money(amount)}.", thought)
         return Generated(render_call(tool, {**args, "amount": float(amount)}, new),
                          f"refunds opened items in full although the policy deducts a {fee}% restocking fee")
+    policy_fee = re.search(r"(\d+)% restocking fee", inp.prefix_text())
+    if "Unopened" in thought and m is not None and policy_fee is not None:
+        k, price, cut = int(m.group(1)), Decimal(m.group(2)), int(policy_fee.group(1))
+        amount = _amount(k, price, cut)
+        new = re.sub(r"Unopened: .*$", f"The restocking fee applies to every return: {k} × {money(price)} less {cut}% = "
+                     f"{money(amount)}.", thought)
+        return Generated(render_call(tool, {**args, "amount": float(amount)}, new),
+                         f"deducts the {cut}% restocking fee from unopened items, which the policy refunds in full")
     shipping = Decimal(str(order.get("shipping", "0")))
+    item = next((i for i in order["items"] if m is not None and i["unit_price"] == m.group(2)), None)
+    if shipping <= 0 and "damaged" in thought and m is not None and item is not None and item["quantity"] > int(m.group(1)):
+        n, price = item["quantity"], Decimal(m.group(2))
+        amount = cents(price * n)
+        new = f"The policy refunds the damaged item, so the whole line: {n} × {money(price)} = {money(amount)}."
+        return Generated(render_call(tool, {**args, "amount": float(amount)}, new),
+                         f"refunds all {n} units of the line although the policy refunds only the damaged ones")
     if shipping <= 0:
         return None
     if "damaged" in thought and m is not None:
