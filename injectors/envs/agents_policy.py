@@ -166,7 +166,7 @@ class DeskPolicy:
             return resolution("declined", "", 0, "I could not tell which order and request you mean; please write again "
                                                   "with your order number and what you need.")
         checks = [c for c in calls if c.tool == "verify_customer" and c.result is not None]
-        if not checks or checks[-1].result.startswith("error"):
+        if not checks or str(checks[-1].result).startswith("error"):
             oid = req["order_id"]
             if not checks and chance("lower-case-id"):
                 oid = oid.lower()

@@ -76,7 +76,8 @@ def make_task(rng: random.Random, family: str) -> tuple[str, dict[str, Any]]:
     products = list(CATALOGUE)
     rng.shuffle(products)
     oid, other, third = (f"A{n}" for n in rng.sample(range(1000, 9999), 3))
-    items = [{"sku": s, "name": n, "unit_price": p, "quantity": rng.randint(1, 4)} for s, n, p in products[:rng.randint(2, 3)]]
+    items: list[dict[str, Any]] = [{"sku": s, "name": n, "unit_price": p, "quantity": rng.randint(1, 4)}
+                                   for s, n, p in products[:rng.randint(2, 3)]]
     figures = {"window": rng.choice([21, 30, 45]), "fee": rng.choice([10, 15, 20]), "late": rng.choice([2, 3, 5]),
                "credit": rng.choice([10, 15])}
     # Most returns fall inside the window and most late deliveries past the threshold (a few do not).
@@ -264,7 +265,7 @@ class Store:
 
 def writes(log: list[dict[str, Any]]) -> list[tuple[str, ...]]:
     """The writes of a store log, in the form of `Resolution.writes`."""
-    out = []
+    out: list[tuple[str, ...]] = []
     for e in log:
         if e["event"] in ("refund", "store_credit"):
             out.append((e["event"], e["order_id"], e["amount"]))
