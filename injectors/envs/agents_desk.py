@@ -73,8 +73,8 @@ INSTRUCTIONS = {
                            "policy says from the order's figures, issue it (issue_refund or issue_store_credit), record "
                            "a case note with add_case_note and report the resolution. Decline when the policy says no."),
     "Orders Specialist": ("You are the orders specialist. Work from the triage agent's case note. Look the order up; if it "
-                          "is still processing, change the item's quantity with update_order (by SKU), record a case "
-                          "note with add_case_note and report the new item subtotal. Decline if it has shipped."),
+                          "is still processing, change the item's quantity with update_order (by SKU, by the "
+                          "difference in units), record a case note with add_case_note and report the new item subtotal. Decline if it has shipped."),
     "Request Screen": ("You are the request screen of an online store's support desk. Say whether the message is a "
                        "support request about the store's orders (is_store_request) and why."),
 }
@@ -94,9 +94,10 @@ TOOLS: dict[str, tuple[str, dict[str, Any]]] = {
     "issue_store_credit": ("Give store credit (in dollars) for an order.",
                            {**_OBJ, "properties": {"order_id": {"type": "string"}, "amount": {"type": "number"},
                                                    "reason": {"type": "string"}}, "required": ["order_id", "amount", "reason"]}),
-    "update_order": ("Set the quantity of an item (by SKU) of an order that is still processing; 0 removes it.",
+    "update_order": ("Change the quantity of an item (by SKU) of an order that is still processing by a number of "
+                     "units: positive adds units, negative removes them.",
                      {**_OBJ, "properties": {"order_id": {"type": "string"}, "sku": {"type": "string"},
-                                             "quantity": {"type": "integer"}}, "required": ["order_id", "sku", "quantity"]}),
+                                             "change": {"type": "integer"}}, "required": ["order_id", "sku", "change"]}),
     "add_case_note": ("Record an internal note of what was done on an order.",
                       {**_OBJ, "properties": {"order_id": {"type": "string"}, "note": {"type": "string"}},
                        "required": ["order_id", "note"]}),

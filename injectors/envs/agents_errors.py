@@ -359,7 +359,7 @@ def _a3_claim(inp: GenInput) -> Generated | None:
     oid = str(args.get("order_id", ""))
     if tool == "update_order":
         out = {"resolution": "order_updated", "order_id": oid, "amount": 0.0,
-               "message": f"Your order {oid} is updated: the item is set to {args.get('quantity')}."}
+               "message": f"Your order {oid} is updated: the item is changed by {args.get('change')}."}
     else:
         amount = Decimal(str(args.get("amount", 0))) if isinstance(args.get("amount"), (int, float)) else Decimal(0)
         kind = "refund" if tool == "issue_refund" else "store_credit"
@@ -398,7 +398,7 @@ def _a6_repeat(inp: GenInput) -> Generated | None:
     for p in reversed(inp.prefix):
         if p.agent == inp.agent and p.kind == StepKind.tool_call.value:
             action = parse_action(p.text)
-            if action is not None and action.tool in WRITE_TOOLS:
+            if action is not None and action.tool in (*WRITE_TOOLS, "update_order"):
                 return Generated(p.text, f"repeats its {action.tool} call instead of moving on")
             return None
     return None
@@ -425,25 +425,55 @@ def _v1_other_item(inp: GenInput) -> Generated | None:
                     f"from the order, not the {name}'s ({money(m.group(2))})", f"${m.group(2)}", money(price))
 
 
-def _v1_current_quantity(inp: GenInput) -> Generated | None:
+_CHANGE = re.compile(r"has (\d+) × (.+?); to make it (\d+): change [+-]?\d+\.$")
+
+
+def _change(inp: GenInput) -> tuple[str, dict[str, Any], str, re.Match[str]] | None:
     found = _args(inp)
-    order = _order(inp)
-    if found is None or found[0] != "update_order" or order is None:
+    if found is None or found[0] != "update_order":
         return None
-    tool, args, thought = found
-    item = next((i for i in order["items"] if i["sku"] == args.get("sku") or i["name"] == args.get("sku")), None)
-    if item is None or item["quantity"] == args.get("quantity"):
+    m = _CHANGE.search(found[2])
+    return (*found, m) if m else None
+
+
+def _with_change(tool: str, args: dict[str, Any], thought: str, m: re.Match[str], n: int, change: int) -> str:
+    text = thought[: m.start()] + f"has {n} × {m.group(2)}; to make it {m.group(3)}: change {change:+d}."
+    return render_call(tool, {**args, "change": change}, text)
+
+
+def _v1_other_quantity(inp: GenInput) -> Generated | None:
+    """The difference is taken from another item's quantity in the order it looked up."""
+    found, order = _change(inp), _order(inp)
+    if found is None or order is None:
         return None
-    qty = item["quantity"]
-    text = render_call(tool, {**args, "quantity": qty}, re.sub(r"to \d+\.$", f"to {qty}.", thought))
-    return Generated(text, f"sets the {item['name']} to {qty}, its quantity in the order it looked up, instead of the "
-                           f"{args.get('quantity')} the case asks for")
+    tool, args, thought, m = found
+    n, target = int(m.group(1)), int(m.group(3))
+    others = [i for i in order["items"] if i["name"] != m.group(2) and i["quantity"] not in (n, target)]
+    if not others:
+        return None
+    other = inp.rng.choice(others)
+    change = target - other["quantity"]
+    return Generated(_with_change(tool, args, thought, m, other["quantity"], change),
+                     f"takes {other['quantity']}, the quantity of the {other['name']} in the order, as the "
+                     f"{m.group(2)}'s (it has {n}), and changes it by {change:+d}")
+
+
+def _r3_change(inp: GenInput) -> Generated | None:
+    found = _change(inp)
+    if found is None:
+        return None
+    tool, args, thought, m = found
+    n, target = int(m.group(1)), int(m.group(3))
+    right = target - n
+    wrong = inp.rng.choice([c for c in (right + 1, right - 1, n - target) if c not in (right, 0)])
+    return Generated(_with_change(tool, args, thought, m, n, wrong), f"computes a change of {wrong:+d} from {n} to "
+                     f"{target} (it is {right:+d})")
 
 
 MUTATORS = {
     "R.1": [_r1_price, _r1_item],
     "R.2": [_r2_write, _r2_decline],
-    "R.3": [_r3_write],
+    "R.3": [_r3_write, _r3_change],
     "R.4": [_r4_case],
     "A.1": [_a1_write],
     "A.2": [_a2_args],
@@ -451,7 +481,7 @@ MUTATORS = {
     "A.4": [_a4_output],
     "A.5": [_a5_triage],
     "A.6": [_a6_repeat],
-    "V.1": [_v1_other_item, _v1_current_quantity],
+    "V.1": [_v1_other_item, _v1_other_quantity],
     "V.2": [_v2_skip, _v2_screen],
     "C.1": [_c1_target],
     "C.2": [_c2_note],

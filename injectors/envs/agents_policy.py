@@ -18,7 +18,8 @@ structured output (`Resolution`). A competent desk:
   policy's, issues it, adds a case note and reports the resolution (or
   declines when the policy says no);
 - **Orders Specialist** looks the order up and, if it is still processing,
-  changes the item's quantity (by SKU), notes it and reports the new subtotal.
+  changes the item's quantity (by SKU, by the difference in units), notes it
+  and reports the new subtotal.
 
 Specialists act on the triage note (it is their brief) and on the latest
 order they looked up. Recovered mistakes (rate `noise`): the order id in
@@ -262,8 +263,10 @@ class DeskPolicy:
             return resolution("declined", oid, 0, "I could not tell what the new quantity should be.")
         attempts = [c for c in mine if c.tool == "update_order"]
         sku = item["name"] if not attempts and chance("name-for-sku") else item["sku"]
-        return render_call("update_order", {"order_id": order["order_id"], "sku": sku, "quantity": qty},
-                           f"The order is still processing; setting the {item['name']} to {qty}.")
+        n = item["quantity"]
+        return render_call("update_order", {"order_id": order["order_id"], "sku": sku, "change": qty - n},
+                           f"The order is still processing and has {n} × {item['name']}; to make it {qty}: "
+                           f"change {qty - n:+d}.")
 
 
 def _figure(pattern: str, text: str) -> int | None:

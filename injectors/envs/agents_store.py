@@ -248,15 +248,18 @@ class Store:
 
     def _update(self, order: dict[str, Any], args: dict[str, Any]) -> str:
         oid, sku = order["order_id"], str(args.get("sku", ""))
-        qty = args.get("quantity")
-        if isinstance(qty, bool) or not isinstance(qty, int) or qty < 0:
-            return f"error: quantity must be a whole number of at least 0, got {qty!r}"
+        change = args.get("change")
+        if isinstance(change, bool) or not isinstance(change, int) or change == 0:
+            return f"error: change must be a non-zero whole number of units, got {change!r}"
         if order["status"] != "processing":
             return f"error: order {oid} is {order['status']} and cannot be changed"
         item = next((i for i in order["items"] if i["sku"] == sku), None)
         if item is None:
             return f"error: order {oid} has no item with SKU {sku!r}; use the item's SKU"
         before = item["quantity"]
+        qty = before + change
+        if qty < 0:
+            return f"error: order {oid} has only {before} of {item['name']}; it cannot change by {change}"
         item["quantity"] = qty
         self.log.append({"event": "update", "order_id": oid, "sku": sku, "quantity": str(qty)})
         return (f"Order {oid} updated: {item['name']} quantity {before} -> {qty}; item subtotal now "
