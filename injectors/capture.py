@@ -29,6 +29,8 @@ __all__ = ["INSTRUMENTORS", "OpenInferenceCapture", "capture_for"]
 INSTRUMENTORS: dict[str, tuple[str, ...]] = {
     "ag2": ("openinference.instrumentation.ag2:AG2Instrumentor", "openinference.instrumentation.openai:OpenAIInstrumentor"),
     "smolagents": ("openinference.instrumentation.smolagents:SmolagentsInstrumentor",),
+    # Replaces the SDK's own trace exporter (exclusive processor), so nothing is sent to OpenAI.
+    "openai-agents": ("openinference.instrumentation.openai_agents:OpenAIAgentsInstrumentor",),
 }
 
 
