@@ -320,7 +320,8 @@ def trace_features(trace: Trace) -> np.ndarray:
     reports = [written[i] and steps[i].kind != StepKind.tool_call and i > 0 and not written[i - 1]
                and steps[i - 1].role == StepRole.tool_result for i in range(n)]
     deciders = [s.agent for i, s in enumerate(steps) if written[i]]
-    main_agent = max(set(deciders), key=deciders.count) if deciders else None
+    # Ties go to the participant that decided first (not to a set's order, which changes with the hash seed).
+    main_agent = max(dict.fromkeys(deciders), key=deciders.count) if deciders else None
 
     # The heuristic's documented signals (without the reference answer), moved to the decisions they are about.
     weights = signal_weights(trace)
