@@ -16,7 +16,8 @@ import pytest
 from faultlens.attributors import registry
 from faultlens.attributors.steptext import side_effect
 from faultlens.attributors.learned import LearnedAttributor, ModelMissingError, dense_feature_names, feature_names, fit, load, save, trace_features
-from faultlens.middleware.model import AgentInfo, GoldLabel, Outcome, Step, StepKind, Task, Trace
+from faultlens.attributors.learned.model import source_weights
+from faultlens.middleware.model import AgentInfo, GoldLabel, Outcome, Source, Step, StepKind, Task, Trace
 
 ENVS = ("math_react", "table_qa", "research_team", "code_team")
 
@@ -212,3 +213,14 @@ def test_a_consequential_action_and_the_request_it_carried_out_are_features():
     assert features_of(trace, 4)["act.requests_first_side_effect"] == 1.0
     assert features_of(trace, 0)["act.requests_first_side_effect"] == 0.0
     assert features_of(trace, 3)["act.reports_result"] == 1.0 and features_of(trace, 1)["act.reports_result"] == 0.0
+
+
+def test_source_weights_give_small_sources_the_weight_balance_asks_for():
+    def t(i: int, fmt: str) -> Trace:
+        return Trace(id=f"{fmt}-{i}", task=Task(query="q"), source=Source(format=fmt))
+
+    traces = [t(i, "faultlens") for i in range(8)] + [t(i, "taubench") for i in range(2)]
+    assert set(source_weights(traces, 0.0).values()) == {1.0}
+    full = source_weights(traces, 1.0)
+    assert full["faultlens-0"] == 1.0 and full["taubench-0"] == 4.0  # each source then weighs 8 in all
+    assert source_weights(traces, 0.5)["taubench-1"] == 2.0
