@@ -20,6 +20,23 @@ ENVIRONMENT_ERROR = re.compile(r"\b(timeout|timed out|unavailable|connection|ref
                                r"overloaded)\b", re.I)
 
 
+# Verbs of tool names that change the world (an order, a file, a booking) rather than read it. A wrong
+# consequential action is often the decisive step of a customer-service or ops run: it cannot be taken back.
+SIDE_EFFECT_VERBS = frozenset(
+    "modify update cancel exchange return transfer create delete remove send book buy purchase pay refund submit write edit "
+    "set add post commit reserve order apply change place checkout upload deploy move rename approve reject assign schedule "
+    "register close merge push insert drop grant revoke issue charge transact replace".split())
+_NAME_PART = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])")
+
+
+def side_effect(step: Step) -> bool:
+    """A decision that calls a tool whose name opens with a state-changing verb (`cancel_pending_order`, `sendEmail`)."""
+    if step.kind != StepKind.tool_call or not step.tool_name or step.role != StepRole.decision:
+        return False
+    parts = [p.lower() for p in _NAME_PART.findall(step.tool_name)]
+    return bool(parts) and parts[0] in SIDE_EFFECT_VERBS
+
+
 def _dumped(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 

@@ -156,7 +156,7 @@ def train(dataset, out, seed, loeo, by, test_dataset, json_out):
 
     \b
     Rebuild the shipped model:
-      faultlens train --dataset bundled:dev --dataset trail:../shared/realdev/trail:train --out attributors/learned/model.joblib
+      faultlens train --dataset bundled:dev --dataset trail:../shared/realdev/trail:train --dataset taubench:../shared/realdev/agentrx:train --out attributors/learned/model.joblib
     Leave-one-environment-out table (train on dev of the other environments, test on test of the held-out one):
       faultlens train --loeo --dataset bundled:dev --test-dataset bundled:test
     Leave-one-framework-out table (the forecast for a framework no training trace came from):

@@ -35,7 +35,7 @@ from .metrics import normalize_agent
 
 
 # What the shipped model (attributors/learned/model.joblib) is trained on, from the repository root.
-SHIPPED_DATASETS = ("bundled:dev", "trail:../shared/realdev/trail:train")
+SHIPPED_DATASETS = ("bundled:dev", "trail:../shared/realdev/trail:train", "taubench:../shared/realdev/agentrx:train")
 
 
 class TestTraceError(FaultlensError):
@@ -97,8 +97,8 @@ def train_learned(dataset_spec: str | Sequence[str] = "bundled:dev", out: Path |
     """Train the `learned` model on one dataset or several (their traces pooled) and write it to `out`.
 
     The shipped model is trained on `SHIPPED_DATASETS`: the bundled `dev`
-    split and the `train` half of TRAIL, so that it has seen a real
-    framework's traces; TRAIL's `holdout` half and all of AgentRx stay for reporting.
+    split and the `train` halves of TRAIL and AgentRx, so that it has seen
+    real frameworks' traces; their `holdout` halves stay for reporting.
     """
     specs = [dataset_spec] if isinstance(dataset_spec, str) else list(dataset_spec)
     traces: list[Trace] = []

@@ -11,8 +11,8 @@ each other method on step accuracy (the same resampled traces for both).
 (all steps, and decision steps only), not a sample.
 
 The learned model ships trained on the bundled `dev` split and the `train`
-half of TRAIL (see `benchmark.train`); TRAIL is therefore reported on its
-`holdout` half only. AgentRx (tau-bench) is not trained on and is reported whole.
+halves of TRAIL and AgentRx (see `benchmark.train`); both are therefore
+reported on their `holdout` halves only.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ SAMPLES, SEED = 2000, 0
 
 def datasets(realdev: Path) -> dict[str, str]:
     return {"TRAIL (holdout half)": f"trail:{realdev / 'trail'}:holdout",
-            "AgentRx tau-bench retail (all)": f"taubench:{realdev / 'agentrx'}"}
+            "AgentRx tau-bench retail (holdout half)": f"taubench:{realdev / 'agentrx'}:holdout"}
 
 
 def score(traces, method: str) -> dict[str, np.ndarray]:

@@ -65,7 +65,7 @@ from faultlens.middleware.roles import cause_of
 
 from ..methods.heuristic import signal_weights
 from ..steptext import answer_values as _answer_values
-from ..steptext import environment_fault, final_step, norm, numbers, step_text
+from ..steptext import environment_fault, final_step, norm, numbers, side_effect, step_text
 
 _KINDS = [k.value for k in StepKind]
 _ROLES = [r.value for r in StepRole]
@@ -86,7 +86,7 @@ _RELATIVE = ["content.len_log", "content.new_values_log", "content.written_new_w
 # Binary features whose first occurrence in the trace is its own feature.
 _FIRSTS = ["content.written_new_values", "err.silent_after_error", "content.new_values_any", "content.answer_value_here", "content.new_values_in_answer", "err.any",
            "err.next", "content.contradicted_later", "content.repeated_later", "content.hedge_words",
-           "content.correction_words", "turn.speaker_change", "kind.tool_call", "content.new_values_carried"]
+           "content.correction_words", "turn.speaker_change", "kind.tool_call", "content.new_values_carried", "act.side_effect"]
 
 
 def _base_names() -> list[str]:
@@ -106,7 +106,9 @@ def _base_names() -> list[str]:
               "content.later_max_overlap", "content.task_overlap", "content.task_values", "content.prev_overlap",
               "content.correction_words", "content.approval_words", "content.hedge_words", "content.is_final_answer",
               "content.later_correction", "content.written_new_values", "content.written_new_words_log",
-              "content.task_value_frac"]
+              "content.task_value_frac",
+              "act.side_effect", "act.requests_side_effect", "act.requests_first_side_effect", "act.side_effect_tool_first",
+              "act.reports_result", "act.other_agent_decision"]
     return names
 
 
@@ -227,6 +229,31 @@ def _after_errors(trace: Trace, texts: list[str], written: list[bool], errors: l
     return after_error, silent, first_tool
 
 
+def _side_effects(trace: Trace, written: list[bool]) -> tuple[list[bool], list[bool], list[bool], list[bool]]:
+    """Consequential actions (`steptext.side_effect`), the request each one carried out (the latest decision of
+    another participant before it: a user's or a manager's instruction), that request for the first one, and
+    whether the action is the first call of its tool."""
+    steps = trace.steps
+    n = len(steps)
+    effects = [side_effect(s) for s in steps]
+    requests, first_request, tool_first = [False] * n, [False] * n, [False] * n
+    seen_tools: set[str] = set()
+    first_done = False
+    for i in range(n):
+        if not effects[i]:
+            continue
+        name = steps[i].tool_name or ""
+        tool_first[i] = name not in seen_tools
+        seen_tools.add(name)
+        for j in range(i - 1, -1, -1):
+            if written[j] and steps[j].agent != steps[i].agent:
+                requests[j] = True
+                first_request[j] = first_request[j] or not first_done
+                break
+        first_done = True
+    return effects, requests, first_request, tool_first
+
+
 def _redone_later(i: int, trace: Trace, words: list[set[str]], values: list[set[str]], norms: list[str]) -> tuple[bool, bool, float]:
     """A later step that redoes step i: same words mostly, but other values (contradicted) or the same (repeated); and the
     largest word overlap with a later step of the same kind."""
@@ -289,6 +316,13 @@ def trace_features(trace: Trace) -> np.ndarray:
     correction_after = _correction_after(texts)
     after_error, silent, first_tool = _after_errors(trace, texts, written, errors)
 
+    effects, requests, first_request, effect_tool_first = _side_effects(trace, written)
+    reports = [written[i] and steps[i].kind != StepKind.tool_call and i > 0 and not written[i - 1]
+               and steps[i - 1].role == StepRole.tool_result for i in range(n)]
+    deciders = [s.agent for i, s in enumerate(steps) if written[i]]
+    # Ties go to the participant that decided first (not to a set's order, which changes with the hash seed).
+    main_agent = max(dict.fromkeys(deciders), key=deciders.count) if deciders else None
+
     # The heuristic's documented signals (without the reference answer), moved to the decisions they are about.
     weights = signal_weights(trace)
     top_weight = max(weights.values(), default=0.0)
@@ -348,6 +382,12 @@ def trace_features(trace: Trace) -> np.ndarray:
             # Values and words an agent states that neither the task nor any earlier step gave it: invented, or misread.
             "content.written_new_values": written[i] and bool(new_values[i]),
             "content.written_new_words_log": math.log1p(new_words[i]) if written[i] else 0.0,
+            "act.side_effect": effects[i], "act.requests_side_effect": requests[i],
+            "act.requests_first_side_effect": first_request[i], "act.side_effect_tool_first": effect_tool_first[i],
+            # An agent's words right after a tool result: what it read there (a misread is decisive in many real runs).
+            "act.reports_result": reports[i],
+            # A decision by a participant other than the one that decides most (a simulated user, a sub-agent).
+            "act.other_agent_decision": written[i] and main_agent is not None and a != main_agent,
             "content.task_value_frac": len(values[i] & task_values) / len(values[i]) if values[i] else 0.0,
         }
         for name, value in f.items():

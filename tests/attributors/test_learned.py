@@ -14,8 +14,10 @@ import numpy as np
 import pytest
 
 from faultlens.attributors import registry
+from faultlens.attributors.steptext import side_effect
 from faultlens.attributors.learned import LearnedAttributor, ModelMissingError, dense_feature_names, feature_names, fit, load, save, trace_features
-from faultlens.middleware.model import AgentInfo, GoldLabel, Outcome, Step, StepKind, Task, Trace
+from faultlens.attributors.learned.model import source_weights
+from faultlens.middleware.model import AgentInfo, GoldLabel, Outcome, Source, Step, StepKind, Task, Trace
 
 ENVS = ("math_react", "table_qa", "research_team", "code_team")
 
@@ -193,3 +195,32 @@ def test_shipped_model_loads_if_present():
     assert DEFAULT_MODEL_PATH.stat().st_size < 5_000_000
     a = registry.get("learned").attribute(message_only_trace())
     assert a.status.value == "ok" and a.step is not None
+
+
+def test_a_consequential_action_and_the_request_it_carried_out_are_features():
+    steps = [Step(index=0, agent="User", kind=StepKind.human, content="Cancel order #W1 please."),
+             Step(index=1, agent="Assistant", kind=StepKind.tool_call, tool_name="get_order_details", tool_arguments={"id": "#W1"}),
+             Step(index=2, agent="Tool", kind=StepKind.tool_result, tool_name="get_order_details", content="status: pending"),
+             Step(index=3, agent="Assistant", kind=StepKind.message, content="Order #W1 is pending. Confirm?"),
+             Step(index=4, agent="User", kind=StepKind.human, content="Yes, cancel it."),
+             Step(index=5, agent="Assistant", kind=StepKind.tool_call, tool_name="cancel_pending_order", tool_arguments={"id": "#W1"}),
+             Step(index=6, agent="Assistant", kind=StepKind.tool_call, tool_name="sendEmail", tool_arguments={"to": "u"})]
+    trace = Trace(task=Task(query="Cancel order #W1."), steps=steps)
+    assert [side_effect(s) for s in steps] == [False, False, False, False, False, True, True]
+    assert features_of(trace, 5)["act.side_effect"] == 1.0 and features_of(trace, 5)["first.act.side_effect"] == 1.0
+    assert features_of(trace, 6)["first.act.side_effect"] == 0.0
+    # The user's "Yes, cancel it." is the request the first consequential action carried out; the order lookup is not.
+    assert features_of(trace, 4)["act.requests_first_side_effect"] == 1.0
+    assert features_of(trace, 0)["act.requests_first_side_effect"] == 0.0
+    assert features_of(trace, 3)["act.reports_result"] == 1.0 and features_of(trace, 1)["act.reports_result"] == 0.0
+
+
+def test_source_weights_give_small_sources_the_weight_balance_asks_for():
+    def t(i: int, fmt: str) -> Trace:
+        return Trace(id=f"{fmt}-{i}", task=Task(query="q"), source=Source(format=fmt))
+
+    traces = [t(i, "faultlens") for i in range(8)] + [t(i, "taubench") for i in range(2)]
+    assert set(source_weights(traces, 0.0).values()) == {1.0}
+    full = source_weights(traces, 1.0)
+    assert full["faultlens-0"] == 1.0 and full["taubench-0"] == 4.0  # each source then weighs 8 in all
+    assert source_weights(traces, 0.5)["taubench-1"] == 2.0

@@ -110,3 +110,27 @@ def test_a_tool_span_that_is_the_only_record_of_its_call_answers_for_it():
     assert cause_of(t, 1) == 1 and 1 in [s.index for s in candidates(t)]
     result = attributors.get("heuristic").attribute(t)
     assert (result.step, result.agent, result.mode) == (1, "worker", "A.2")
+
+
+# The shipped `learned` model blames the final answer of this four-step trace (`kind.final_answer`), never the
+# tool result (test above); holding it to the call would be a hand rule over the model, so the heuristic carries this.
+@pytest.mark.parametrize("method", ["heuristic"])
+def test_an_offline_method_blames_the_agent_step_whose_call_failed_not_the_result(method):
+    # A two-agent run: the searcher's call misspells the city, its tool result fails, the answerer gives up.
+    result = attributors.get(method).attribute(wrong_call_trace(trace_id=f"wrong-call-{method}"))
+    assert result.step == 1 and result.agent == "searcher", (method, result.step, result.reason)
+    assert wrong_call_trace().steps[result.step].kind == StepKind.tool_call
+
+
+# Likewise `learned` blames the planner's final answer here, never the executor's output (test above).
+@pytest.mark.parametrize("method", ["heuristic"])
+def test_an_offline_method_blames_the_code_an_executor_ran_not_its_output(method):
+    t = trace_of([
+        dict(agent="planner", kind=StepKind.message, content="Sum the price column of the table, then report it."),
+        dict(agent="coder", kind=StepKind.message, content="```python\nprint(sum(df['price'])\n```"),
+        dict(agent="Computer_terminal", kind=StepKind.message, role=StepRole.executor_output,
+             content="exitcode: 1 (execution failed)\nCode output: SyntaxError: unexpected EOF while parsing"),
+        dict(agent="planner", kind=StepKind.final_answer, content="The total could not be computed."),
+    ], query="What is the total price in the table?", trace_id=f"executor-{method}")
+    result = attributors.get(method).attribute(t)
+    assert (result.step, result.agent) == (1, "coder"), (method, result.step, result.reason)
