@@ -293,7 +293,7 @@ class MagenticPolicy:
         if not looks:
             return "I could not tell from the instruction which figures to look up."
         turn = messages[at + 1:]
-        calls = {c["id"]: (c["function"]["name"], json.loads(c["function"]["arguments"] or "{}"))
+        calls = {c["id"]: (c["function"]["name"], _arguments(c["function"]["arguments"]))
                  for m in turn if m.get("role") == "assistant" for c in m.get("tool_calls") or []}
         results = [(calls.get(m.get("tool_call_id"), ("", {})), m["content"]) for m in turn if m.get("role") == "tool"]
         wanted = [(l.company, y) for l in looks for y in l.years]
@@ -355,6 +355,14 @@ class MagenticPolicy:
         slip = not written and not fixing and chance("slip")
         head = "Here is the corrected code." if fixing else "Here is the code."
         return f"{head}\n```python\n{code_for(d, values, slip=slip)}\n```"
+
+
+def _arguments(text: str | None) -> dict[str, Any]:
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def _keys(look: Lookup) -> list[Key]:
