@@ -29,6 +29,7 @@ __all__ = ["INSTRUMENTORS", "OpenInferenceCapture", "capture_for"]
 INSTRUMENTORS: dict[str, tuple[str, ...]] = {
     "ag2": ("openinference.instrumentation.ag2:AG2Instrumentor", "openinference.instrumentation.openai:OpenAIInstrumentor"),
     "smolagents": ("openinference.instrumentation.smolagents:SmolagentsInstrumentor",),
+    "autogen": ("openinference.instrumentation.autogen_agentchat:AutogenAgentChatInstrumentor",),
 }
 
 
