@@ -176,8 +176,24 @@ def _change_figure(inp: GenInput) -> tuple[str, str, str, str] | None:
     return inp.text[: m.start(2)] + new + inp.text[m.end(2):], m.group(1)[2:-2], m.group(2), new
 
 
+def _final_value(inp: GenInput, new_value) -> Generated | None:
+    """The final answer with its value (in the sentence and the ANSWER line) replaced by `new_value(old)`."""
+    m = re.search(r"^ANSWER: (-?\d+(?:\.\d+)?)$", inp.text, re.M)
+    if inp.kind != StepKind.final_answer or m is None:
+        return None
+    old = m.group(1)
+    new = new_value(old)
+    if new is None or new == old:
+        return None
+    return Generated(inp.text.replace(old, new), new)
+
+
 def _r1(inp: GenInput) -> Generated | None:
-    """The web surfer reports a figure that is on no page it opened."""
+    """The web surfer reports a figure that is on no page it opened; or the final answer states a value found nowhere."""
+    final = _final_value(inp, lambda old: perturb_number(old.lstrip("-"), inp.rng) if not old.startswith("-")
+                         else "-" + perturb_number(old[1:], inp.rng))
+    if final is not None:
+        return Generated(final.text, f"answers {final.reason}, a value that appears nowhere in the team's work")
     if inp.agent != "web_surfer":
         return None
     changed = _change_figure(inp)
@@ -187,15 +203,26 @@ def _r1(inp: GenInput) -> Generated | None:
     return Generated(text, f"reports {what} as {new}, a value on no page it opened (the page says {old})")
 
 
+_ASSIGN = re.compile(r"^(\w+_(?:revenue|headcount)_\d{4}) = (-?\d+(?:\.\d+)?)$", re.M)
+
+
 def _c2(inp: GenInput) -> Generated | None:
-    """The orchestrator passes a figure on to the coder differently from the web surfer's report."""
-    if inp.agent != "orchestrator":
-        return None
+    """A figure is passed on differently from its source: in the web surfer's report (the page), the orchestrator's
+    instruction to the coder (the report), or the coder's code (the instruction)."""
+    if inp.agent == "coder":
+        found = list(_ASSIGN.finditer(inp.text))
+        if not found:
+            return None
+        m = inp.rng.choice(found)
+        new = perturb_number(m.group(2).lstrip("-"), inp.rng)
+        return Generated(inp.text[: m.start(2)] + new + inp.text[m.end(2):],
+                         f"copies {m.group(1)} into the code as {new} where the instruction gives {m.group(2)}")
     changed = _change_figure(inp)
     if changed is None:
         return None
     text, what, old, new = changed
-    return Generated(text, f"passes {what} to the coder as {new} where the web surfer reported {old}")
+    source = "the page says" if inp.agent == "web_surfer" else "the web surfer reported"
+    return Generated(text, f"passes on {what} as {new} where {source} {old}")
 
 
 def _v1(inp: GenInput) -> Generated | None:
@@ -215,6 +242,9 @@ def _v1(inp: GenInput) -> Generated | None:
 
 def _r3(inp: GenInput) -> Generated | None:
     """The coder's code rounds or scales the result wrongly."""
+    final = _final_value(inp, lambda old: str(round(float(old))) if "." in old else None)
+    if final is not None:
+        return Generated(final.text, f"rounds the computed value to {final.reason} in the answer, not to 1 decimal place")
     m = _RESULT.search(inp.text)
     if inp.agent != "coder" or m is None:
         return None
