@@ -157,7 +157,7 @@ Key = tuple[str, str, int]
 _FIGURE = re.compile(rf"^- ({_NAMES}), (revenue|headcount), (\d{{4}}): (about )?(-?\d+(?:\.\d+)?)", re.M)
 
 
-def figure_line(key: Key, value: float | int) -> str:
+def figure_line(key: Key, value: float | int | str) -> str:
     return f"- {key[0]}, {key[1]}, {key[2]}: {value}"
 
 

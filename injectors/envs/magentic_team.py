@@ -102,6 +102,21 @@ def orchestrator_kind(request: dict[str, Any]) -> str:
     return "other"
 
 
+def call_kind(call: CallRecord) -> str:
+    """What a recorded call was: facts, plan, instruct (a ledger naming a speaker), satisfied (a ledger that ends
+    the run), final; or `<participant>:tools` / `<participant>:text`."""
+    message = call.response["choices"][0]["message"]
+    if call.agent != ORCHESTRATOR_AGENT:
+        return f"{call.agent}:{'tools' if message.get('tool_calls') else 'text'}"
+    kind = orchestrator_kind(call.request)
+    if kind != "ledger":
+        return kind
+    try:
+        return "satisfied" if json.loads(message.get("content") or "")["is_request_satisfied"]["answer"] else "instruct"
+    except (ValueError, KeyError, TypeError):
+        return "unparsed"
+
+
 def is_error_output(text: str) -> bool:
     return "Traceback (most recent call last)" in text or bool(re.search(r"^\w*Error: ", text, re.M))
 
@@ -437,6 +452,13 @@ class MagenticTeam(FrameworkEnvironment):
     not_applicable = {
         **TEXT_ONLY_NOT_APPLICABLE,
         "V.3": "tool results and the executor's output are no model call, so there is no recorded call to replace",
+        "A.1": ("no rule: the web surfer's two tools do one thing each; search given a URL finds nothing and "
+                "open_page given a query is a 404, and the surfer's next round uses the right tool"),
+        "A.3": "no rule: AutoGen answers a call of a tool the agent lacks with an error result, and the surfer retries",
+        "PL.3": ("no rule: the orchestrator derives every instruction afresh from the plan in its task ledger, so a "
+                 "drifted instruction is followed by the planned one"),
+        "C.3": ("no rule: the participants take each other's figures as given by design (the orchestrator passes the "
+                "report on, the coder uses the figures it is given); those errors are labelled C.2 and V.2 here"),
     }
 
     def tasks(self, seed: int, n: int) -> list[Task]:
@@ -517,8 +539,10 @@ class MagenticTeam(FrameworkEnvironment):
         endpoint = _Endpoint(rt.session, lambda agent, request: policy.respond(agent, request, sim))
 
         def client(agent: str) -> Any:
+            # `http_client` is passed on to the SDK's AsyncOpenAI (autogen-ext forwards its init arguments).
+            options: dict[str, Any] = {"model_info": MODEL_INFO, "max_retries": 0, "http_client": endpoint.async_client()}
             return OpenAIChatCompletionClient(model=rt.model, api_key="faultlens-sim", base_url=BASE_URL.format(agent=agent),
-                                              model_info=MODEL_INFO, max_retries=0, http_client=endpoint.async_client())
+                                              **options)
 
         def search_tool(query: str) -> str:
             """Search the annual-report site; lists the report pages of the companies the query names."""
@@ -569,19 +593,7 @@ class MagenticTeam(FrameworkEnvironment):
     def _steps(self, items: list[Any], rt: Runtime) -> str | None:
         """One step per message that matters, each mapped to the recorded call that made it (None: no call)."""
         calls = rt.session.calls
-        kinds: list[str] = []
-        for c in calls:
-            if c.agent == ORCHESTRATOR_AGENT:
-                kind = orchestrator_kind(c.request)
-                if kind == "ledger":
-                    content = c.response["choices"][0]["message"].get("content") or ""
-                    try:
-                        kind = "satisfied" if json.loads(content)["is_request_satisfied"]["answer"] else "instruct"
-                    except (ValueError, KeyError, TypeError):
-                        kind = "unparsed"
-                kinds.append(kind)
-            else:
-                kinds.append(f"{c.agent}:{'tools' if c.response['choices'][0]['message'].get('tool_calls') else 'text'}")
+        kinds = [call_kind(c) for c in calls]
         used: set[int] = set()
 
         def take(kind: str) -> int:
@@ -604,7 +616,7 @@ class MagenticTeam(FrameworkEnvironment):
 
         for item in items:
             kind, source = type(item).__name__, getattr(item, "source", "")
-            content = getattr(item, "content", None)
+            content: Any = getattr(item, "content", None)
             if kind == "TextMessage" and source == ORCHESTRATOR:
                 if content.startswith(_LEDGER_HEAD):
                     for ledger_kind in ("facts", "plan"):
@@ -612,13 +624,14 @@ class MagenticTeam(FrameworkEnvironment):
                         text = calls[call].response["choices"][0]["message"]["content"]
                         add(StepKind.plan, ORCHESTRATOR_AGENT, text, call, metadata={"ledger": ledger_kind})
                     continue
-                call = peek("instruct")
-                ledger = json.loads(calls[call].response["choices"][0]["message"]["content"]) if call is not None else None
-                if ledger is None or ledger["instruction_or_question"]["answer"] != content:
+                instruct = peek("instruct")
+                ledger = json.loads(calls[instruct].response["choices"][0]["message"]["content"]) if instruct is not None else None
+                if instruct is None or ledger is None or ledger["instruction_or_question"]["answer"] != content:
                     answer = content
                     add(StepKind.final_answer, ORCHESTRATOR_AGENT, content, take("final"))
                     continue
-                used.add(call)
+                used.add(instruct)
+                call = instruct
                 speaker = ledger["next_speaker"]["answer"]
                 add(StepKind.message, ORCHESTRATOR_AGENT, f"To: {speaker}\n{content}", call, metadata={"to": speaker})
             elif kind == "TextMessage" and source == "executor":
