@@ -14,7 +14,7 @@ import re
 from faultlens.middleware.model import StepKind
 
 from ..generators import Generated, GenInput, perturb_number
-from .magentic_tasks import (SITE, YEARS, Derive, derive_line, lookup_line, lookups_for, read_derive, read_figures,
+from .magentic_tasks import (SITE, YEARS, derive_line, lookup_line, read_derive, read_figures,
                              read_lookups, read_question, figure_line)
 
 _OTHER_VARIANT = {"growth": {"": "absolute", "absolute": ""}, "per_employee": {"": "inverse", "inverse": ""},
@@ -259,4 +259,4 @@ def _r3(inp: GenInput) -> Generated | None:
 MUTATORS = {"R.1": [_r1], "R.3": [_r3], "C.2": [_c2], "V.1": [_v1], "R.2": [_r2], "R.4": [_r4], "PL.1": [_pl1], "PL.2": [_pl2], "A.2": [_a2], "A.4": [_a4], "A.5": [_a5],
             "C.1": [_c1], "V.2": [_v2]}
 
-__all__ = ["MUTATORS", "Derive", "lookups_for"]
+__all__ = ["MUTATORS"]

@@ -62,7 +62,7 @@ from . import register
 from .base import Runtime, stable_seed
 from .framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, InProcessEndpoint, message_text
 from .magentic_errors import MUTATORS
-from .magentic_tasks import (COMPANIES, FAMILIES, Derive, Key, Lookup, answer_of, code_for, figure_line, lookup_line,
+from .magentic_tasks import (COMPANIES, FAMILIES, Derive, Key, Lookup, answer_of, code_for, figure, figure_line, lookup_line,
                              lookups_for, make_task, open_page, read_derive, read_figures, read_lookups, read_question,
                              search, years_text, derive_line)
 
@@ -385,8 +385,6 @@ def _keys(look: Lookup) -> list[Key]:
 
 
 def _guess(key: Key) -> int:
-    from .magentic_tasks import figure
-
     value = float(figure(*key))
     return int(round(value, -2) + 25) if key[1] == "revenue" else int(round(value, -3) + 250)
 
