@@ -71,9 +71,10 @@ ORCHESTRATOR = "MagenticOneOrchestrator"  # its name in the chat (AutoGen's)
 ORCHESTRATOR_AGENT = "orchestrator"  # its name as a faultlens agent and in its base URL
 PARTICIPANTS = ("web_surfer", "coder", "executor")
 MAX_TURNS = 16
-MAX_STALLS = 3
+MAX_STALLS = 1  # re-plan (AutoGen's outer loop) at the first turn that makes no progress
 _ANSWER = re.compile(r"^ANSWER:\s*(.+?)\s*$", re.M)
 _CODE = re.compile(r"```(?:python|py)\n(.*?)```", re.S)
+REPLAN_HINT = "- The web surfer must open the report pages themselves; the search listing shows no figures."
 _LEDGER_HEAD = "\nWe are working to address the following user request"
 
 DESCRIPTIONS = {
@@ -112,7 +113,11 @@ def call_kind(call: CallRecord) -> str:
     if kind != "ledger":
         return kind
     try:
-        return "satisfied" if json.loads(message.get("content") or "")["is_request_satisfied"]["answer"] else "instruct"
+        ledger = json.loads(message.get("content") or "")
+        if ledger["is_request_satisfied"]["answer"]:
+            return "satisfied"
+        # With MAX_STALLS = 1 a ledger that sees no progress sends AutoGen to re-plan: no instruction follows it.
+        return "instruct" if ledger["is_progress_being_made"]["answer"] else "stall"
     except (ValueError, KeyError, TypeError):
         return "unparsed"
 
@@ -196,6 +201,9 @@ class MagenticPolicy:
 
     def facts(self, messages: list[dict[str, Any]]) -> str:
         question = self._question(messages)
+        hint = ""
+        if "Please rewrite the following fact sheet" in messages[-1]["content"]:
+            hint = f"\n{REPLAN_HINT}"
         d = read_question(question)
         if d is None:
             return "1. GIVEN OR VERIFIED FACTS\n- None.\n\n2. FACTS TO LOOK UP\n- None.\n\n3. FACTS TO DERIVE\n- None.\n\n4. EDUCATED GUESSES\n- None."
@@ -205,7 +213,7 @@ class MagenticPolicy:
                 f"- The request is about {' and '.join(d.companies)} in {years_text(d.years)}.\n\n"
                 "2. FACTS TO LOOK UP\n" + "".join(f"- {lookup_line(l)}, on the annual-report site.\n" for l in looks) +
                 "\n3. FACTS TO DERIVE\n" + f"- {derive_line(d)}.\n\n"
-                "4. EDUCATED GUESSES\n" + "\n".join(guesses))
+                "4. EDUCATED GUESSES\n" + "\n".join(guesses) + hint)
 
     def plan(self, messages: list[dict[str, Any]]) -> str:
         facts = next((m["content"] for m in reversed(messages) if m.get("role") == "assistant"), "")
@@ -229,11 +237,15 @@ class MagenticPolicy:
         ledger, thread = self._since_ledger(messages)
         plan = ledger.split("Here is the plan to follow as best as possible:", 1)[-1]
         speaker, instruction, satisfied, reason = self.next_move(plan, thread)
+        last = thread[-1] if thread else {}
+        # A web surfer turn that reports no figure at all is no progress (AutoGen then re-plans).
+        stalled = (not satisfied and last.get("name") == "web_surfer" and not read_figures(last["content"]))
         answer = {
             "is_request_satisfied": {"reason": reason if satisfied else "The requested value has not been computed yet.",
                                      "answer": satisfied},
             "is_in_loop": {"reason": "Each turn has asked for something new.", "answer": False},
-            "is_progress_being_made": {"reason": "The last turn added what was asked for.", "answer": True},
+            "is_progress_being_made": ({"reason": "The web surfer's last turn brought no figure.", "answer": False} if stalled
+                                       else {"reason": "The last turn added what was asked for.", "answer": True}),
             "next_speaker": {"reason": "This is the next step of the plan.", "answer": speaker},
             "instruction_or_question": {"reason": "What this team member needs to do the step.", "answer": instruction},
         }
@@ -335,6 +347,9 @@ class MagenticPolicy:
             query = f"{company.split()[0]} reports" if chance("short-query") else f"{company} annual report"
             return [("search", json.dumps({"query": query}))]
         listing = searches[-1]
+        if REPLAN_HINT not in "".join(m["content"] for m in messages) and company in listing and chance("summary-only"):
+            # It stops at the search listing instead of opening the pages: no figures (the orchestrator re-plans).
+            return f"The search lists the annual reports of {company}; the figures are in those reports."
         if listing.startswith("No results") or company not in listing:
             return [("search", json.dumps({"query": f"{company} annual report"}))]
         urls = []

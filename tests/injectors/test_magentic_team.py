@@ -87,14 +87,29 @@ def test_steps_map_to_their_calls_and_ledgers_are_control(runs):
         assert any(s.agent == "executor" and s.kind == StepKind.tool_result for s in steps)
 
 
+MISTAKES = ("No results", "Traceback", "the figures are in those reports")
+
+
 def test_seeds_hold_recovered_mistakes_and_none_without_noise(runs):
-    noisy = [r for _, r in runs if any("No results" in s.content or "Traceback" in s.content for s in r.trace.steps)]
+    noisy = [r for _, r in runs if any(m in s.content for s in r.trace.steps for m in MISTAKES)]
     assert noisy
     env = envs.get(ENV)
-    task = next(t for t, r in runs if r in noisy)
-    clean = env.run(task, sim=dict(SIM, noise=0.0))
-    assert clean.trace.outcome.success
-    assert not any("No results" in s.content or "Traceback" in s.content for s in clean.trace.steps)
+    for task, result in runs:
+        if result in noisy:
+            clean = env.run(task, sim=dict(SIM, noise=0.0))
+            assert clean.trace.outcome.success
+            assert not any(m in s.content for s in clean.trace.steps for m in MISTAKES)
+
+
+def test_a_turn_without_figures_makes_autogen_replan(runs):
+    replanned = [r for _, r in runs if sum(s.kind == StepKind.plan for s in r.trace.steps) > 2]
+    assert replanned
+    for result in replanned:
+        plans = [s for s in result.trace.steps if s.kind == StepKind.plan]
+        assert len(plans) == 4 and plans[2].metadata["ledger"] == "facts"
+        kinds = [orchestrator_kind(c.request) for c in result.recording.calls if c.agent == "orchestrator"]
+        assert kinds.count("facts") == 2 and kinds.count("plan") == 2  # AutoGen's facts-update and plan-update prompts
+        assert result.trace.outcome.success
 
 
 @pytest.mark.parametrize("mode", sorted(MUTATORS))
