@@ -22,17 +22,19 @@ prompt; the participants' named transcript, tool calls and tool results).
 
 Steps: the orchestrator's facts survey and plan (`plan` steps; their calls),
 each orchestrator instruction (a `message` step `To: <speaker>\\n<instruction>`
-made by the progress-ledger call that chose it), the web surfer's tool calls
+made by the progress-ledger call that chose it; after a re-plan, the updated facts and plan are steps too), the web surfer's tool calls
 (`tool_call` steps, one per model response with tool calls) and their results
 (`tool_result`, no call), its report and the coder's code (`message`), the
 executor's output (`tool_result` of tool `python`, no call) and the
 orchestrator's final answer. A progress ledger that ends the run (request
-satisfied) is a control call: no step, never injected.
+satisfied) or sends AutoGen to re-plan is a control call: no step, never injected.
 
 Recovered mistakes in seeds (rate `noise`): the web surfer's first search uses
-a short name and finds nothing, so it searches again; or the coder's first code
-misspells a name, the executor shows the traceback, the orchestrator asks for
-a fix.
+a short name and finds nothing, so it searches again; the web surfer stops at
+the search listing with no figure, the progress ledger says no progress, and
+AutoGen re-plans (`max_stalls=1`: facts update, plan update, a new task ledger);
+or the coder's first code misspells a name, the executor shows the traceback,
+the orchestrator asks for a fix.
 """
 
 from __future__ import annotations
