@@ -31,6 +31,7 @@ INSTRUMENTORS: dict[str, tuple[str, ...]] = {
     "smolagents": ("openinference.instrumentation.smolagents:SmolagentsInstrumentor",),
     # Replaces the SDK's own trace exporter (exclusive processor), so nothing is sent to OpenAI.
     "openai-agents": ("openinference.instrumentation.openai_agents:OpenAIAgentsInstrumentor",),
+    "autogen": ("openinference.instrumentation.autogen_agentchat:AutogenAgentChatInstrumentor",),
 }
 
 
