@@ -33,6 +33,15 @@ _STATUS_CODES = {0, 1, 2, "STATUS_CODE_UNSET", "STATUS_CODE_OK", "STATUS_CODE_ER
 _SPAN_KINDS = {0, 1, 2, 3, 4, 5} | {f"SPAN_KIND_{k}" for k in ("UNSPECIFIED", "INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER")}
 
 
+def not_one_of(value: Any, allowed: set, what: str) -> str:
+    """The message for an enum value outside `allowed` (shared with the protobuf reader, `faultlens.server.otlp_records`)."""
+    return f"{value!r} is not a {what}; expected one of {sorted(map(str, allowed))}"
+
+
+STATUS_CODES = frozenset(_STATUS_CODES)
+SPAN_KINDS = frozenset(_SPAN_KINDS)
+
+
 class SchemaError(ValueError):
     """An export that does not fit the schema: `field` is the path of the first bad value."""
 
@@ -119,7 +128,7 @@ def _id(nbytes: int, required: bool):
 def _one_of(allowed: set, what: str):
     def check(value: Any) -> Any:
         if isinstance(value, bool) or not isinstance(value, (int, str)) or value not in allowed:
-            raise ValueError(f"{value!r} is not a {what}; expected one of {sorted(map(str, allowed))}")
+            raise ValueError(not_one_of(value, allowed, what))
         return value
 
     return check
