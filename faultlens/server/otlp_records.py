@@ -36,7 +36,9 @@ from .otlp_body import BodyError
 _REQUIRED = "Field required"  # pydantic's words for a missing field, which the JSON path answers with
 
 
-def _value(value: Any, path: str, level: int, read: list[str] | None) -> Any:
+def _value(value: Any, path: str, rpath: str, level: int, read: list[str] | None) -> Any:
+    # path: the field as the schema names it; rpath: as the JSON path's reading step names it
+    # (they differ inside arrays and kvlists), used for a value that cannot be read.
     which = value.WhichOneof("value")
     if which == "string_value":
         return value.string_value
@@ -55,26 +57,27 @@ def _value(value: Any, path: str, level: int, read: list[str] | None) -> Any:
         if level >= MAX_VALUE_DEPTH:
             raise SchemaError(path, f"nests more than {MAX_VALUE_DEPTH} levels of arrayValue/kvlistValue")
         if which == "array_value":
-            return [_value(v, f"{path}.arrayValue.values[{i}]", level + 1, read) for i, v in enumerate(value.array_value.values)]
-        return _attributes(value.kvlist_value.values, f"{path}.kvlistValue.values", level + 1, read)
+            return [_value(v, f"{path}.arrayValue.values[{i}]", f"{rpath}[{i}]", level + 1, read) for i, v in enumerate(value.array_value.values)]
+        return _attributes(value.kvlist_value.values, f"{path}.kvlistValue.values", level + 1, read, rpath)
     if which == "bytes_value":
         return base64.b64encode(value.bytes_value).decode("ascii")
     # string_value_strindex: an index into a string table that trace exports do not have. The schema
     # ignores it; reading it as a span's value is refused, but only once the whole body has been
     # checked (as the JSON path reads values after its schema pass), so it is noted, not raised here.
     if read is not None:
-        read.append(path)
+        read.append(rpath)
     return None
 
 
-def _attributes(items: Any, path: str, level: int = 0, read: list[str] | None = None) -> dict[str, Any]:
+def _attributes(items: Any, path: str, level: int = 0, read: list[str] | None = None, rpath: str | None = None) -> dict[str, Any]:
+    rbase = path if rpath is None else rpath
     out: dict[str, Any] = {}
     for i, kv in enumerate(items):
         key = kv.key
         if not key:
             raise SchemaError(f"{path}[{i}].key", _REQUIRED)
         # A KeyValue whose value is unset reads as None, as `{"key": k}` does in JSON.
-        out[key] = _value(kv.value, f"{path}[{i}].value", level, read) if kv.HasField("value") else None
+        out[key] = _value(kv.value, f"{path}[{i}].value", f"{rbase}[{i}].value", level, read) if kv.HasField("value") else None
     return out
 
 
@@ -98,6 +101,10 @@ def _span(span: Any, resource: dict[str, Any], label: str, unread: list[str]) ->
     kind = span.kind
     if kind not in SPAN_KINDS:
         raise SchemaError(f"{label}.kind", not_one_of(kind, SPAN_KINDS, "span kind"))
+    # Checked in the schema's order (attributes, then events); values that cannot be read are noted
+    # in the JSON path's reading order (events, then attributes), so both name the same first field.
+    attribute_unread: list[str] = []
+    attributes = _attributes(span.attributes, f"{label}.attributes", 0, attribute_unread) if span.attributes else {}
     events = []
     for i, event in enumerate(span.events):
         events.append(
@@ -107,8 +114,7 @@ def _span(span: Any, resource: dict[str, Any], label: str, unread: list[str]) ->
                 "attributes": _attributes(event.attributes, f"{label}.events[{i}].attributes", 0, unread),
             }
         )
-    # After the events, as the JSON path reads them (so the first unreadable value is the same one).
-    attributes = _attributes(span.attributes, f"{label}.attributes", 0, unread) if span.attributes else {}
+    unread.extend(attribute_unread)
     for i, link in enumerate(span.links):
         # Links are not stored, but a body with a bad one is refused whole, as the schema refuses it.
         _id(link.trace_id, 16, f"{label}.links[{i}].traceId", True)

@@ -137,7 +137,7 @@ def _request(resource_attributes, scope_attributes, span_specs) -> bytes:
     return request.SerializeToString()
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(attributes, attributes, st.lists(spans, max_size=3))
 def test_the_protobuf_reader_agrees_with_the_json_path(resource_attributes, scope_attributes, span_specs):
     body = _request(resource_attributes, scope_attributes, span_specs)
