@@ -143,7 +143,8 @@ def _serialise(bodies: list[bytes], store: Store, repeats: int) -> None:
     print(f"  redact                  {best(lambda: [redact(d) for d in dumped]):6.2f}")
     print(f"  json.dumps              {best(lambda: [json.dumps(d, ensure_ascii=False, sort_keys=True) for d in redacted]):6.2f}")
     print(f"  prepare_steps (all)     {best(lambda: prepare_steps(steps)):6.2f}")
-    print(f"  plan_ingest per span    {best(lambda: [plan_ingest(store, protobuf_to_records(b), source=SOURCE) for b in bodies]) * len(steps) / (len(steps) + len(bodies)):6.2f} (protobuf reading included)")
+    per_span = best(lambda: [plan_ingest(store, protobuf_to_records(b), source=SOURCE) for b in bodies]) * len(steps) / (len(steps) + len(bodies))
+    print(f"  plan_ingest per span    {per_span:6.2f} (protobuf reading included)")
 
 
 def main() -> None:

@@ -81,20 +81,22 @@ def _attributes(items: Any, path: str, level: int = 0, read: list[str] | None = 
     return out
 
 
-def _id(raw: bytes, nbytes: int, path: str, required: bool) -> str | None:
+def _id(raw: bytes, nbytes: int, path: str) -> str:
     if len(raw) == nbytes:
         return raw.hex()
     if not raw:
-        if required:
-            raise SchemaError(path, "is missing")
-        return None
+        raise SchemaError(path, "is missing")
     raise SchemaError(path, f"{raw.hex()[:40]!r} is not a {nbytes}-byte id in hex or base64")
 
 
+def _optional_id(raw: bytes, nbytes: int, path: str) -> str | None:
+    return _id(raw, nbytes, path) if raw else None
+
+
 def _span(span: Any, resource: dict[str, Any], label: str, unread: list[str]) -> SpanRecord:
-    trace_id = _id(span.trace_id, 16, f"{label}.traceId", True)
-    span_id = _id(span.span_id, 8, f"{label}.spanId", True)
-    parent_id = _id(span.parent_span_id, 8, f"{label}.parentSpanId", False)
+    trace_id = _id(span.trace_id, 16, f"{label}.traceId")
+    span_id = _id(span.span_id, 8, f"{label}.spanId")
+    parent_id = _optional_id(span.parent_span_id, 8, f"{label}.parentSpanId")
     name = span.name
     if not name:
         raise SchemaError(f"{label}.name", _REQUIRED)
@@ -117,8 +119,8 @@ def _span(span: Any, resource: dict[str, Any], label: str, unread: list[str]) ->
     unread.extend(attribute_unread)
     for i, link in enumerate(span.links):
         # Links are not stored, but a body with a bad one is refused whole, as the schema refuses it.
-        _id(link.trace_id, 16, f"{label}.links[{i}].traceId", True)
-        _id(link.span_id, 8, f"{label}.links[{i}].spanId", True)
+        _id(link.trace_id, 16, f"{label}.links[{i}].traceId")
+        _id(link.span_id, 8, f"{label}.links[{i}].spanId")
         _attributes(link.attributes, f"{label}.links[{i}].attributes", read=None)
     status = span.status
     code = status.code
