@@ -28,6 +28,9 @@ from .spans import SpanRecord
 
 _STATUS = {0: "unset", 1: "ok", 2: "error", "STATUS_CODE_UNSET": "unset", "STATUS_CODE_OK": "ok", "STATUS_CODE_ERROR": "error"}
 _KINDS = {0: "unspecified", 1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
+# What a span record calls each OTLP status code and span kind (integers, as protobuf carries them).
+STATUS_NAMES = {code: name for code, name in _STATUS.items() if isinstance(code, int)}
+KIND_NAMES = dict(_KINDS)
 
 
 def _hex_id(value: Any, nbytes: int, field: str) -> str | None:

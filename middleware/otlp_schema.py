@@ -19,6 +19,7 @@ from __future__ import annotations
 import base64
 import binascii
 import math
+from collections.abc import Collection
 from typing import Annotated, Any
 
 from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
@@ -29,8 +30,17 @@ MAX_NANOS = 2**64 - 1
 INT64 = (-(2**63), 2**63 - 1)
 # How deeply arrayValue/kvlistValue may nest inside one attribute value.
 MAX_VALUE_DEPTH = 32
-_STATUS_CODES = {0, 1, 2, "STATUS_CODE_UNSET", "STATUS_CODE_OK", "STATUS_CODE_ERROR"}
-_SPAN_KINDS = {0, 1, 2, 3, 4, 5} | {f"SPAN_KIND_{k}" for k in ("UNSPECIFIED", "INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER")}
+_STATUS_CODES: set[int | str] = {0, 1, 2, "STATUS_CODE_UNSET", "STATUS_CODE_OK", "STATUS_CODE_ERROR"}
+_SPAN_KINDS: set[int | str] = {0, 1, 2, 3, 4, 5} | {f"SPAN_KIND_{k}" for k in ("UNSPECIFIED", "INTERNAL", "SERVER", "CLIENT", "PRODUCER", "CONSUMER")}
+
+
+def not_one_of(value: Any, allowed: Collection[Any], what: str) -> str:
+    """The message for an enum value outside `allowed` (shared with the protobuf reader, `faultlens.server.otlp_records`)."""
+    return f"{value!r} is not a {what}; expected one of {sorted(map(str, allowed))}"
+
+
+STATUS_CODES: frozenset[int | str] = frozenset(_STATUS_CODES)
+SPAN_KINDS: frozenset[int | str] = frozenset(_SPAN_KINDS)
 
 
 class SchemaError(ValueError):
@@ -119,7 +129,7 @@ def _id(nbytes: int, required: bool):
 def _one_of(allowed: set, what: str):
     def check(value: Any) -> Any:
         if isinstance(value, bool) or not isinstance(value, (int, str)) or value not in allowed:
-            raise ValueError(f"{value!r} is not a {what}; expected one of {sorted(map(str, allowed))}")
+            raise ValueError(not_one_of(value, allowed, what))
         return value
 
     return check

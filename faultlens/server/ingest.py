@@ -17,7 +17,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from faultlens.middleware.spans import plan_ingest, write_ingest
+from faultlens.middleware.spans import SpanRecord, plan_ingest, write_ingest
 from faultlens.middleware.model import Outcome
 from faultlens.middleware.store import Store, TraceNotFound
 
@@ -74,7 +74,10 @@ class Ingestor:
         """
         from faultlens.middleware.otlp import otlp_json_to_records
 
-        records = otlp_json_to_records(payload, source=SOURCE, checked=checked)
+        return self.records(otlp_json_to_records(payload, source=SOURCE, checked=checked))
+
+    def records(self, records: list[SpanRecord]) -> IngestResult:
+        """Store span records of one export (a protobuf body is read straight into them, `otlp_records`)."""
         # Mapping and serialising spans is most of the work; done before the transaction,
         # a big request does not hold up small ones for its whole length.
         plan = plan_ingest(self.store, records, source=SOURCE)

@@ -9,9 +9,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from faultlens.middleware.errors import InputError
 from .deps import get_services
-from .otlp_body import JSON, BodyError, decode_otlp, decompress, encode_response, media_type
+from .otlp_body import JSON, PROTOBUF, BodyError, decode_otlp, decompress, encode_response, media_type
 from faultlens.middleware.otlp_schema import SchemaError, validate_export
 from .ingest import IngestResult
+from .otlp_records import protobuf_to_records
 from .services import Services
 
 router = APIRouter(tags=["otlp"])
@@ -56,7 +57,11 @@ async def export_traces(services: Services, request: Request) -> Response:
 
     def read_and_ingest() -> IngestResult:
         # Off the event loop: decoding and checking a big body takes long enough to stall other requests.
-        payload = decode_otlp(decompress(bytes(body), content_encoding, limit), content_type)
+        raw = decompress(bytes(body), content_encoding, limit)
+        if media_type(content_type) == PROTOBUF:
+            # Checked on the parsed message: its types are protobuf's (see otlp_records).
+            return services.ingest_records(protobuf_to_records(raw))
+        payload = decode_otlp(raw, content_type)
         validate_export(payload)
         return services.ingest_payload(payload)
 

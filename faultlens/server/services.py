@@ -18,6 +18,7 @@ from fastapi import HTTPException
 from faultlens.feedback.memory import track_record
 from faultlens.middleware.model import Lesson, Outcome
 from faultlens.middleware.redact import redact_id
+from faultlens.middleware.spans import SpanRecord
 from faultlens.middleware.store import Store
 from .ingest import IngestResult, Ingestor
 from .interop import EvaluationExporter, blamed_span
@@ -62,7 +63,13 @@ class Services:
 
     def ingest_payload(self, payload: dict[str, Any]) -> IngestResult:
         """Store an OTLP JSON export that passed `otlp_schema.validate_export`; wake the worker for runs it failed or completed."""
-        result = self.ingestor(payload, checked=True)
+        return self._after_ingest(self.ingestor(payload, checked=True))
+
+    def ingest_records(self, records: list[SpanRecord]) -> IngestResult:
+        """Store the span records of a checked protobuf export (`otlp_records`); as `ingest_payload`."""
+        return self._after_ingest(self.ingestor.records(records))
+
+    def _after_ingest(self, result: IngestResult) -> IngestResult:
         result.traces = [redact_id(trace_id) for trace_id in result.traces]
         result.outcomes = {redact_id(trace_id): outcome for trace_id, outcome in result.outcomes.items()}
         for trace_id in result.traces:

@@ -203,3 +203,34 @@ def test_a_root_span_with_status_error_fails_the_run_and_queues_attribution(live
     assert run["outcome"]["success"] is False
     body = wait_for(lambda: (b := HTTP.get(f"{live.url}/api/runs/{trace_id}/attribution").json())["latest"] and b["job"]["state"] == "done" and b)
     assert body["latest"]["step"] == 1 and body["job"]["state"] == "done"
+
+
+@pytest.mark.parametrize(
+    "spoil, field",
+    [
+        (lambda span: span.attributes.add(key="x").value.__setattr__("double_value", float("nan")), "attributes[0].value.doubleValue"),
+        (lambda span: setattr(span, "span_id", b"\x01\x02\x03"), "spanId"),
+        (lambda span: setattr(span.status, "code", 9), "status.code"),
+        (lambda span: setattr(span, "name", ""), "name"),
+    ],
+)
+def test_a_bad_protobuf_span_rejects_the_whole_batch_naming_the_field(live, store, spoil, field):
+    # Protobuf bodies are checked on the parsed message (server/otlp_records.py), not by the JSON schema:
+    # the same all-or-nothing answer, naming the field.
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    request = ExportTraceServiceRequest()
+    spans = request.resource_spans.add().scope_spans.add().spans
+    for n in (1, 2):
+        span = spans.add()
+        span.trace_id, span.span_id, span.name = b"\xab" * 16, bytes([n]) * 8, "chat"
+        span.start_time_unix_nano, span.end_time_unix_nano = 1_700_000_000 * 10**9, 1_700_000_001 * 10**9
+    spoil(spans[1])
+    r = HTTP.post(live.url + "/v1/traces", content=request.SerializeToString(), headers={"Content-Type": "application/x-protobuf"})
+    assert r.status_code == 400, r.text
+    assert r.json()["field"] == f"resourceSpans[0].scopeSpans[0].spans[1].{field}"
+    assert store.count_traces() == 0  # the good span of the same body was not stored either
+    del spans[1]
+    r = HTTP.post(live.url + "/v1/traces", content=request.SerializeToString(), headers={"Content-Type": "application/x-protobuf"})
+    assert r.status_code == 200, r.text
+    assert store.count_traces() == 1
