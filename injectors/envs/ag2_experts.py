@@ -71,12 +71,12 @@ from . import register
 from .ag2_errors import MUTATORS
 from .ag2_tasks import FAMILIES, Spec, answer_of, code_for, make_task, read_question, read_spec, spec_line
 from .base import Runtime, stable_seed
-from .framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, InProcessEndpoint, message_text
+from .framework import (ANSWER_LINE, BASE_URL, TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, InProcessEndpoint,
+                        message_text, numeric_outcome)
 
 MANAGER = "chat_manager"
 MAX_ROUND = 14
 FRAMEWORK = "ag2"
-_ANSWER = re.compile(r"^ANSWER:\s*(.+?)\s*$", re.M)
 _CODE = re.compile(r"```(?:python|py)\n(.*?)```", re.S)
 _SELECT_TAIL = "Read the above conversation. Then select the next role from"
 # A coder's message that states a printed value without a code block, and one that hands the computation back.
@@ -261,16 +261,7 @@ class Ag2Experts(FrameworkEnvironment):
         return Ag2Policy()
 
     def evaluate(self, task: Task, answer: str | None) -> Outcome:
-        found = _ANSWER.findall(answer or "")
-        if not found:
-            return Outcome(success=False, score=0.0, evaluator="ag2_experts:numeric", detail="no 'ANSWER:' line")
-        given, want = found[-1], task.reference_answer or ""
-        try:
-            ok = abs(float(given.replace(",", "")) - float(want)) < 1e-6
-        except ValueError:
-            ok = False
-        return Outcome(success=ok, score=1.0 if ok else 0.0, evaluator="ag2_experts:numeric",
-                       detail=f"answered {given!r}, expected {want!r}")
+        return numeric_outcome(answer, task.reference_answer or "", "ag2_experts:numeric")
 
     def mutators(self) -> dict[str, list[Any]]:
         return MUTATORS
@@ -343,7 +334,7 @@ class Ag2Experts(FrameworkEnvironment):
                 pointer += 1
             if pointer == len(calls):
                 raise RuntimeError(f"ag2_experts: no model call of {agent!r} for message {index}")
-            if _ANSWER.search(text):
+            if ANSWER_LINE.search(text):
                 kind, answer = StepKind.final_answer, text
             elif agent == "planner" and index == 0:
                 kind = StepKind.plan

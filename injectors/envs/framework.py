@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Callable
 from typing import Any
 
+from faultlens.middleware.model import Outcome
 from faultlens.middleware.proxy import ChatProxy
 from faultlens.middleware.replay import CallRecord, Drift, Session, canonical
 
@@ -93,3 +95,20 @@ class FrameworkEnvironment(Environment):
         response = copy.deepcopy(record.response) if record.response else completion(record.request, text)
         response["choices"][0]["message"]["content"] = text
         return response
+
+
+# The last line of a team's answer that states the result: `ANSWER: <value>`.
+ANSWER_LINE = re.compile(r"^ANSWER:\s*(.+?)\s*$", re.M)
+
+
+def numeric_outcome(answer: str | None, reference: str, evaluator: str) -> Outcome:
+    """Success when the answer's last `ANSWER:` value equals the reference number (commas allowed)."""
+    found = ANSWER_LINE.findall(answer or "")
+    if not found:
+        return Outcome(success=False, score=0.0, evaluator=evaluator, detail="no 'ANSWER:' line")
+    given = found[-1]
+    try:
+        ok = abs(float(given.replace(",", "")) - float(reference)) < 1e-6
+    except ValueError:
+        ok = False
+    return Outcome(success=ok, score=1.0 if ok else 0.0, evaluator=evaluator, detail=f"answered {given!r}, expected {reference!r}")

@@ -62,7 +62,8 @@ from faultlens.middleware.replay import CallRecord, canonical
 
 from . import register
 from .base import Runtime, stable_seed
-from .framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, InProcessEndpoint, message_text
+from .framework import (BASE_URL, TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, InProcessEndpoint,
+                        message_text, numeric_outcome)
 from .magentic_errors import MUTATORS
 from .magentic_tasks import (COMPANIES, FAMILIES, Derive, Key, Lookup, answer_of, code_for, figure, figure_line, lookup_line,
                              lookups_for, make_task, open_page, read_derive, read_figures, read_lookups, read_question,
@@ -74,7 +75,6 @@ ORCHESTRATOR_AGENT = "orchestrator"  # its name as a faultlens agent and in its 
 PARTICIPANTS = ("web_surfer", "coder", "executor")
 MAX_TURNS = 16
 MAX_STALLS = 1  # re-plan (AutoGen's outer loop) at the first turn that makes no progress
-_ANSWER = re.compile(r"^ANSWER:\s*(.+?)\s*$", re.M)
 _CODE = re.compile(r"```(?:python|py)\n(.*?)```", re.S)
 REPLAN_HINT = "- The web surfer must open the report pages themselves; the search listing shows no figures."
 _LEDGER_HEAD = "\nWe are working to address the following user request"
@@ -505,16 +505,7 @@ class MagenticTeam(FrameworkEnvironment):
         return MagenticPolicy()
 
     def evaluate(self, task: Task, answer: str | None) -> Outcome:
-        found = _ANSWER.findall(answer or "")
-        if not found:
-            return Outcome(success=False, score=0.0, evaluator="magentic_team:numeric", detail="no 'ANSWER:' line")
-        given, want = found[-1], task.reference_answer or ""
-        try:
-            ok = abs(float(given.replace(",", "")) - float(want)) < 1e-6
-        except ValueError:
-            ok = False
-        return Outcome(success=ok, score=1.0 if ok else 0.0, evaluator="magentic_team:numeric",
-                       detail=f"answered {given!r}, expected {want!r}")
+        return numeric_outcome(answer, task.reference_answer or "", "magentic_team:numeric")
 
     def mutators(self) -> dict[str, list[Any]]:
         return MUTATORS
