@@ -48,33 +48,9 @@ def list_runs(
     return out
 
 
-@router.get("/{trace_id}", summary="One run as a faultlens Trace")
-def get_run(trace_id: str, store: Store = Depends(get_store)) -> dict[str, Any]:
-    return trace_or_404(store, trace_id).model_dump(mode="json")
-
-
-@router.post("/{trace_id}/outcome", summary="Record how a run ended; a failure queues attribution")
-def post_outcome(trace_id: str, outcome: OutcomeIn, services: Services = Depends(get_services)) -> dict[str, Any]:
-    """Store the outcome. A failure is queued for attribution at once if the run has steps,
-    else it waits (state `waiting`) until its first spans arrive."""
-    store = services.store
-    if not store.has_trace(trace_id):
-        # Spans not here yet: keep the outcome under a placeholder; the
-        # run's spans fill it in (their header keeps this outcome).
-        store.begin_trace(Trace(id=trace_id, task=Task(query=""), source=Source(format="otlp")))
-    return services.record_outcome(trace_id, Outcome(success=outcome.success, score=outcome.score, detail=outcome.detail, evaluator=outcome.evaluator or "api"))
-
-
-@router.post("/{trace_id}/attribute", summary="Queue a failed run for attribution again")
-def requeue(trace_id: str, store: Store = Depends(get_store), worker: FailureWorker = Depends(get_worker)) -> dict[str, Any]:
-    trace = trace_or_404(store, trace_id)
-    if not trace.failed:
-        raise HTTPException(409, f"run {trace_id!r} is not recorded as failed; post a failed outcome first")
-    status = worker.submit(trace_id, again=True)
-    return {"trace_id": trace_id, "queued": status.state == "queued", "worker": status.as_dict()}
-
-
-@router.get("/{trace_id}/attribution", summary="The run's attributions, newest last, and the worker's state")
+# A run id is the caller's conversation id and may hold '/'; `:path` keeps such runs reachable, and the
+# attribution route is declared first so that '.../attribution' is not read as part of an id.
+@router.get("/{trace_id:path}/attribution", summary="The run's attributions, newest last, and the worker's state")
 def get_attribution(trace_id: str, store: Store = Depends(get_store), worker: FailureWorker = Depends(get_worker)) -> dict[str, Any]:
     if not store.has_trace(trace_id):
         raise HTTPException(404, f"no run with id {trace_id!r}")
@@ -86,3 +62,31 @@ def get_attribution(trace_id: str, store: Store = Depends(get_store), worker: Fa
         "latest": attributions[-1].model_dump(mode="json") if attributions else None,
         "attributions": [a.model_dump(mode="json") for a in attributions],
     }
+
+
+@router.get("/{trace_id:path}", summary="One run as a faultlens Trace")
+def get_run(trace_id: str, store: Store = Depends(get_store)) -> dict[str, Any]:
+    return trace_or_404(store, trace_id).model_dump(mode="json")
+
+
+@router.post("/{trace_id:path}/outcome", summary="Record how a run ended; a failure queues attribution")
+def post_outcome(trace_id: str, outcome: OutcomeIn, services: Services = Depends(get_services)) -> dict[str, Any]:
+    """Store the outcome. A failure is queued for attribution at once if the run has steps,
+    else it waits (state `waiting`) until its first spans arrive."""
+    store = services.store
+    if not store.has_trace(trace_id):
+        # Spans not here yet: keep the outcome under a placeholder; the
+        # run's spans fill it in (their header keeps this outcome).
+        store.begin_trace(Trace(id=trace_id, task=Task(query=""), source=Source(format="otlp")))
+    return services.record_outcome(trace_id, Outcome(success=outcome.success, score=outcome.score, detail=outcome.detail, evaluator=outcome.evaluator or "api"))
+
+
+@router.post("/{trace_id:path}/attribute", summary="Queue a failed run for attribution again")
+def requeue(trace_id: str, store: Store = Depends(get_store), worker: FailureWorker = Depends(get_worker)) -> dict[str, Any]:
+    trace = trace_or_404(store, trace_id)
+    if not trace.failed:
+        raise HTTPException(409, f"run {trace_id!r} is not recorded as failed; post a failed outcome first")
+    status = worker.submit(trace_id, again=True)
+    return {"trace_id": trace_id, "queued": status.state == "queued", "worker": status.as_dict()}
+
+

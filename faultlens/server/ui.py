@@ -121,7 +121,7 @@ def runs_page(request: Request, status: str = "", agent: str = "", since: str = 
     return page(request, "runs.html", runs=summaries, jobs=jobs, blames=blames, status=status, agent=agent, since=since)
 
 
-@router.get("/runs/{trace_id}", response_class=HTMLResponse)
+@router.get("/runs/{trace_id:path}", response_class=HTMLResponse)
 def trace_page(request: Request, trace_id: str, services: Services = Depends(get_services)):
     store, worker = services.store, services.worker
     trace = trace_or_404(store, trace_id)
@@ -150,7 +150,7 @@ def trace_page(request: Request, trace_id: str, services: Services = Depends(get
     )
 
 
-@router.get("/media/{trace_id}/{step}/{position}")
+@router.get("/media/{trace_id:path}/{step}/{position}")
 def media_file(trace_id: str, step: int, position: int, services: Services = Depends(get_services)):
     root = services.media_root
     try:

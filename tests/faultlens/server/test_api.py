@@ -170,3 +170,18 @@ def test_an_outcome_before_the_spans_waits_for_them(live, store):
     run = HTTP.get(f"{live.url}/api/runs/{trace_id}").json()
     assert run["outcome"]["detail"] == "answered 544"  # kept when the root span's header arrived
     assert run["task"]["query"] == "What is 17 * 23?" and len(run["steps"]) == 3
+
+
+def test_a_run_id_holding_slashes_is_reachable_on_every_route(live, store):
+    """A run id is the caller's conversation id (`gen_ai.conversation.id`, `session.id`) and may hold '/'."""
+    trace = _trace().model_copy(update={"id": "team/2026-12-01/run 7"})
+    store.save_trace(trace)
+    assert HTTP.get(f"{live.url}/api/runs/{trace.id}").json()["id"] == trace.id
+    r = HTTP.post(f"{live.url}/api/runs/{trace.id}/outcome", json={"success": False, "score": 0.0})
+    assert r.status_code == 200 and r.json()["queued"] is True
+    body = wait_for(lambda: (b := HTTP.get(f"{live.url}/api/runs/{trace.id}/attribution").json())["latest"] and b)
+    assert body["trace_id"] == trace.id and body["latest"]["step"] == 1
+    assert HTTP.post(f"{live.url}/api/runs/{trace.id}/attribute").status_code == 200
+    page = HTTP.get(f"{live.url}/runs/{trace.id}")
+    assert page.status_code == 200 and "team/2026-12-01/run 7" in page.text
+    assert HTTP.get(f"{live.url}/api/runs/team/no-such-run").status_code == 404
