@@ -174,7 +174,7 @@ def build_bundled(
     unknown = [n for n in names if n not in known]
     if unknown:
         raise UnknownName(f"unknown environment(s) {unknown}; known: {', '.join(known)}")
-    missing = [f"{n} needs {' and '.join(registry.get(n).missing())}" for n in names if registry.get(n).missing()]
+    missing = [f"{n} needs {' and '.join(absent)}" for n in names if (absent := registry.get(n).missing())]
     if missing:
         raise ConfigError("environments on real agent frameworks need their optional extra, not installed here "
                           f"({'; '.join(missing)}): pip install 'faultlens[frameworks]', or choose environments with --env")

@@ -72,7 +72,7 @@ from .ag2_errors import MUTATORS
 from .ag2_tasks import FAMILIES, Spec, answer_of, code_for, make_task, read_question, read_spec, spec_line
 from .base import Runtime, stable_seed
 from .framework import (ANSWER_LINE, BASE_URL, TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, InProcessEndpoint,
-                        message_text, numeric_outcome)
+                        family_tasks, message_text, numeric_outcome)
 
 MANAGER = "chat_manager"
 MAX_ROUND = 14
@@ -238,14 +238,11 @@ class Ag2Experts(FrameworkEnvironment):
     }
 
     def tasks(self, seed: int, n: int) -> list[Task]:
-        out = []
-        for i in range(n):
-            rng = random.Random(stable_seed(seed, self.name, i))
-            family = FAMILIES[(seed + i) % len(FAMILIES)]
+        def make(rng: random.Random, family: str) -> tuple[str, str, dict[str, Any]]:
             question, spec = make_task(rng, family)
-            out.append(Task(id=f"{self.name}-{seed}-{i}", query=question, reference_answer=answer_of(spec),
-                            metadata={"family": family}))
-        return out
+            return question, answer_of(spec), {}
+
+        return family_tasks(self.name, seed, n, FAMILIES, make)
 
     def system_prompt(self, agent: str, task: Task) -> str:
         roles = {

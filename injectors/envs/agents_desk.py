@@ -47,8 +47,8 @@ from .agents_errors import MUTATORS
 from .agents_policy import HANDOFF, SLUGS, DeskPolicy
 from .agents_store import CATALOGUE, FAMILIES, Store, make_task, money, resolve, unverified_writes, writes
 from .agents_wire import completion, text_of, tool_call_of
-from .base import Runtime, stable_seed
-from .framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, InProcessEndpoint
+from .base import Runtime
+from .framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, InProcessEndpoint, family_tasks
 
 FRAMEWORK = "openai-agents"
 MAX_TURNS = 20
@@ -148,16 +148,13 @@ class AgentsDesk(FrameworkEnvironment):
     not_applicable = NOT_APPLICABLE
 
     def tasks(self, seed: int, n: int) -> list[Task]:
-        out = []
-        for i in range(n):
-            rng = random.Random(stable_seed(seed, self.name, i))
-            family = FAMILIES[(seed + i) % len(FAMILIES)]
+        def make(rng: random.Random, family: str) -> tuple[str, str, dict[str, Any]]:
             question, store = make_task(rng, family)
             want = resolve(store)
             ref = want.kind if want.kind == "declined" else f"{want.kind} {money(want.amount)} on {store['request']['order_id']}"
-            out.append(Task(id=f"{self.name}-{seed}-{i}", query=question, reference_answer=ref,
-                            metadata={"family": family, "store": store}))
-        return out
+            return question, ref, {"store": store}
+
+        return family_tasks(self.name, seed, n, FAMILIES, make)
 
     def system_prompt(self, agent: str, task: Task) -> str:
         return INSTRUCTIONS[agent]

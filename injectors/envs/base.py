@@ -43,8 +43,8 @@ executor's output). Its `program` adds steps with `rt.record_step` and sets
 `rt.step_calls`, the recorded call of each step (None: no call). Injection
 then replaces the response of step t's call (built by `injected_response`),
 and only steps with a call are candidates. Framework environments are listed
-by `envs.names(include_frameworks=True)`, not by `envs.names()` (the bundled
-benchmark is built from those), and need their framework installed.
+by `envs.names(include_frameworks=True)`, not by `envs.names()`, and need their
+framework installed (`requires`) to run or to build the bundled benchmark.
 `injectors.envs.framework` has what they share (`FrameworkEnvironment`, and
 `InProcessEndpoint`: the framework's OpenAI client talks to a `ChatProxy`
 over the run's session); `ag2_experts` and `smol_analyst` are examples.

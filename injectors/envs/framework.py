@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import copy
 import json
+import random
 import re
 from collections.abc import Callable
 from typing import Any
 
-from faultlens.middleware.model import Outcome
+from faultlens.middleware.model import Outcome, Task
 from faultlens.middleware.proxy import ChatProxy
 from faultlens.middleware.replay import CallRecord, Drift, Session, canonical
 
-from .base import Environment
+from .base import Environment, stable_seed
 
 # Failure modes a text-only task cannot show (the framework environments ask no images).
 TEXT_ONLY_NOT_APPLICABLE = {
@@ -112,3 +113,15 @@ def numeric_outcome(answer: str | None, reference: str, evaluator: str) -> Outco
     except ValueError:
         ok = False
     return Outcome(success=ok, score=1.0 if ok else 0.0, evaluator=evaluator, detail=f"answered {given!r}, expected {reference!r}")
+
+
+def family_tasks(env: str, seed: int, n: int, families: tuple[str, ...] | list[str],
+                 make: Callable[[random.Random, str], tuple[str, str, dict[str, Any]]]) -> list[Task]:
+    """`n` tasks of environment `env`: task i is of family `families[(seed + i) % len]`, drawn by
+    `make(rng, family) -> (question, reference answer, metadata)` from its own seeded generator."""
+    out = []
+    for i in range(n):
+        family = families[(seed + i) % len(families)]
+        question, reference, metadata = make(random.Random(stable_seed(seed, env, i)), family)
+        out.append(Task(id=f"{env}-{seed}-{i}", query=question, reference_answer=reference, metadata={"family": family, **metadata}))
+    return out

@@ -47,6 +47,7 @@ import io
 import json
 import logging
 import os
+import random
 import re
 import shutil
 import sys
@@ -63,7 +64,7 @@ from faultlens.middleware.replay import CallRecord, canonical
 from . import register
 from .base import Runtime, stable_seed
 from .framework import (BASE_URL, TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, InProcessEndpoint,
-                        message_text, numeric_outcome)
+                        family_tasks, message_text, numeric_outcome)
 from .magentic_errors import MUTATORS
 from .magentic_tasks import (COMPANIES, FAMILIES, Derive, Key, Lookup, answer_of, code_for, figure, figure_line, lookup_line,
                              lookups_for, make_task, open_page, read_derive, read_figures, read_lookups, read_question,
@@ -478,16 +479,11 @@ class MagenticTeam(FrameworkEnvironment):
     }
 
     def tasks(self, seed: int, n: int) -> list[Task]:
-        import random
+        def make(rng: random.Random, family: str) -> tuple[str, str, dict[str, Any]]:
+            question, data = make_task(rng, family)
+            return question, answer_of(data), {}
 
-        out = []
-        for i in range(n):
-            rng = random.Random(stable_seed(seed, self.name, i))
-            family = FAMILIES[(seed + i) % len(FAMILIES)]
-            question, d = make_task(rng, family)
-            out.append(Task(id=f"{self.name}-{seed}-{i}", query=question, reference_answer=answer_of(d),
-                            metadata={"family": family}))
-        return out
+        return family_tasks(self.name, seed, n, FAMILIES, make)
 
     def system_prompt(self, agent: str, task: Task) -> str:
         roles = {

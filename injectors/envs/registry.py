@@ -42,8 +42,8 @@ def names(include_frameworks: bool = False) -> list[str]:
     """Names of the registered environments, sorted.
 
     Environments on a real agent framework (`Environment.framework`, an
-    optional extra) are listed only with `include_frameworks=True`: the
-    bundled benchmark is built from the others.
+    optional extra) are listed only with `include_frameworks=True`; without it
+    the list is our own environments. The bundled benchmark is built from all.
     """
     _discover()
     return sorted(n for n, cls in _REGISTRY.items() if include_frameworks or cls.framework is None)
