@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,8 @@ class Services:
     token: str | None
     reports_dir: Path | None
     media_root: Path | None
+    # OTLP exports being stored in worker threads (`routes_otlp`); read and written only on the event loop.
+    threaded_ingests: int = field(default=0, init=False)
 
     def record_outcome(self, trace_id: str, outcome: Outcome) -> dict[str, Any]:
         """Store a run's outcome; a failure is queued for attribution (or held until the run has steps)."""

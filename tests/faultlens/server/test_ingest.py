@@ -14,7 +14,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from faultlens.middleware.pg_store import PostgresStore
-from faultlens.server import create_app
+from faultlens.server import create_app, routes_otlp
 
 from .conftest import HTTP, run_team, sdk_provider, wait_for
 
@@ -234,3 +234,31 @@ def test_a_bad_protobuf_span_rejects_the_whole_batch_naming_the_field(live, stor
     r = HTTP.post(live.url + "/v1/traces", content=request.SerializeToString(), headers={"Content-Type": "application/x-protobuf"})
     assert r.status_code == 200, r.text
     assert store.count_traces() == 1
+
+
+def test_a_small_export_is_answered_while_a_big_one_is_being_stored(store, serve):
+    # Small bodies are stored on the event loop, big ones in a thread (`routes_otlp.INLINE_BYTES`). The big ingest
+    # below waits until the small export has been answered: if it blocked the loop, the small one never would be.
+    app = create_app(store)
+    services = app.state.services
+    real_ingest, small_answered, big_started = services.ingest_payload, threading.Event(), threading.Event()
+
+    def ingest_payload(payload):
+        if len(json.dumps(payload)) > routes_otlp.INLINE_BYTES:
+            big_started.set()
+            assert small_answered.wait(10), "the small export was not answered while the big one was being stored"
+        return real_ingest(payload)
+
+    services.ingest_payload = ingest_payload
+    server = serve(app)
+    big_id, small_id = "a1" * 16, "b2" * 16
+    big = _otlp_json(big_id, [_span(big_id, f"{i:016x}", **{"faultlens.content": "x" * 2000}) for i in range(1, 60)])
+    answers: dict[str, int] = {}
+    sender = threading.Thread(target=lambda: answers.update(big=HTTP.post(server.url + "/v1/traces", json=big).status_code))
+    sender.start()
+    assert big_started.wait(10)
+    small = HTTP.post(server.url + "/v1/traces", json=_otlp_json(small_id, [_span(small_id, "0f" * 8)]))
+    small_answered.set()
+    sender.join(20)
+    assert small.status_code == 200 and answers == {"big": 200}
+    assert _step_count(store, small_id) == 1 and _step_count(store, big_id) == 59
