@@ -1,0 +1,118 @@
+"""A step as the store keeps it: its JSON, secrets redacted, written straight from the step's fields.
+
+Every capture path stores a step through `stored_step` (the tracer's exporter
+and the server through `spans.plan_ingest`, `traces import` and `save_trace`
+through `store_api.prepare_steps`). The stored text is byte for byte what
+``json.dumps(redact(step.model_dump(mode="json")), ensure_ascii=False,
+sort_keys=True)`` gives (tests/middleware/test_step_json.py keeps that as the
+reference and compares both with Hypothesis), but without dumping the model
+to a dict, walking the whole dict to redact it and sorting its keys: the
+top-level keys are fixed, so each field is redacted as `redact` would treat
+it under its key, and encoded in its place in a fixed, sorted template. Only
+the free-form fields (tool arguments and result, metadata, media) go through
+the generic JSON conversion, redaction walk and encoder.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, NamedTuple
+
+from pydantic_core import to_jsonable_python
+
+from .model import Step, StepKind, StepRole, default_role
+from .redact import ID_KEYS, is_secret_key, redact, redact_id, redact_text
+
+
+class PreparedStep(NamedTuple):
+    """A step serialised and redacted for storage (`stored_step`), ready to write."""
+
+    key: str
+    started_at: float | None
+    agent: str
+    kind: str
+    error: int
+    data: str
+
+
+# The encoder `json.dumps(..., ensure_ascii=False, sort_keys=True)` builds on every call, built once.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
+_encode = _ENCODER.encode
+_encode_str: Any = json.encoder.encode_basestring  # what that encoder writes a str with (C when available)
+
+# The template below relies on these: no top-level key is changed by redaction or names a secret,
+# the enum values come through redaction unchanged, and exactly the id fields are `ID_KEYS`.
+_FIELDS = tuple(Step.model_fields)
+_MEDIA = {"media"}
+_ID_FIELDS = ("agent", "native_id", "span_id", "parent_span_id")
+assert all(redact_text(k) == k and not is_secret_key(k) for k in _FIELDS)
+assert {k for k in _FIELDS if k in ID_KEYS} == set(_ID_FIELDS)
+assert all(redact_text(v.value) == v.value for v in (*StepKind, *StepRole))
+
+
+def _any(value: Any, key: str) -> str:
+    """A free-form field (`Any` or a dict of them) as pydantic's JSON mode gives it, redacted under `key`, encoded."""
+    if value is None:
+        return "null"
+    if type(value) is str:
+        return _encode_str(redact_text(value))
+    if type(value) is dict and not value:
+        return "{}"
+    return _encode(redact(to_jsonable_python(value, inf_nan_mode="null"), key))
+
+
+def _float(value: float | None) -> str:
+    # pydantic's JSON mode writes a float that is not finite as null.
+    return "null" if value is None or not math.isfinite(value) else float.__repr__(value)
+
+
+def _opt_text(value: str | None) -> str:
+    return "null" if value is None else _encode_str(redact_text(value))
+
+
+def _opt_id(value: str | None) -> str:
+    return "null" if value is None else _encode_str(redact_id(value))
+
+
+def stored_step(step: Step) -> PreparedStep:
+    """`step` redacted and serialised for storage (see the module's docstring for what it equals)."""
+    kind = step.kind.value
+    role = step.role
+    agent = redact_id(step.agent)
+    usage = step.usage
+    media = step.media
+    lessons = step.lessons
+    parts = [
+        '{"agent": ', _encode_str(agent),
+        ', "content": ', _encode_str(redact_text(step.content)),
+        ', "ended_at": ', _float(step.ended_at),
+        ', "error": ', _opt_text(step.error),
+        ', "index": ', int.__repr__(step.index),
+        ', "kind": ', _encode_str(kind),
+        ', "lessons": ', _encode([redact_text(s) for s in lessons]) if lessons else "[]",
+        # (pydantic writes a Media's infinite float as null only when dumping it inside its step)
+        ', "media": ', _encode(redact(step.model_dump(mode="json", include=_MEDIA)["media"], "media")) if media else "[]",
+        ', "metadata": ', _any(step.metadata, "metadata"),
+        ', "model": ', _opt_text(step.model),
+        ', "native_id": ', _opt_id(step.native_id),
+        ', "parent_span_id": ', _opt_id(step.parent_span_id),
+    ]
+    if role != default_role(kind):
+        # (written only where it differs from the role the kind implies: `Step._role_when_needed`)
+        parts += [', "role": ', _encode_str(role.value)]
+    parts += [
+        ', "span_id": ', _opt_id(step.span_id),
+        ', "started_at": ', _float(step.started_at),
+        ', "tool_arguments": ', _any(step.tool_arguments, "tool_arguments"),
+        ', "tool_name": ', _opt_text(step.tool_name),
+        ', "tool_result": ', _any(step.tool_result, "tool_result"),
+        ', "usage": ', "null" if usage is None else _encode({"cost_usd": _finite(usage.cost_usd), "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}),
+        "}",
+    ]
+    key = redact_id(step.span_id) if step.span_id else f"#{step.index}"
+    return PreparedStep(key, step.started_at, agent, kind, int(step.error is not None), "".join(parts))
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
