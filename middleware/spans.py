@@ -38,6 +38,7 @@ from opentelemetry.trace import StatusCode
 from pydantic import ValidationError
 
 from .errors import FieldError, InputError, from_validation_error
+from .store_api import TraceNotFound
 from .model import AgentInfo, GoldLabel, Media, Outcome, Source, Step, StepKind, StepRole, Task, Trace, Usage, default_role
 
 # -- attribute names ---------------------------------------------------------
@@ -792,6 +793,8 @@ class _RunPlan:
     # (record, step, missing, prepared): `missing` is the first ancestor outside the
     # batch the agent walk stopped at (None: resolved within the batch, or no agent above).
     steps: list[tuple[SpanRecord, Step, str | None, Any]]
+    # What the store held of the run when `write_ingest` began it: (stored at all, its outcome).
+    before: tuple[bool, Outcome | None] = (False, None)
 
 
 @dataclass
@@ -847,15 +850,24 @@ def write_ingest(store: Any, plan: IngestPlan) -> list[str]:
     with store.batch(plan.trace_ids):
         for run in plan.runs:
             trace_id, header = run.trace_id, run.header
+            # One look-up answers whether the run is stored and its outcome (not the whole
+            # run: reading it here would make ingest cost grow with the run).
+            stored, outcome = run.before = _stored_outcome(store, trace_id)
             if header is not None:
-                if header.outcome is None and store.has_trace(trace_id):
-                    # Only the outcome: reading the whole run here would make ingest cost grow with the run.
-                    header.outcome = store.get_outcome(trace_id)
+                if header.outcome is None and stored:
+                    header.outcome = outcome
                 store.begin_trace(header)
-            elif not store.has_trace(trace_id):
+            elif not stored:
                 store.begin_trace(placeholder_header(trace_id, run.group))
-            _write_run(store, run)
+            _write_run(store, run, new_run=not stored)
     return plan.trace_ids
+
+
+def _stored_outcome(store: Any, trace_id: str) -> tuple[bool, Outcome | None]:
+    try:
+        return True, store.get_outcome(trace_id)
+    except TraceNotFound:
+        return False, None
 
 
 def ingest(store: Any, records: Iterable[SpanRecord], *, source: str = "spans") -> list[str]:
@@ -880,13 +892,18 @@ def ingest(store: Any, records: Iterable[SpanRecord], *, source: str = "spans") 
     return write_ingest(store, plan_ingest(store, records, source=source))
 
 
-def _write_run(store: Any, run: _RunPlan) -> None:
-    """Store a run's planned steps with their agents, and finish the agents of earlier steps that waited on this batch."""
+def _write_run(store: Any, run: _RunPlan, *, new_run: bool = False) -> None:
+    """Store a run's planned steps with their agents, and finish the agents of earlier steps that waited on this batch.
+
+    new_run: the run was not stored before this transaction, so nothing of its tree is either.
+    """
     trace_id, links = run.trace_id, run.links
     known: dict[str, SpanLink | None] = dict(links)
 
     def lookup(span_id: str) -> SpanLink | None:
-        if span_id not in known:
+        if span_id not in known and new_run:
+            known[span_id] = None
+        elif span_id not in known:
             rows = store.span_links(trace_id, span_ids=[span_id])
             known[span_id] = SpanLink.from_row(rows[0]) if rows else None
         return known[span_id]
@@ -905,7 +922,7 @@ def _write_run(store: Any, run: _RunPlan) -> None:
         if step.span_id == record.span_id:
             waiting[record.span_id] = missing
         ready.append(prepared)
-    store.add_steps(trace_id, ready)
+    store.add_steps(trace_id, ready, new_run=new_run)
     # A chain that arrived before its tool and turns out only to repeat it is no step after all.
     for link in links.values():
         output = link.output
@@ -914,7 +931,7 @@ def _write_run(store: Any, run: _RunPlan) -> None:
             store.delete_step(trace_id, parent.span_id)
     # Steps stored earlier whose walk up the tree stopped at a span of this batch.
     resolved: dict[str, str] = {}
-    for span_id, missing in store.steps_waiting_on(trace_id, list(links)):
+    for span_id, missing in [] if new_run else store.steps_waiting_on(trace_id, list(links)):
         agent, still_missing = resolve_agent(missing, lookup)
         waiting[span_id] = still_missing
         if agent is not None:
