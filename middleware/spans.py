@@ -34,10 +34,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from opentelemetry.trace import StatusCode
+from opentelemetry.trace import SpanKind, StatusCode
 from pydantic import ValidationError
 
 from .errors import FieldError, InputError, from_validation_error
+from .step_json import json_text
 from .store_api import TraceNotFound
 from .model import AgentInfo, GoldLabel, Media, Outcome, Source, Step, StepKind, StepRole, Task, Trace, Usage, default_role
 
@@ -144,6 +145,7 @@ def _ns(value: Any) -> int:
 
 
 _STATUS_CODES = {StatusCode.ERROR: "error", StatusCode.OK: "ok"}
+_SPAN_KINDS = {kind: kind.name.lower() for kind in SpanKind}
 
 
 def _plain_dict(attributes: Any) -> dict[str, Any]:
@@ -174,7 +176,7 @@ def record_from_readable_span(span: Any) -> SpanRecord:
         status_message=status.description,
         events=[{"name": e.name, "time_ns": _ns(e.timestamp), "attributes": _plain_dict(e.attributes)} for e in span.events],
         resource=_plain_dict(span.resource.attributes) if span.resource is not None else {},
-        kind=span.kind.name.lower(),
+        kind=_SPAN_KINDS.get(span.kind) or span.kind.name.lower(),
     )
 
 
@@ -352,12 +354,15 @@ def messages_text(messages: list[Any] | None) -> str:
 
 
 # -- span → step ------------------------------------------------------------
+# (a dict look-up, where calling the enum costs several times as much on every span)
+_STEP_KINDS = {k.value: k for k in StepKind}
+_STEP_ROLES = {r.value: r for r in StepRole}
 def _kind_of(record: SpanRecord, op: str | None) -> StepKind | None:
     explicit = record.attributes.get(STEP_KIND)
     if explicit is not None:
         try:
-            return StepKind(str(explicit))
-        except ValueError:
+            return _STEP_KINDS[str(explicit)]
+        except KeyError:
             raise FieldError(STEP_KIND, f"unknown step kind {explicit!r}; expected one of {[k.value for k in StepKind]}") from None
     return {CHAT: StepKind.llm_call, TOOL: StepKind.tool_call, AGENT: StepKind.message, CHAIN: StepKind.tool_result}.get(op or "")
 
@@ -368,8 +373,8 @@ def _role_of(record: SpanRecord, op: str | None, kind: StepKind) -> StepRole:
     explicit = record.attributes.get(STEP_ROLE)
     if explicit is not None:
         try:
-            return StepRole(str(explicit))
-        except ValueError:
+            return _STEP_ROLES[str(explicit)]
+        except KeyError:
             raise FieldError(STEP_ROLE, f"unknown step role {explicit!r}; expected one of {[r.value for r in StepRole]}") from None
     return StepRole.tool_result if op == TOOL else default_role(kind)
 
@@ -591,7 +596,7 @@ def _span_to_step(record: SpanRecord, fallback_agent: str | None) -> Step | None
         tool_result = maybe_json(raw_result)
         if not content and tool_result is not None and CONTENT not in attrs:
             # What a tool returned is what a person reads of a tool step.
-            content = tool_result if isinstance(tool_result, str) else json.dumps(tool_result, ensure_ascii=False, sort_keys=True, default=str)
+            content = tool_result if isinstance(tool_result, str) else json_text(tool_result)
 
     usage = _usage_attr(attrs)
 

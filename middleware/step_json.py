@@ -48,8 +48,22 @@ _c_encoder = (
 )
 
 
+# And with `default=str`, as a tool's result is written as a step's text.
+_TEXT_ENCODER = json.JSONEncoder(ensure_ascii=False, sort_keys=True, default=str)
+_c_text_encoder = (
+    json.encoder.c_make_encoder(None, str, _encode_str, None, ": ", ", ", True, False, True) if json.encoder.c_make_encoder is not None else None
+)
+
+
 def _encode(value: Any) -> str:
     return "".join(_c_encoder(value, 0)) if _c_encoder is not None else _ENCODER.encode(value)
+
+
+def json_text(value: Any) -> str:
+    """`json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)` for a value parsed from JSON or span attributes (no cycles)."""
+    if type(value) is str:
+        return _encode_str(value)
+    return "".join(_c_text_encoder(value, 0)) if _c_text_encoder is not None else _TEXT_ENCODER.encode(value)
 
 
 # The template below relies on these: no top-level key is changed by redaction or names a secret,

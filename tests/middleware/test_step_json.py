@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from faultlens.middleware.model import Media, Step, StepKind, StepRole, Usage
 from faultlens.middleware.redact import REDACTED, redact, redact_id
 from faultlens.middleware.spans import SpanRecord, ingest
-from faultlens.middleware.step_json import PreparedStep, stored_step
+from faultlens.middleware.step_json import PreparedStep, json_text, stored_step
 from faultlens.middleware.store import SQLiteStore
 
 
@@ -125,3 +125,9 @@ def test_ingested_spans_are_stored_as_the_reference_serialises_their_steps(tmp_p
     for (key, data), step in zip(rows, trace.steps):
         assert "hunter22" not in data
         assert data == reference(step.model_copy(update={"index": 0})).data
+
+
+@settings(max_examples=400, deadline=None)
+@given(values)
+def test_json_text_is_json_dumps_sorted_with_str_for_the_unknown(value):
+    assert json_text(value) == json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
