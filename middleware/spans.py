@@ -38,7 +38,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 from pydantic import ValidationError
 
 from .errors import FieldError, InputError, from_validation_error
-from .step_json import json_text
+from .step_json import PreparedStep, json_text, stored_fields
 from .store_api import TraceNotFound
 from .model import AgentInfo, GoldLabel, Media, Outcome, Source, Step, StepKind, StepRole, Task, Trace, Usage, default_role
 
@@ -472,11 +472,44 @@ def span_to_step(record: SpanRecord, *, source: str = "spans", label: str | int 
     # try/except rather than `with _reading(...)`: this runs for every span, and a generator-based
     # context manager costs more than the rest of the call's overhead together.
     try:
-        return _span_to_step(record, agent)
+        fields = _step_fields(record, agent)
+        return None if fields is None else Step(**fields)
     except InputError:
         raise
     except (FieldError, ValidationError, TypeError, AttributeError, KeyError, ValueError) as exc:
         raise _read_error(exc, source, label if label is not None else f"span {record.span_id}", "a step") from None
+
+
+def step_fields(record: SpanRecord, *, source: str = "spans", label: str | int | None = None, agent: str | None = None) -> dict[str, Any] | None:
+    """What `span_to_step` gives, as the field values the `Step` would hold, without building the model.
+
+    What ingest stores (`step_json.stored_fields`) needs only the values;
+    building the model costs more than the few checks it would make on them.
+    The values the mapping itself produces have their field's type by
+    construction; those an attribute gives as it is (span ids, a status
+    message, metadata keys) are checked here (`valid_step_fields`), and
+    anything else goes through `Step` after all: the same errors as
+    `span_to_step`, or the values pydantic makes of them.
+    """
+    try:
+        fields = _step_fields(record, agent)
+        if fields is None or valid_step_fields(fields):
+            return fields
+        return dict(Step(**fields).__dict__)
+    except InputError:
+        raise
+    except (FieldError, ValidationError, TypeError, AttributeError, KeyError, ValueError) as exc:
+        raise _read_error(exc, source, label if label is not None else f"span {record.span_id}", "a step") from None
+
+
+def valid_step_fields(fields: Mapping[str, Any]) -> bool:
+    """Whether `Step` takes these values (from `_step_fields`) as they are: those an attribute or status can give as any type."""
+    return (
+        type(fields["agent"]) is str
+        and type(fields["content"]) is str
+        and all(value is None or type(value) is str for value in (fields["span_id"], fields["parent_span_id"], fields["error"]))
+        and all(type(key) is str for key in fields["metadata"])
+    )
 
 
 def _read_error(exc: Exception, source: str, where: str | int, what: str) -> InputError:
@@ -544,7 +577,7 @@ def _usage_attr(attrs: Mapping[str, Any]) -> Usage | None:
         raise FieldError(INPUT_TOKENS if token_in is not None else COST_USD, "token counts must be integers and cost a number") from None
 
 
-def _span_to_step(record: SpanRecord, fallback_agent: str | None) -> Step | None:
+def _step_fields(record: SpanRecord, fallback_agent: str | None) -> dict[str, Any] | None:
     attrs = record.attributes
     op = record.operation
     if op in (WORKFLOW, None) and STEP_KIND not in attrs:
@@ -612,7 +645,7 @@ def _span_to_step(record: SpanRecord, fallback_agent: str | None) -> Step | None
     span_id = attrs[ORIGINAL_SPAN_ID] or None if ORIGINAL_SPAN_ID in attrs else record.span_id
     parent_id = attrs[ORIGINAL_PARENT_ID] or None if ORIGINAL_PARENT_ID in attrs else record.parent_id
 
-    return Step(
+    return dict(
         index=0,
         agent=agent_of(record) or fallback_agent or str(record.resource.get("service.name") or "agent"),
         kind=kind,
@@ -795,9 +828,9 @@ class _RunPlan:
     root: SpanRecord | None
     header: Trace | None
     links: dict[str, SpanLink]
-    # (record, step, missing, prepared): `missing` is the first ancestor outside the
-    # batch the agent walk stopped at (None: resolved within the batch, or no agent above).
-    steps: list[tuple[SpanRecord, Step, str | None, Any]]
+    # (record, step, missing, prepared): the step as its field values (`step_fields`); `missing` is the first
+    # ancestor outside the batch the agent walk stopped at (None: resolved within the batch, or no agent above).
+    steps: list[tuple[SpanRecord, dict[str, Any], str | None, PreparedStep]]
     # What the store held of the run when `write_ingest` began it: (stored at all, its outcome).
     before: tuple[bool, Outcome | None] = (False, None)
 
@@ -814,7 +847,7 @@ class IngestPlan:
 
 
 def plan_ingest(store: Any, records: Iterable[SpanRecord], *, source: str = "spans") -> IngestPlan:
-    """Map spans to headers, tree links and steps, and serialise the steps for `store` (no reads, no writes).
+    """Map spans to headers, tree links and steps, and serialise the steps for storage (no reads, no writes).
 
     Raises InputError on the first bad span. This is the costly part of
     ingest; kept apart so a server can do it outside its write lock. A step's
@@ -831,9 +864,9 @@ def plan_ingest(store: Any, records: Iterable[SpanRecord], *, source: str = "spa
         children: dict[str, list[SpanLink]] = {}
         for link in links.values():
             children.setdefault(link.parent_id or "", []).append(link)
-        steps: list[tuple[SpanRecord, Step, str | None]] = []
+        steps: list[tuple[SpanRecord, dict[str, Any], str | None]] = []
         for r in group:
-            step = span_to_step(r, source=source)
+            step = step_fields(r, source=source)
             if step is None:
                 continue
             # Exporters send a chain after its children, so they are usually in the batch
@@ -843,10 +876,9 @@ def plan_ingest(store: Any, records: Iterable[SpanRecord], *, source: str = "spa
                 continue
             agent, missing = resolve_agent(r.span_id, links.get)
             if agent is not None:
-                step.agent = agent
+                step["agent"] = agent
             steps.append((r, step, missing))
-        prepared = store.prepare_steps([step for _, step, _ in steps])
-        runs.append(_RunPlan(trace_id, group, root, header, links, [(r, step, missing, p) for (r, step, missing), p in zip(steps, prepared)]))
+        runs.append(_RunPlan(trace_id, group, root, header, links, [(r, step, missing, stored_fields(step)) for r, step, missing in steps]))
     return IngestPlan(runs)
 
 
@@ -922,9 +954,9 @@ def _write_run(store: Any, run: _RunPlan, *, new_run: bool = False) -> None:
             # The walk up left the batch at `missing`: go on through the stored tree.
             agent, missing = resolve_agent(missing, lookup)
             if agent is not None:
-                step.agent = agent
-                prepared = store.prepare_steps([step])[0]
-        if step.span_id == record.span_id:
+                step["agent"] = agent
+                prepared = stored_fields(step)
+        if step["span_id"] == record.span_id:
             waiting[record.span_id] = missing
         ready.append(prepared)
     store.add_steps(trace_id, ready, new_run=new_run)

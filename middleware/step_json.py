@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from pydantic_core import to_jsonable_python
 
-from .model import Step, StepKind, StepRole, default_role
+from .model import Media, Step, StepKind, StepRole, default_role
 from .redact import ID_KEYS, is_secret_key, redact, redact_id, redact_text
 
 
@@ -94,30 +95,45 @@ def _float(value: float | None) -> str:
 
 def stored_step(step: Step) -> PreparedStep:
     """`step` redacted and serialised for storage (see the module's docstring for what it equals)."""
-    kind = step.kind.value
-    role = step.role
-    agent = redact_id(step.agent)
-    usage, media, lessons, error = step.usage, step.media, step.lessons, step.error
-    span_id, parent_id, native_id, model, tool_name = step.span_id, step.parent_span_id, step.native_id, step.model, step.tool_name
+    # (a pydantic model keeps its fields' values in its __dict__)
+    return stored_fields(step.__dict__)
+
+
+def stored_fields(fields: Mapping[str, Any]) -> PreparedStep:
+    """A step given as its fields' values (what a valid `Step` holds), redacted and serialised for storage.
+
+    `spans.plan_ingest` calls this with the values it mapped from a span, which
+    it checked the way `Step` would (`spans.valid_step_fields`), without building the model.
+    """
+    kind = fields["kind"].value
+    role = fields["role"]
+    agent = redact_id(fields["agent"])
+    usage, media, lessons, error = fields["usage"], fields["media"], fields["lessons"], fields["error"]
+    span_id, parent_id, native_id, model, tool_name = fields["span_id"], fields["parent_span_id"], fields["native_id"], fields["model"], fields["tool_name"]
+    index, started_at = fields["index"], fields["started_at"]
     # (role is written only where it differs from the role the kind implies: `Step._role_when_needed`)
     role_part = "" if role == default_role(kind) else f', "role": {_encode_str(role.value)}'
     data = (
-        f'{{"agent": {_encode_str(agent)}, "content": {_encode_str(redact_text(step.content))}, "ended_at": {_float(step.ended_at)}, '
-        f'"error": {"null" if error is None else _encode_str(redact_text(error))}, "index": {int.__repr__(step.index)}, "kind": {_encode_str(kind)}, '
+        f'{{"agent": {_encode_str(agent)}, "content": {_encode_str(redact_text(fields["content"]))}, "ended_at": {_float(fields["ended_at"])}, '
+        f'"error": {"null" if error is None else _encode_str(redact_text(error))}, "index": {int.__repr__(index)}, "kind": {_encode_str(kind)}, '
         f'"lessons": {_encode([redact_text(s) for s in lessons]) if lessons else "[]"}, '
-        # (pydantic writes a Media's infinite float as null only when dumping it inside its step)
-        f'"media": {_encode(redact(step.model_dump(mode="json", include=_MEDIA)["media"], "media")) if media else "[]"}, '
-        f'"metadata": {_any(step.metadata, "metadata")}, "model": {"null" if model is None else _encode_str(redact_text(model))}, '
+        f'"media": {_media(media) if media else "[]"}, '
+        f'"metadata": {_any(fields["metadata"], "metadata")}, "model": {"null" if model is None else _encode_str(redact_text(model))}, '
         f'"native_id": {"null" if native_id is None else _encode_str(redact_id(native_id))}, '
         f'"parent_span_id": {"null" if parent_id is None else _encode_str(redact_id(parent_id))}{role_part}, '
-        f'"span_id": {"null" if span_id is None else _encode_str(redact_id(span_id))}, "started_at": {_float(step.started_at)}, '
-        f'"tool_arguments": {_any(step.tool_arguments, "tool_arguments")}, '
+        f'"span_id": {"null" if span_id is None else _encode_str(redact_id(span_id))}, "started_at": {_float(started_at)}, '
+        f'"tool_arguments": {_any(fields["tool_arguments"], "tool_arguments")}, '
         f'"tool_name": {"null" if tool_name is None else _encode_str(redact_text(tool_name))}, '
-        f'"tool_result": {_any(step.tool_result, "tool_result")}, '
+        f'"tool_result": {_any(fields["tool_result"], "tool_result")}, '
         f'"usage": {"null" if usage is None else _encode({"cost_usd": _finite(usage.cost_usd), "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens})}}}'
     )
-    key = redact_id(span_id) if span_id else f"#{step.index}"
-    return PreparedStep(key, step.started_at, agent, kind, int(error is not None), data)
+    key = redact_id(span_id) if span_id else f"#{index}"
+    return PreparedStep(key, started_at, agent, kind, int(error is not None), data)
+
+
+def _media(media: list[Media]) -> str:
+    # As pydantic dumps them inside a step (it writes a Media's infinite float as null only there).
+    return _encode(redact(Step.model_construct(media=media).model_dump(mode="json", include=_MEDIA)["media"], "media"))
 
 
 def _finite(value: float) -> float | None:

@@ -131,3 +131,77 @@ def test_ingested_spans_are_stored_as_the_reference_serialises_their_steps(tmp_p
 @given(values)
 def test_json_text_is_json_dumps_sorted_with_str_for_the_unknown(value):
     assert json_text(value) == json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+# -- the span path: what ingest stores without building a Step is what the Step would store --------
+from faultlens.middleware import spans as S  # noqa: E402
+from faultlens.middleware.errors import InputError  # noqa: E402
+from faultlens.middleware.step_json import stored_fields  # noqa: E402
+
+json_texts = st.one_of(
+    st.builds(json.dumps, values.filter(lambda v: not isinstance(v, dict) or all(isinstance(k, str) for k in v))),
+    st.sampled_from(['{"i": 5}', "[1, 2]", '{"args": ["5"], "kwargs": {}}', "{not json", '"quoted"', "null", "42", "[NaN]", '{"a": 1e999}']),
+)
+attribute_values = st.one_of(text, json_texts, st.integers(), floats, st.booleans(), st.tuples(text, text), st.binary(max_size=4), st.none())
+span_attributes = st.fixed_dictionaries(
+    {},
+    optional={
+        S.OPERATION: st.sampled_from(["execute_tool", "chat", "invoke_agent", "invoke_workflow", "embeddings", "bogus"]),
+        S.OI_KIND: st.sampled_from(["TOOL", "LLM", "AGENT", "CHAIN", "RETRIEVER"]),
+        S.STEP_KIND: st.sampled_from([k.value for k in StepKind] + ["no-such-kind"]),
+        S.STEP_ROLE: st.sampled_from([r.value for r in StepRole] + ["no-such-role"]),
+        S.AGENT_NAME: text,
+        S.TOOL_NAME: attribute_values,
+        S.TOOL_ARGUMENTS: attribute_values,
+        S.TOOL_RESULT: attribute_values,
+        S.CONTENT: attribute_values,
+        S.STEP_METADATA: st.one_of(json_texts, st.dictionaries(st.integers(0, 3) | text, values, max_size=2)),
+        S.ORIGINAL_SPAN_ID: attribute_values,
+        S.ORIGINAL_PARENT_ID: attribute_values,
+        S.NO_START: st.booleans(),
+        S.LESSONS: st.one_of(st.tuples(text), json_texts),
+        S.NATIVE_ID: attribute_values,
+        S.REQUEST_MODEL: attribute_values,
+        S.INPUT_TOKENS: attribute_values,
+        S.COST_USD: attribute_values,
+        S.OUTPUT_MESSAGES: json_texts,
+        "output.value": attribute_values,
+        "input.value": attribute_values,
+        "tool.parameters": json_texts,
+    },
+)
+records = st.builds(
+    lambda attrs, status, message, name, parent: SpanRecord(
+        "c" * 32, "0af7651916cd43dd", parent, name, 1_700_000_000_000_000_000, 1_700_000_000_500_000_000, attrs, status=status, status_message=message
+    ),
+    span_attributes, st.sampled_from(["unset", "ok", "error"]), st.none() | text | st.integers(), st.sampled_from(["execute_tool echo", "chat m", "Step 1", "x.run"]),
+    st.none() | st.just("b7ad6b7169203331"),
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(records)
+def test_a_span_is_stored_as_its_step_would_be_or_refused_with_the_same_error(record):
+    try:
+        step = S.span_to_step(record, source="t")
+    except InputError as exc:
+        try:
+            S.step_fields(record, source="t")
+        except InputError as again:
+            assert str(again) == str(exc)
+            return
+        raise AssertionError(f"step_fields took a span span_to_step refuses: {exc}") from None
+    fields = S.step_fields(record, source="t")
+    if step is None:
+        assert fields is None
+        return
+    assert stored_or_refused(lambda: stored_fields(fields)) == stored_or_refused(lambda: stored_step(step)) == stored_or_refused(lambda: reference(step))
+
+
+def stored_or_refused(prepare) -> PreparedStep | type:
+    # Bytes that are not UTF-8 (only a Python caller can put them on a span: OTLP gives base64 text)
+    # cannot be written as JSON: pydantic's dump and the new path both refuse them with a ValueError.
+    try:
+        return prepare()
+    except ValueError:
+        return ValueError
