@@ -29,8 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -469,7 +468,7 @@ def span_to_step(record: SpanRecord, *, source: str = "spans", label: str | int 
     span names none itself. Bad attribute values raise InputError naming
     `source`, `label` (default: the span id) and the attribute.
     """
-    # try/except rather than `with _reading(...)`: this runs for every span, and a generator-based
+    # try/except rather than a context manager: this runs for every span, and a generator-based
     # context manager costs more than the rest of the call's overhead together.
     try:
         fields = _step_fields(record, agent)
@@ -520,17 +519,6 @@ def _read_error(exc: Exception, source: str, where: str | int, what: str) -> Inp
     # Attribute values of a shape no reader expects (e.g. OpenInference
     # keys that clash): still the client's span, so still a named input error.
     return InputError(source, where, "attributes", f"cannot be read as {what} ({type(exc).__name__}: {exc})")
-
-
-@contextmanager
-def _reading(source: str, where: str | int, what: str) -> Iterator[None]:
-    """Errors while reading one span become an InputError naming `source`, `where` and the attribute."""
-    try:
-        yield
-    except InputError:
-        raise
-    except (FieldError, ValidationError, TypeError, AttributeError, KeyError, ValueError) as exc:
-        raise _read_error(exc, source, where, what) from None
 
 
 def _step_content(attrs: Mapping[str, Any], outputs: list[dict[str, Any]] | None, observation: str | None) -> str:
@@ -1057,8 +1045,8 @@ def _listed(value: Any) -> list[str]:
     return [str(value)] if value else []
 
 
-def _described_agents(record: SpanRecord) -> tuple[list[AgentInfo], bool]:
-    """The agents a span describes, and whether that is the run's whole list (faultlens.agents)."""
+def _described_agents(record: SpanRecord, own: str | None) -> tuple[list[AgentInfo], bool]:
+    """The agents a span describes, and whether that is the run's whole list (faultlens.agents). own: `agent_of(record)`."""
     attrs = record.attributes
     if TRACE_AGENTS in attrs:
         try:
@@ -1067,7 +1055,6 @@ def _described_agents(record: SpanRecord) -> tuple[list[AgentInfo], bool]:
         except (FieldError, ValidationError, TypeError):
             return [], True  # header_from_record reports the bad value
     found: list[AgentInfo] = []
-    own = agent_of(record)
     if own is not None and attrs.get(AGENT_DESCRIPTION):
         # (an agent's name alone is in SpanLink.agent)
         found.append(AgentInfo(name=own, description=str(attrs[AGENT_DESCRIPTION])))
@@ -1076,6 +1063,8 @@ def _described_agents(record: SpanRecord) -> tuple[list[AgentInfo], bool]:
         if managed.get("name"):
             found.append(AgentInfo(name=str(managed["name"]), description=str(managed.get("description") or "")))
     # AutoGen AgentChat lists a team's participants on its run_stream span.
+    if "participant_names" not in attrs:
+        return found, False
     names, descriptions = _listed(attrs.get("participant_names")), _listed(attrs.get("participant_descriptions"))
     for i, name in enumerate(names):
         found.append(AgentInfo(name=name, description=descriptions[i] if i < len(descriptions) and descriptions[i] != "None" else ""))
@@ -1120,17 +1109,23 @@ def _input_value_text(value: Any) -> str | None:
 
 
 def _read_link(record: SpanRecord, source: str) -> SpanLink:
-    with _reading(source, f"span {record.span_id}", "a span tree link"):
+    # try/except, as in span_to_step: this runs for every span.
+    try:
         return link_of(record)
+    except InputError:
+        raise
+    except (FieldError, ValidationError, TypeError, AttributeError, KeyError, ValueError) as exc:
+        raise _read_error(exc, source, f"span {record.span_id}", "a span tree link") from None
 
 
 def link_of(record: SpanRecord) -> SpanLink:
-    agents, explicit = _described_agents(record)
+    own = agent_of(record)
+    agents, explicit = _described_agents(record, own)
     return SpanLink(
         span_id=record.span_id,
         parent_id=record.parent_id,
         start_ns=record.start_ns,
-        agent=agent_of(record),
+        agent=own,
         agents=tuple(agents),
         explicit=explicit,
         task=_first_user_text(record) if record.operation == CHAT else None,

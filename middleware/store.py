@@ -294,7 +294,7 @@ class SQLiteStore:
 
     def save_span_links(self, trace_id: str, rows: Iterable[dict[str, Any]]) -> None:
         trace_id = redact_id(trace_id)
-        values = [(trace_id, *(row.get(c) for c in self._LINK_COLUMNS)) for row in rows]
+        values = [(trace_id, *map(row.get, self._LINK_COLUMNS)) for row in rows]
         if not values:
             return
         with self._write() as db:
