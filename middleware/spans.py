@@ -185,11 +185,16 @@ def maybe_json(value: Any) -> Any:
     if isinstance(value, str):
         text = value.strip()
         if text[:1] in ("{", "[", '"') or text in ("null", "true", "false") or re.fullmatch(r"-?\d+(\.\d+)?([eE][-+]?\d+)?", text or "x"):
+            # json.loads(text), without its whitespace scans: `text` has none at either end.
             try:
-                return json.loads(text)
+                parsed, end = _JSON_DECODER.raw_decode(text)
             except json.JSONDecodeError:
                 return value
+            return parsed if end == len(text) else value
     return value
+
+
+_JSON_DECODER = json.JSONDecoder()
 
 
 def _json_attr(attrs: Mapping[str, Any], name: str) -> Any:
@@ -633,27 +638,27 @@ def _step_fields(record: SpanRecord, fallback_agent: str | None) -> dict[str, An
     span_id = attrs[ORIGINAL_SPAN_ID] or None if ORIGINAL_SPAN_ID in attrs else record.span_id
     parent_id = attrs[ORIGINAL_PARENT_ID] or None if ORIGINAL_PARENT_ID in attrs else record.parent_id
 
-    return dict(
-        index=0,
-        agent=agent_of(record) or fallback_agent or str(record.resource.get("service.name") or "agent"),
-        kind=kind,
-        role=_role_of(record, op, kind),
-        content=content,
-        media=media,
-        tool_name=str(tool_name) if tool_name is not None else None,
-        tool_arguments=tool_arguments,
-        tool_result=tool_result,
-        error=error,
-        model=str(model) if model else None,
-        native_id=str(attrs[NATIVE_ID]) if attrs.get(NATIVE_ID) is not None else None,
-        span_id=span_id,
-        parent_span_id=parent_id,
-        started_at=started_at,
-        ended_at=ended_at,
-        usage=usage,
-        lessons=[str(x) for x in lessons],
-        metadata=metadata,
-    )
+    return {
+        "index": 0,
+        "agent": agent_of(record) or fallback_agent or str(record.resource.get("service.name") or "agent"),
+        "kind": kind,
+        "role": _role_of(record, op, kind),
+        "content": content,
+        "media": media,
+        "tool_name": str(tool_name) if tool_name is not None else None,
+        "tool_arguments": tool_arguments,
+        "tool_result": tool_result,
+        "error": error,
+        "model": str(model) if model else None,
+        "native_id": str(attrs[NATIVE_ID]) if attrs.get(NATIVE_ID) is not None else None,
+        "span_id": span_id,
+        "parent_span_id": parent_id,
+        "started_at": started_at,
+        "ended_at": ended_at,
+        "usage": usage,
+        "lessons": [str(x) for x in lessons],
+        "metadata": metadata,
+    }
 
 
 # -- trace headers -----------------------------------------------------------
