@@ -37,9 +37,9 @@ from opentelemetry.trace import SpanKind, StatusCode
 from pydantic import ValidationError
 
 from .errors import FieldError, InputError, from_validation_error
+from .model import AgentInfo, GoldLabel, Media, Outcome, Source, Step, StepKind, StepRole, Task, Trace, Usage, default_role
 from .step_json import PreparedStep, json_text, stored_fields
 from .store_api import TraceNotFound
-from .model import AgentInfo, GoldLabel, Media, Outcome, Source, Step, StepKind, StepRole, Task, Trace, Usage, default_role
 
 # -- attribute names ---------------------------------------------------------
 OPERATION = "gen_ai.operation.name"
@@ -361,6 +361,8 @@ def messages_text(messages: list[Any] | None) -> str:
 # (a dict look-up, where calling the enum costs several times as much on every span)
 _STEP_KINDS = {k.value: k for k in StepKind}
 _STEP_ROLES = {r.value: r for r in StepRole}
+
+
 def _kind_of(record: SpanRecord, op: str | None) -> StepKind | None:
     explicit = record.attributes.get(STEP_KIND)
     if explicit is not None:
@@ -473,15 +475,8 @@ def span_to_step(record: SpanRecord, *, source: str = "spans", label: str | int 
     span names none itself. Bad attribute values raise InputError naming
     `source`, `label` (default: the span id) and the attribute.
     """
-    # try/except rather than a context manager: this runs for every span, and a generator-based
-    # context manager costs more than the rest of the call's overhead together.
-    try:
-        fields = _step_fields(record, agent)
-        return None if fields is None else Step(**fields)
-    except InputError:
-        raise
-    except (FieldError, ValidationError, TypeError, AttributeError, KeyError, ValueError) as exc:
-        raise _read_error(exc, source, label if label is not None else f"span {record.span_id}", "a step") from None
+    fields = step_fields(record, source=source, label=label, agent=agent)
+    return None if fields is None else Step(**fields)
 
 
 def step_fields(record: SpanRecord, *, source: str = "spans", label: str | int | None = None, agent: str | None = None) -> dict[str, Any] | None:
@@ -495,6 +490,8 @@ def step_fields(record: SpanRecord, *, source: str = "spans", label: str | int |
     anything else goes through `Step` after all: the same errors as
     `span_to_step`, or the values pydantic makes of them.
     """
+    # try/except rather than a context manager: this runs for every span, and a generator-based
+    # context manager costs more than the rest of the call's overhead together.
     try:
         fields = _step_fields(record, agent)
         if fields is None or valid_step_fields(fields):
@@ -566,7 +563,7 @@ def _usage_attr(attrs: Mapping[str, Any]) -> Usage | None:
         return None
     try:
         return Usage(input_tokens=int(token_in or 0), output_tokens=int(token_out or 0), cost_usd=float(cost or 0.0))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # (an infinite token count: OverflowError)
         raise FieldError(INPUT_TOKENS if token_in is not None else COST_USD, "token counts must be integers and cost a number") from None
 
 
@@ -841,6 +838,8 @@ class IngestPlan:
 
 def plan_ingest(store: Any, records: Iterable[SpanRecord], *, source: str = "spans") -> IngestPlan:
     """Map spans to headers, tree links and steps, and serialise the steps for storage (no reads, no writes).
+
+    (`store` is not consulted: every store keeps a step as `step_json` writes it.)
 
     Raises InputError on the first bad span. This is the costly part of
     ingest; kept apart so a server can do it outside its write lock. A step's

@@ -29,6 +29,10 @@ def test_bad_attribute_names_span_and_field():
     with pytest.raises(InputError) as info:
         span_to_step(record("d" * 16, "chat m", **{"gen_ai.operation.name": "chat", "gen_ai.output.messages": "{not json"}), source="server", label="batch 3")
     assert str(info.value).startswith("server, record batch 3, field 'gen_ai.output.messages'")
+    # An infinite token count is a bad value too, not a crash (Hypothesis found it, issue #17).
+    with pytest.raises(InputError) as info:
+        span_to_step(record("e" * 16, "chat m", **{"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": float("inf")}), source="server", label="batch 4")
+    assert str(info.value).startswith("server, record batch 4, field 'gen_ai.usage.input_tokens'")
 
 
 def test_ingest_writes_children_before_their_root_and_is_idempotent(tmp_path):
