@@ -38,22 +38,17 @@ class PreparedStep(NamedTuple):
 
 
 # What `json.dumps(value, ensure_ascii=False, sort_keys=True)` writes, without building its encoder on
-# every call (a third of its cost for a small value): the same C encoder, made once. No cycle check: what it
-# encodes comes out of `to_jsonable_python` or `redact`, both of which build new, acyclic values.
+# every call (a third of its cost for a small value): the C encoder json.dumps itself runs, made once
+# (json.encoder.c_make_encoder, which the stdlib's typing stubs leave out; None without the C module, and then
+# the Python encoder). No cycle check: what it encodes comes out of `to_jsonable_python`, `redact` or a JSON
+# parser, none of which makes a cycle.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, sort_keys=True)
 _encode_str: Any = json.encoder.encode_basestring  # what that encoder writes a str with (C when available)
-_c_encoder = (
-    json.encoder.c_make_encoder(None, _ENCODER.default, _encode_str, None, ": ", ", ", True, False, True)
-    if json.encoder.c_make_encoder is not None
-    else None
-)
-
-
+_make_encoder: Any = getattr(json.encoder, "c_make_encoder", None)
+_c_encoder = _make_encoder(None, _ENCODER.default, _encode_str, None, ": ", ", ", True, False, True) if _make_encoder is not None else None
 # And with `default=str`, as a tool's result is written as a step's text.
 _TEXT_ENCODER = json.JSONEncoder(ensure_ascii=False, sort_keys=True, default=str)
-_c_text_encoder = (
-    json.encoder.c_make_encoder(None, str, _encode_str, None, ": ", ", ", True, False, True) if json.encoder.c_make_encoder is not None else None
-)
+_c_text_encoder = _make_encoder(None, str, _encode_str, None, ": ", ", ", True, False, True) if _make_encoder is not None else None
 
 
 def _encode(value: Any) -> str:

@@ -88,7 +88,7 @@ class Ingestor:
             # write_ingest read each run's outcome before writing it (`run.before`); only a run
             # whose header this request brings can have a new one.
             after = {run.trace_id: self._outcome(run.trace_id) if run.header is not None else run.before[1] for run in plan.runs}
-        changed = {run.trace_id: after[run.trace_id] for run in plan.runs if after[run.trace_id] is not None and after[run.trace_id] != run.before[1]}
+        changed = {run.trace_id: outcome for run in plan.runs if (outcome := after[run.trace_id]) is not None and outcome != run.before[1]}
         for record in records:
             self.spans.add(record.span_id, record.trace_id)
         return IngestResult(spans=len(records), traces=touched, outcomes=changed)
