@@ -1,8 +1,10 @@
 """A step as the store keeps it: its JSON, secrets redacted, written straight from the step's fields.
 
-Every capture path stores a step through `stored_step` (the tracer's exporter
-and the server through `spans.plan_ingest`, `traces import` and `save_trace`
-through `store_api.prepare_steps`). The stored text is byte for byte what
+Every capture path stores a step through `stored_fields`: the tracer's
+exporter and the server from the values `spans.plan_ingest` maps a span to,
+without building a `Step`; `traces import`, `save_trace` and `add_steps`
+through `store_api.prepare_steps`, which reads a `Step`'s values
+(`stored_step`). The stored text is byte for byte what
 ``json.dumps(redact(step.model_dump(mode="json")), ensure_ascii=False,
 sort_keys=True)`` gives (tests/middleware/test_step_json.py keeps that as the
 reference and compares both with Hypothesis), but without dumping the model
@@ -62,14 +64,28 @@ def json_text(value: Any) -> str:
     return "".join(_c_text_encoder(value, 0)) if _c_text_encoder is not None else _TEXT_ENCODER.encode(value)
 
 
-# The template below relies on these: no top-level key is changed by redaction or names a secret,
-# the enum values come through redaction unchanged, and exactly the id fields are `ID_KEYS`.
-_FIELDS = tuple(Step.model_fields)
+# The template in `stored_fields` writes these fields, in this (sorted) order; it relies on what
+# `_check_template` checks at import: they are the model's fields, redaction leaves no key and no
+# enum value changed and finds no key secret, and exactly the id fields are `ID_KEYS`.
+_TEMPLATE_FIELDS = ("agent", "content", "ended_at", "error", "index", "kind", "lessons", "media", "metadata", "model", "native_id",
+                    "parent_span_id", "role", "span_id", "started_at", "tool_arguments", "tool_name", "tool_result", "usage")
+_ID_FIELDS = ("agent", "native_id", "parent_span_id", "span_id")
 _MEDIA = {"media"}
-_ID_FIELDS = ("agent", "native_id", "span_id", "parent_span_id")
-assert all(redact_text(k) == k and not is_secret_key(k) for k in _FIELDS)
-assert {k for k in _FIELDS if k in ID_KEYS} == set(_ID_FIELDS)
-assert all(redact_text(v.value) == v.value for v in (*StepKind, *StepRole))
+
+
+def _check_template() -> None:
+    fields = set(Step.model_fields)
+    if (
+        fields != set(_TEMPLATE_FIELDS)
+        or list(_TEMPLATE_FIELDS) != sorted(_TEMPLATE_FIELDS)
+        or {k for k in fields if k in ID_KEYS} != set(_ID_FIELDS)
+        or any(redact_text(k) != k or is_secret_key(k) for k in fields)
+        or any(redact_text(v.value) != v.value for v in (*StepKind, *StepRole))
+    ):
+        raise RuntimeError("step_json's template no longer matches the Step model or redaction: update stored_fields")
+
+
+_check_template()
 
 
 def _any(value: Any, key: str) -> str:
