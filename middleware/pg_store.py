@@ -276,11 +276,13 @@ class PostgresStore:
     # One serialisation for both stores (store_api.prepare_steps).
     prepare_steps = staticmethod(prepare_steps)
 
-    def add_steps(self, trace_id: str, steps: Sequence[Step | PreparedStep]) -> None:
+    def add_steps(self, trace_id: str, steps: Sequence[Step | PreparedStep], *, new_run: bool = False) -> None:
         """Add or replace steps of one trace in one transaction (idempotent by span id).
 
         A new step gets the next arrival number (`seq`); a step written again
-        keeps its own. The trace header must exist.
+        keeps its own. The trace header must exist. new_run: the header was
+        written in this transaction for a run not stored before (its
+        `updated_at` is fresh).
         """
         if not steps:
             return
@@ -297,7 +299,8 @@ class PostgresStore:
             conn.execute("SELECT 1 FROM traces WHERE id = %s FOR UPDATE", [trace_id])
             with conn.cursor() as cur:
                 cur.executemany(_UPSERT_STEP, rows)
-            conn.execute("UPDATE traces SET updated_at = %s WHERE id = %s", [time.time(), trace_id])
+            if not new_run:
+                conn.execute("UPDATE traces SET updated_at = %s WHERE id = %s", [time.time(), trace_id])
 
     # -- span links: the tree a run's agents are resolved from (spans.ingest) --
     _LINK_COLUMNS = ("span_id", "parent_id", "start_ns", "agent", "describes", "task", "output", "waiting_on")

@@ -246,8 +246,15 @@ def _redact(text: str) -> str:
     return "".join(out)
 
 
+# Lowercase hex shorter than this is something no pattern can match in (`_secret_spans` would skip them all):
+# a new span or trace id on every span, answered without a scan or a place in the short-string cache.
+_HEX_SAFE_BELOW = min((shortest for _, _, shortest in _HEX_SIZED), default=2**31)
+
+
 def redact_id(value: str) -> str:
     """`value` unchanged, or `redacted-<hash>` if it contains a secret (the same value always maps to the same id)."""
+    if len(value) < _HEX_SAFE_BELOW and _HEX_TEXT.fullmatch(value):
+        return value
     if redact_text(value) == value:
         return value
     return ID_PREFIX + hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()[:24]

@@ -29,16 +29,17 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from opentelemetry.trace import StatusCode
+from opentelemetry.trace import SpanKind, StatusCode
 from pydantic import ValidationError
 
 from .errors import FieldError, InputError, from_validation_error
 from .model import AgentInfo, GoldLabel, Media, Outcome, Source, Step, StepKind, StepRole, Task, Trace, Usage, default_role
+from .step_json import PreparedStep, json_text, stored_fields
+from .store_api import TraceNotFound
 
 # -- attribute names ---------------------------------------------------------
 OPERATION = "gen_ai.operation.name"
@@ -143,6 +144,7 @@ def _ns(value: Any) -> int:
 
 
 _STATUS_CODES = {StatusCode.ERROR: "error", StatusCode.OK: "ok"}
+_SPAN_KINDS = {kind: kind.name.lower() for kind in SpanKind}
 
 
 def _plain_dict(attributes: Any) -> dict[str, Any]:
@@ -173,7 +175,7 @@ def record_from_readable_span(span: Any) -> SpanRecord:
         status_message=status.description,
         events=[{"name": e.name, "time_ns": _ns(e.timestamp), "attributes": _plain_dict(e.attributes)} for e in span.events],
         resource=_plain_dict(span.resource.attributes) if span.resource is not None else {},
-        kind=span.kind.name.lower(),
+        kind=_SPAN_KINDS.get(span.kind) or span.kind.name.lower(),
     )
 
 
@@ -183,11 +185,16 @@ def maybe_json(value: Any) -> Any:
     if isinstance(value, str):
         text = value.strip()
         if text[:1] in ("{", "[", '"') or text in ("null", "true", "false") or re.fullmatch(r"-?\d+(\.\d+)?([eE][-+]?\d+)?", text or "x"):
+            # json.loads(text), without its whitespace scans: `text` has none at either end.
             try:
-                return json.loads(text)
+                parsed, end = _JSON_DECODER.raw_decode(text)
             except json.JSONDecodeError:
                 return value
+            return parsed if end == len(text) else value
     return value
+
+
+_JSON_DECODER = json.JSONDecoder()
 
 
 def _json_attr(attrs: Mapping[str, Any], name: str) -> Any:
@@ -351,12 +358,17 @@ def messages_text(messages: list[Any] | None) -> str:
 
 
 # -- span → step ------------------------------------------------------------
+# (a dict look-up, where calling the enum costs several times as much on every span)
+_STEP_KINDS = {k.value: k for k in StepKind}
+_STEP_ROLES = {r.value: r for r in StepRole}
+
+
 def _kind_of(record: SpanRecord, op: str | None) -> StepKind | None:
     explicit = record.attributes.get(STEP_KIND)
     if explicit is not None:
         try:
-            return StepKind(str(explicit))
-        except ValueError:
+            return _STEP_KINDS[str(explicit)]
+        except KeyError:
             raise FieldError(STEP_KIND, f"unknown step kind {explicit!r}; expected one of {[k.value for k in StepKind]}") from None
     return {CHAT: StepKind.llm_call, TOOL: StepKind.tool_call, AGENT: StepKind.message, CHAIN: StepKind.tool_result}.get(op or "")
 
@@ -367,8 +379,8 @@ def _role_of(record: SpanRecord, op: str | None, kind: StepKind) -> StepRole:
     explicit = record.attributes.get(STEP_ROLE)
     if explicit is not None:
         try:
-            return StepRole(str(explicit))
-        except ValueError:
+            return _STEP_ROLES[str(explicit)]
+        except KeyError:
             raise FieldError(STEP_ROLE, f"unknown step role {explicit!r}; expected one of {[r.value for r in StepRole]}") from None
     return StepRole.tool_result if op == TOOL else default_role(kind)
 
@@ -463,14 +475,42 @@ def span_to_step(record: SpanRecord, *, source: str = "spans", label: str | int 
     span names none itself. Bad attribute values raise InputError naming
     `source`, `label` (default: the span id) and the attribute.
     """
-    # try/except rather than `with _reading(...)`: this runs for every span, and a generator-based
+    fields = step_fields(record, source=source, label=label, agent=agent)
+    return None if fields is None else Step(**fields)
+
+
+def step_fields(record: SpanRecord, *, source: str = "spans", label: str | int | None = None, agent: str | None = None) -> dict[str, Any] | None:
+    """What `span_to_step` gives, as the field values the `Step` would hold, without building the model.
+
+    What ingest stores (`step_json.stored_fields`) needs only the values;
+    building the model costs more than the few checks it would make on them.
+    The values the mapping itself produces have their field's type by
+    construction; those an attribute gives as it is (span ids, a status
+    message, metadata keys) are checked here (`valid_step_fields`), and
+    anything else goes through `Step` after all: the same errors as
+    `span_to_step`, or the values pydantic makes of them.
+    """
+    # try/except rather than a context manager: this runs for every span, and a generator-based
     # context manager costs more than the rest of the call's overhead together.
     try:
-        return _span_to_step(record, agent)
+        fields = _step_fields(record, agent)
+        if fields is None or valid_step_fields(fields):
+            return fields
+        return dict(Step(**fields).__dict__)
     except InputError:
         raise
     except (FieldError, ValidationError, TypeError, AttributeError, KeyError, ValueError) as exc:
         raise _read_error(exc, source, label if label is not None else f"span {record.span_id}", "a step") from None
+
+
+def valid_step_fields(fields: Mapping[str, Any]) -> bool:
+    """Whether `Step` takes these values (from `_step_fields`) as they are: those an attribute or status can give as any type."""
+    return (
+        type(fields["agent"]) is str
+        and type(fields["content"]) is str
+        and all(value is None or type(value) is str for value in (fields["span_id"], fields["parent_span_id"], fields["error"]))
+        and all(type(key) is str for key in fields["metadata"])
+    )
 
 
 def _read_error(exc: Exception, source: str, where: str | int, what: str) -> InputError:
@@ -481,17 +521,6 @@ def _read_error(exc: Exception, source: str, where: str | int, what: str) -> Inp
     # Attribute values of a shape no reader expects (e.g. OpenInference
     # keys that clash): still the client's span, so still a named input error.
     return InputError(source, where, "attributes", f"cannot be read as {what} ({type(exc).__name__}: {exc})")
-
-
-@contextmanager
-def _reading(source: str, where: str | int, what: str) -> Iterator[None]:
-    """Errors while reading one span become an InputError naming `source`, `where` and the attribute."""
-    try:
-        yield
-    except InputError:
-        raise
-    except (FieldError, ValidationError, TypeError, AttributeError, KeyError, ValueError) as exc:
-        raise _read_error(exc, source, where, what) from None
 
 
 def _step_content(attrs: Mapping[str, Any], outputs: list[dict[str, Any]] | None, observation: str | None) -> str:
@@ -534,11 +563,11 @@ def _usage_attr(attrs: Mapping[str, Any]) -> Usage | None:
         return None
     try:
         return Usage(input_tokens=int(token_in or 0), output_tokens=int(token_out or 0), cost_usd=float(cost or 0.0))
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # (an infinite token count: OverflowError)
         raise FieldError(INPUT_TOKENS if token_in is not None else COST_USD, "token counts must be integers and cost a number") from None
 
 
-def _span_to_step(record: SpanRecord, fallback_agent: str | None) -> Step | None:
+def _step_fields(record: SpanRecord, fallback_agent: str | None) -> dict[str, Any] | None:
     attrs = record.attributes
     op = record.operation
     if op in (WORKFLOW, None) and STEP_KIND not in attrs:
@@ -590,7 +619,7 @@ def _span_to_step(record: SpanRecord, fallback_agent: str | None) -> Step | None
         tool_result = maybe_json(raw_result)
         if not content and tool_result is not None and CONTENT not in attrs:
             # What a tool returned is what a person reads of a tool step.
-            content = tool_result if isinstance(tool_result, str) else json.dumps(tool_result, ensure_ascii=False, sort_keys=True, default=str)
+            content = tool_result if isinstance(tool_result, str) else json_text(tool_result)
 
     usage = _usage_attr(attrs)
 
@@ -606,27 +635,27 @@ def _span_to_step(record: SpanRecord, fallback_agent: str | None) -> Step | None
     span_id = attrs[ORIGINAL_SPAN_ID] or None if ORIGINAL_SPAN_ID in attrs else record.span_id
     parent_id = attrs[ORIGINAL_PARENT_ID] or None if ORIGINAL_PARENT_ID in attrs else record.parent_id
 
-    return Step(
-        index=0,
-        agent=agent_of(record) or fallback_agent or str(record.resource.get("service.name") or "agent"),
-        kind=kind,
-        role=_role_of(record, op, kind),
-        content=content,
-        media=media,
-        tool_name=str(tool_name) if tool_name is not None else None,
-        tool_arguments=tool_arguments,
-        tool_result=tool_result,
-        error=error,
-        model=str(model) if model else None,
-        native_id=str(attrs[NATIVE_ID]) if attrs.get(NATIVE_ID) is not None else None,
-        span_id=span_id,
-        parent_span_id=parent_id,
-        started_at=started_at,
-        ended_at=ended_at,
-        usage=usage,
-        lessons=[str(x) for x in lessons],
-        metadata=metadata,
-    )
+    return {
+        "index": 0,
+        "agent": agent_of(record) or fallback_agent or str(record.resource.get("service.name") or "agent"),
+        "kind": kind,
+        "role": _role_of(record, op, kind),
+        "content": content,
+        "media": media,
+        "tool_name": str(tool_name) if tool_name is not None else None,
+        "tool_arguments": tool_arguments,
+        "tool_result": tool_result,
+        "error": error,
+        "model": str(model) if model else None,
+        "native_id": str(attrs[NATIVE_ID]) if attrs.get(NATIVE_ID) is not None else None,
+        "span_id": span_id,
+        "parent_span_id": parent_id,
+        "started_at": started_at,
+        "ended_at": ended_at,
+        "usage": usage,
+        "lessons": [str(x) for x in lessons],
+        "metadata": metadata,
+    }
 
 
 # -- trace headers -----------------------------------------------------------
@@ -789,9 +818,11 @@ class _RunPlan:
     root: SpanRecord | None
     header: Trace | None
     links: dict[str, SpanLink]
-    # (record, step, missing, prepared): `missing` is the first ancestor outside the
-    # batch the agent walk stopped at (None: resolved within the batch, or no agent above).
-    steps: list[tuple[SpanRecord, Step, str | None, Any]]
+    # (record, step, missing, prepared): the step as its field values (`step_fields`); `missing` is the first
+    # ancestor outside the batch the agent walk stopped at (None: resolved within the batch, or no agent above).
+    steps: list[tuple[SpanRecord, dict[str, Any], str | None, PreparedStep]]
+    # What the store held of the run when `write_ingest` began it: (stored at all, its outcome).
+    before: tuple[bool, Outcome | None] = (False, None)
 
 
 @dataclass
@@ -806,7 +837,9 @@ class IngestPlan:
 
 
 def plan_ingest(store: Any, records: Iterable[SpanRecord], *, source: str = "spans") -> IngestPlan:
-    """Map spans to headers, tree links and steps, and serialise the steps for `store` (no reads, no writes).
+    """Map spans to headers, tree links and steps, and serialise the steps for storage (no reads, no writes).
+
+    (`store` is not consulted: every store keeps a step as `step_json` writes it.)
 
     Raises InputError on the first bad span. This is the costly part of
     ingest; kept apart so a server can do it outside its write lock. A step's
@@ -823,9 +856,9 @@ def plan_ingest(store: Any, records: Iterable[SpanRecord], *, source: str = "spa
         children: dict[str, list[SpanLink]] = {}
         for link in links.values():
             children.setdefault(link.parent_id or "", []).append(link)
-        steps: list[tuple[SpanRecord, Step, str | None]] = []
+        steps: list[tuple[SpanRecord, dict[str, Any], str | None]] = []
         for r in group:
-            step = span_to_step(r, source=source)
+            step = step_fields(r, source=source)
             if step is None:
                 continue
             # Exporters send a chain after its children, so they are usually in the batch
@@ -835,10 +868,9 @@ def plan_ingest(store: Any, records: Iterable[SpanRecord], *, source: str = "spa
                 continue
             agent, missing = resolve_agent(r.span_id, links.get)
             if agent is not None:
-                step.agent = agent
+                step["agent"] = agent
             steps.append((r, step, missing))
-        prepared = store.prepare_steps([step for _, step, _ in steps])
-        runs.append(_RunPlan(trace_id, group, root, header, links, [(r, step, missing, p) for (r, step, missing), p in zip(steps, prepared)]))
+        runs.append(_RunPlan(trace_id, group, root, header, links, [(r, step, missing, stored_fields(step)) for r, step, missing in steps]))
     return IngestPlan(runs)
 
 
@@ -847,15 +879,24 @@ def write_ingest(store: Any, plan: IngestPlan) -> list[str]:
     with store.batch(plan.trace_ids):
         for run in plan.runs:
             trace_id, header = run.trace_id, run.header
+            # One look-up answers whether the run is stored and its outcome (not the whole
+            # run: reading it here would make ingest cost grow with the run).
+            stored, outcome = run.before = _stored_outcome(store, trace_id)
             if header is not None:
-                if header.outcome is None and store.has_trace(trace_id):
-                    # Only the outcome: reading the whole run here would make ingest cost grow with the run.
-                    header.outcome = store.get_outcome(trace_id)
+                if header.outcome is None and stored:
+                    header.outcome = outcome
                 store.begin_trace(header)
-            elif not store.has_trace(trace_id):
+            elif not stored:
                 store.begin_trace(placeholder_header(trace_id, run.group))
-            _write_run(store, run)
+            _write_run(store, run, new_run=not stored)
     return plan.trace_ids
+
+
+def _stored_outcome(store: Any, trace_id: str) -> tuple[bool, Outcome | None]:
+    try:
+        return True, store.get_outcome(trace_id)
+    except TraceNotFound:
+        return False, None
 
 
 def ingest(store: Any, records: Iterable[SpanRecord], *, source: str = "spans") -> list[str]:
@@ -880,13 +921,18 @@ def ingest(store: Any, records: Iterable[SpanRecord], *, source: str = "spans") 
     return write_ingest(store, plan_ingest(store, records, source=source))
 
 
-def _write_run(store: Any, run: _RunPlan) -> None:
-    """Store a run's planned steps with their agents, and finish the agents of earlier steps that waited on this batch."""
+def _write_run(store: Any, run: _RunPlan, *, new_run: bool = False) -> None:
+    """Store a run's planned steps with their agents, and finish the agents of earlier steps that waited on this batch.
+
+    new_run: the run was not stored before this transaction, so nothing of its tree is either.
+    """
     trace_id, links = run.trace_id, run.links
     known: dict[str, SpanLink | None] = dict(links)
 
     def lookup(span_id: str) -> SpanLink | None:
-        if span_id not in known:
+        if span_id not in known and new_run:
+            known[span_id] = None
+        elif span_id not in known:
             rows = store.span_links(trace_id, span_ids=[span_id])
             known[span_id] = SpanLink.from_row(rows[0]) if rows else None
         return known[span_id]
@@ -900,12 +946,12 @@ def _write_run(store: Any, run: _RunPlan) -> None:
             # The walk up left the batch at `missing`: go on through the stored tree.
             agent, missing = resolve_agent(missing, lookup)
             if agent is not None:
-                step.agent = agent
-                prepared = store.prepare_steps([step])[0]
-        if step.span_id == record.span_id:
+                step["agent"] = agent
+                prepared = stored_fields(step)
+        if step["span_id"] == record.span_id:
             waiting[record.span_id] = missing
         ready.append(prepared)
-    store.add_steps(trace_id, ready)
+    store.add_steps(trace_id, ready, new_run=new_run)
     # A chain that arrived before its tool and turns out only to repeat it is no step after all.
     for link in links.values():
         output = link.output
@@ -914,7 +960,7 @@ def _write_run(store: Any, run: _RunPlan) -> None:
             store.delete_step(trace_id, parent.span_id)
     # Steps stored earlier whose walk up the tree stopped at a span of this batch.
     resolved: dict[str, str] = {}
-    for span_id, missing in store.steps_waiting_on(trace_id, list(links)):
+    for span_id, missing in [] if new_run else store.steps_waiting_on(trace_id, list(links)):
         agent, still_missing = resolve_agent(missing, lookup)
         waiting[span_id] = still_missing
         if agent is not None:
@@ -1003,8 +1049,8 @@ def _listed(value: Any) -> list[str]:
     return [str(value)] if value else []
 
 
-def _described_agents(record: SpanRecord) -> tuple[list[AgentInfo], bool]:
-    """The agents a span describes, and whether that is the run's whole list (faultlens.agents)."""
+def _described_agents(record: SpanRecord, own: str | None) -> tuple[list[AgentInfo], bool]:
+    """The agents a span describes, and whether that is the run's whole list (faultlens.agents). own: `agent_of(record)`."""
     attrs = record.attributes
     if TRACE_AGENTS in attrs:
         try:
@@ -1013,7 +1059,6 @@ def _described_agents(record: SpanRecord) -> tuple[list[AgentInfo], bool]:
         except (FieldError, ValidationError, TypeError):
             return [], True  # header_from_record reports the bad value
     found: list[AgentInfo] = []
-    own = agent_of(record)
     if own is not None and attrs.get(AGENT_DESCRIPTION):
         # (an agent's name alone is in SpanLink.agent)
         found.append(AgentInfo(name=own, description=str(attrs[AGENT_DESCRIPTION])))
@@ -1022,6 +1067,8 @@ def _described_agents(record: SpanRecord) -> tuple[list[AgentInfo], bool]:
         if managed.get("name"):
             found.append(AgentInfo(name=str(managed["name"]), description=str(managed.get("description") or "")))
     # AutoGen AgentChat lists a team's participants on its run_stream span.
+    if "participant_names" not in attrs:
+        return found, False
     names, descriptions = _listed(attrs.get("participant_names")), _listed(attrs.get("participant_descriptions"))
     for i, name in enumerate(names):
         found.append(AgentInfo(name=name, description=descriptions[i] if i < len(descriptions) and descriptions[i] != "None" else ""))
@@ -1066,17 +1113,23 @@ def _input_value_text(value: Any) -> str | None:
 
 
 def _read_link(record: SpanRecord, source: str) -> SpanLink:
-    with _reading(source, f"span {record.span_id}", "a span tree link"):
+    # try/except, as in span_to_step: this runs for every span.
+    try:
         return link_of(record)
+    except InputError:
+        raise
+    except (FieldError, ValidationError, TypeError, AttributeError, KeyError, ValueError) as exc:
+        raise _read_error(exc, source, f"span {record.span_id}", "a span tree link") from None
 
 
 def link_of(record: SpanRecord) -> SpanLink:
-    agents, explicit = _described_agents(record)
+    own = agent_of(record)
+    agents, explicit = _described_agents(record, own)
     return SpanLink(
         span_id=record.span_id,
         parent_id=record.parent_id,
         start_ns=record.start_ns,
-        agent=agent_of(record),
+        agent=own,
         agents=tuple(agents),
         explicit=explicit,
         task=_first_user_text(record) if record.operation == CHAT else None,

@@ -251,18 +251,20 @@ class SQLiteStore:
     # One serialisation for both stores (store_api.prepare_steps).
     prepare_steps = staticmethod(prepare_steps)
 
-    def add_steps(self, trace_id: str, steps: Sequence[Step | PreparedStep]) -> None:
+    def add_steps(self, trace_id: str, steps: Sequence[Step | PreparedStep], *, new_run: bool = False) -> None:
         """Add or replace steps of one trace in one transaction (idempotent by span id).
 
         A new step gets the next arrival number (`seq`); a step written again
-        keeps its own. The trace header must exist.
+        keeps its own. The trace header must exist. new_run: the header was
+        written in this transaction for a run not stored before, so the run
+        has no steps and a fresh `updated_at` (nothing to look up or touch).
         """
         if not steps:
             return
         rows_in = prepared(steps)
         trace_id = redact_id(trace_id)
         with self._write() as db:
-            next_seq = db.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM steps WHERE trace_id = ?", [trace_id]).fetchone()[0]
+            next_seq = 0 if new_run else db.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM steps WHERE trace_id = ?", [trace_id]).fetchone()[0]
             known: dict[str, int] = {}
             # A run with no steps yet (the common case for a new run) has no keys to look up.
             unique = list(dict.fromkeys(p.key for p in rows_in)) if next_seq > 0 else []
@@ -280,7 +282,8 @@ class SQLiteStore:
                 position = p.started_at if p.started_at is not None else float(seq)
                 rows.append((trace_id, p.key, position, seq, p.agent, p.kind, p.error, p.data))
             db.conn.executemany(_UPSERT_STEP, rows)
-            db.execute("UPDATE traces SET updated_at = ? WHERE id = ?", [time.time(), trace_id])
+            if not new_run:
+                db.execute("UPDATE traces SET updated_at = ? WHERE id = ?", [time.time(), trace_id])
 
     # -- span links: the tree a run's agents are resolved from (spans.ingest) --
     _LINK_COLUMNS = ("span_id", "parent_id", "start_ns", "agent", "describes", "task", "output", "waiting_on")
@@ -291,7 +294,7 @@ class SQLiteStore:
 
     def save_span_links(self, trace_id: str, rows: Iterable[dict[str, Any]]) -> None:
         trace_id = redact_id(trace_id)
-        values = [(trace_id, *(row.get(c) for c in self._LINK_COLUMNS)) for row in rows]
+        values = [(trace_id, *map(row.get, self._LINK_COLUMNS)) for row in rows]
         if not values:
             return
         with self._write() as db:

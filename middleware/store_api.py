@@ -3,7 +3,7 @@
 `store.SQLiteStore` and `pg_store.PostgresStore` both import this module; it
 holds the protocol the code above them is typed against, the summary and
 error types they return, how a trace and a step become rows (redacted before
-anything is written), and how a `--db` value names one or the other.
+anything is written; a step's JSON is `step_json`'s), and how a `--db` value names one or the other.
 """
 
 from __future__ import annotations
@@ -15,12 +15,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from .errors import FaultlensError, NotFound
 from .jobs import JobStore
 from .model import AgentInfo, Attribution, Lesson, Outcome, Step, Trace
 from .redact import redact, redact_id
+from .step_json import PreparedStep, stored_step
 
 DEFAULT_DB = Path(".faultlens") / "faultlens.db"
 # The version of the tables' layout (not of the Trace model: that is model.SCHEMA_VERSION).
@@ -89,17 +90,6 @@ class TraceSummary:
     updated_at: float
 
 
-class PreparedStep(NamedTuple):
-    """A step serialised and redacted for storage (`prepare_steps`), ready to write."""
-
-    key: str
-    started_at: float | None
-    agent: str
-    kind: str
-    error: int
-    data: str
-
-
 @runtime_checkable
 class Store(JobStore, Protocol):
     """What the rest of faultlens needs from a store: `SQLiteStore` (the default) and `pg_store.PostgresStore`.
@@ -120,7 +110,8 @@ class Store(JobStore, Protocol):
     def add_step(self, trace_id: str, step: Step) -> None: ...
     # A batch of steps of one run: serialised before any lock (`prepare_steps`), written in one statement.
     def prepare_steps(self, steps: Sequence[Step]) -> list[PreparedStep]: ...
-    def add_steps(self, trace_id: str, steps: Sequence[Step | PreparedStep]) -> None: ...
+    # new_run: the caller wrote the run's header in this transaction, having found no run: it has no steps yet.
+    def add_steps(self, trace_id: str, steps: Sequence[Step | PreparedStep], *, new_run: bool = False) -> None: ...
     def set_outcome(self, trace_id: str, outcome: Outcome) -> None: ...
     def has_trace(self, trace_id: str) -> bool: ...
     def get_outcome(self, trace_id: str) -> Outcome | None: ...
@@ -184,32 +175,23 @@ def trace_row(trace: Trace) -> dict[str, Any]:
     }
 
 
-def step_key(step: Step) -> str:
-    """What makes a step unique within its trace: its (redacted) span id, else its index."""
-    return redact_id(step.span_id) if step.span_id else f"#{step.index}"
-
-
 def prepare_steps(steps: Sequence[Step]) -> list[PreparedStep]:
-    """Steps serialised and redacted for storage, without touching a database.
+    """Steps serialised and redacted for storage (`step_json.stored_step`), without touching a database.
 
     The costly part of writing a step; done before a transaction opens, it
     keeps the write lock short (other requests wait only for the SQL).
     """
-    out = []
-    for step in steps:
-        data = redact(step.model_dump(mode="json"))
-        out.append(PreparedStep(step_key(step), step.started_at, data["agent"], data["kind"], int(step.error is not None), dumps(data) or ""))
-    return out
+    return [stored_step(step) for step in steps]
 
 
 def prepared(steps: Sequence[Step | PreparedStep]) -> list[PreparedStep]:
     """`steps` as PreparedSteps (those already prepared kept as they are)."""
-    return [s if isinstance(s, PreparedStep) else prepare_steps([s])[0] for s in steps]
+    return [s if isinstance(s, PreparedStep) else stored_step(s) for s in steps]
 
 
 def step_row(trace_id: str, step: Step, seq: int, position: float) -> dict[str, Any]:
     """A step as a `steps` row, secrets redacted."""
-    p = prepare_steps([step])[0]
+    p = stored_step(step)
     return {
         "trace_id": redact_id(trace_id),
         "key": p.key,

@@ -84,10 +84,11 @@ class Ingestor:
         # One transaction per request. The store makes other writers of the same runs wait
         # (SQLite: its one writer; PostgreSQL: a lock per run, across servers).
         with self.store.batch(plan.trace_ids):
-            before = {trace_id: self._outcome(trace_id) for trace_id in plan.trace_ids}
             touched = write_ingest(self.store, plan)
-            after = {trace_id: self._outcome(trace_id) for trace_id in touched}
-        changed = {t: o for t, o in after.items() if o is not None and o != before.get(t)}
+            # write_ingest read each run's outcome before writing it (`run.before`); only a run
+            # whose header this request brings can have a new one.
+            after = {run.trace_id: self._outcome(run.trace_id) if run.header is not None else run.before[1] for run in plan.runs}
+        changed = {run.trace_id: outcome for run in plan.runs if (outcome := after[run.trace_id]) is not None and outcome != run.before[1]}
         for record in records:
             self.spans.add(record.span_id, record.trace_id)
         return IngestResult(spans=len(records), traces=touched, outcomes=changed)

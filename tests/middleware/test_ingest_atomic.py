@@ -36,8 +36,8 @@ KILLED_MID_BATCH = textwrap.dedent(
     written = []
     original = SQLiteStore.add_steps
 
-    def add_steps_then_die(self, trace_id, steps):
-        original(self, trace_id, steps)
+    def add_steps_then_die(self, trace_id, steps, **options):
+        original(self, trace_id, steps, **options)
         written.append(trace_id)
         if len(written) == 2:
             os._exit(9)
@@ -92,15 +92,28 @@ def _statements_to_ingest(store, records) -> list[str]:
 
 
 def test_ingest_work_does_not_grow_with_the_run_it_adds_to(tmp_path):
-    """Issue #20 item 5: a batch into a run of 2,000 steps asks SQLite no more than a batch into a new run, and no
+    """Issue #20 item 5: a batch into a run of 2,000 steps asks SQLite no more than a batch into a run of 200, and no
     statement scans the run's steps (the timing is measured in scripts/bench_big_run.py)."""
     store = open_store(tmp_path / "big.db")
-    fresh = _statements_to_ingest(store, _records("a" * 32, 50))
+    ingest(store, _records("a" * 32, 200))
+    small = _statements_to_ingest(store, _records("a" * 32, 50, start=200))
     for k in range(10):
         ingest(store, _records("b" * 32, 200, start=200 * k))
     grown = _statements_to_ingest(store, _records("b" * 32, 50, start=2000))
-    assert len(grown) <= len(fresh)  # a new run also writes its header
+    assert len(grown) <= len(small)
     conn = store._db().conn
     for sql in {s for s in grown if "steps" in s and s.lstrip().upper().startswith("SELECT")}:
         plan = " ".join(str(row[-1]) for row in conn.execute("EXPLAIN QUERY PLAN " + sql))
         assert "SCAN steps" not in plan, (sql, plan)
+
+
+def test_a_new_run_skips_the_look_ups_its_first_read_answered(tmp_path):
+    """Issue #17: one read tells that a run is new; its next seq, its stored tree and its updated_at need no statement."""
+    store = open_store(tmp_path / "new.db")
+    fresh = " | ".join(_statements_to_ingest(store, _records("n", 20)))
+    for skipped in ("SELECT 1 FROM traces", "MAX(seq)", "UPDATE traces SET updated_at", "waiting_on IN", "SELECT key, seq"):
+        assert skipped not in fresh, skipped
+    again = " | ".join(_statements_to_ingest(store, _records("n", 20, start=20)))
+    assert "MAX(seq)" in again and "UPDATE traces SET updated_at" in again
+    steps = store.get_trace("n" * 32).steps
+    assert [s.content for s in steps] == [f"step {i}" for i in range(40)]

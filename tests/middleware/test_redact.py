@@ -171,3 +171,10 @@ def test_secrets_in_a_long_paragraph_and_under_named_keys_are_still_redacted():
     assert AWS_SECRET not in R.redact_text(prose + AWS_SECRET + " " + prose)
     value = R.redact({"api_key": 0, "nested": {"password": "x", "note": None, "n": 3}, "span_id": "0af7651916cd43dd", "items": [None, 1, "sk-abc123def"]})
     assert value == {"api_key": R.REDACTED, "nested": {"password": R.REDACTED, "note": None, "n": 3}, "span_id": "0af7651916cd43dd", "items": [None, 1, R.REDACTED]}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="0123456789abcdef", max_size=60) | st.sampled_from(["0af7651916cd43dd", "4bf92f3577b34da6a3ce929d0e0e4736", "ab" * 20]))
+def test_a_hex_id_is_kept_exactly_when_no_pattern_finds_a_secret_in_it(text):
+    # redact_id answers lowercase hex shorter than any pattern that could match in it without scanning.
+    assert (R.redact_id(text) == text) == (not _every_pattern(text))

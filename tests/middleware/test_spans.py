@@ -5,7 +5,7 @@ import json
 import pytest
 
 from faultlens.middleware import InputError, StepKind, open_store
-from faultlens.middleware.spans import SpanLink, SpanRecord, agent_of, ingest, link_of, resolve_agent, run_agents, span_to_step, traces_from_records
+from faultlens.middleware.spans import SpanLink, SpanRecord, agent_of, ingest, link_of, maybe_json, resolve_agent, run_agents, span_to_step, traces_from_records
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
 
@@ -29,6 +29,10 @@ def test_bad_attribute_names_span_and_field():
     with pytest.raises(InputError) as info:
         span_to_step(record("d" * 16, "chat m", **{"gen_ai.operation.name": "chat", "gen_ai.output.messages": "{not json"}), source="server", label="batch 3")
     assert str(info.value).startswith("server, record batch 3, field 'gen_ai.output.messages'")
+    # An infinite token count is a bad value too, not a crash (Hypothesis found it, issue #17).
+    with pytest.raises(InputError) as info:
+        span_to_step(record("e" * 16, "chat m", **{"gen_ai.operation.name": "chat", "gen_ai.usage.input_tokens": float("inf")}), source="server", label="batch 4")
+    assert str(info.value).startswith("server, record batch 4, field 'gen_ai.usage.input_tokens'")
 
 
 def test_ingest_writes_children_before_their_root_and_is_idempotent(tmp_path):
@@ -203,3 +207,34 @@ def test_run_agents_follow_each_agents_first_span_whatever_the_batches(store_tar
     assert [a.name for a in store.get_trace("run-order").agents] == ["late", "early"]
     ingest(store, [span("s0", "early", 5)])  # an earlier first span of a known agent reorders the list
     assert [a.name for a in store.get_trace("run-order").agents] == ["early", "late"]
+
+
+# -- maybe_json reads exactly what json.loads reads (issue #17: it skips json.loads' whitespace scans) --
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+def _maybe_json_with_loads(value):
+    import re
+
+    if isinstance(value, str):
+        text = value.strip()
+        if text[:1] in ("{", "[", '"') or text in ("null", "true", "false") or re.fullmatch(r"-?\d+(\.\d+)?([eE][-+]?\d+)?", text or "x"):
+            try:
+                return json.loads(text)
+            except json.JSONDecodeError:
+                return value
+    return value
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(
+    st.text(max_size=20),
+    st.lists(st.sampled_from(['{', '}', '[', ']', '"', ':', ',', ' ', '\t', '\n', '\xa0', '1', '-', 'e', '.', 'a', 'null', 'true', 'NaN', '\\', '\ufeff']), max_size=16).map("".join),
+    st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5), lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=3), c, max_size=3)).map(json.dumps),
+))
+def test_maybe_json_reads_what_json_loads_reads(text):
+    import math
+
+    new, old = maybe_json(text), _maybe_json_with_loads(text)
+    assert json.dumps(new, sort_keys=True) == json.dumps(old, sort_keys=True) or (isinstance(old, float) and math.isnan(old) and math.isnan(new))
