@@ -1,3 +1,5 @@
+import subprocess
+import sys
 import threading
 import time
 
@@ -91,6 +93,30 @@ def test_many_threads_write_at_once(store):
         t.join()
     assert store.count_traces() == 120
     assert all(len(store.get_trace(f"t{n}-{i}").steps) == 4 for n in range(6) for i in range(20))
+
+
+_WRITER = """
+import sys
+from faultlens.middleware import Step, Task, Trace, open_store
+store = open_store(sys.argv[1])
+for i in range(150):
+    trace = Trace(id=f"{sys.argv[2]}-{i}", task=Task(query="q"), steps=[Step(index=0, agent="a")])
+    with store.batch([trace.id]):
+        store.count_traces()  # a read before the write, as an OTLP ingest reads the run's outcome first
+        store.save_trace(trace)
+"""
+
+
+def test_two_processes_write_one_sqlite_file_at_once(tmp_path):
+    # Each transaction reads, then writes. With a deferred BEGIN the second process cannot wait for the first one's
+    # write lock and SQLite fails it at once ("database is locked"); two `faultlens serve` processes did.
+    path = tmp_path / "shared.db"
+    open_store(path).close()
+    writers = [subprocess.Popen([sys.executable, "-c", _WRITER, str(path), name], stderr=subprocess.PIPE, text=True)
+               for name in ("left", "right")]
+    errors = [w.communicate(timeout=120)[1] for w in writers]
+    assert [w.returncode for w in writers] == [0, 0], errors
+    assert open_store(path).count_traces() == 300
 
 
 def test_failed_batch_stores_nothing(store):
