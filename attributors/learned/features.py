@@ -82,11 +82,13 @@ _STOP = frozenset("the and for with that this from are was were has have had wil
 
 # Continuous features that also get a within-trace rank and z-score.
 _RELATIVE = ["content.len_log", "content.new_values_log", "content.written_new_words_log", "content.new_words_frac", "content.task_overlap",
-             "content.prev_overlap", "content.later_max_overlap", "turn.agent_share"]
+             "content.prev_overlap", "content.later_max_overlap", "turn.agent_share",
+             "ev.unsupported_values_log", "ev.observations_before_log"]
 # Binary features whose first occurrence in the trace is its own feature.
 _FIRSTS = ["content.written_new_values", "err.silent_after_error", "content.new_values_any", "content.answer_value_here", "content.new_values_in_answer", "err.any",
            "err.next", "content.contradicted_later", "content.repeated_later", "content.hedge_words",
-           "content.correction_words", "turn.speaker_change", "kind.tool_call", "content.new_values_carried", "act.side_effect"]
+           "content.correction_words", "turn.speaker_change", "kind.tool_call", "content.new_values_carried", "act.side_effect",
+           "ev.unsupported_any", "ev.answer_unsupported", "use.results_ignored", "use.has_results", "use.answer_from_results"]
 
 
 def _base_names() -> list[str]:
@@ -109,6 +111,9 @@ def _base_names() -> list[str]:
               "content.task_value_frac",
               "act.side_effect", "act.requests_side_effect", "act.requests_first_side_effect", "act.side_effect_tool_first",
               "act.reports_result", "act.other_agent_decision"]
+    names += ["ev.unsupported_values_log", "ev.unsupported_any", "ev.unsupported_frac", "ev.answer_unsupported",
+              "ev.observations_before_log", "ev.no_observation_before", "ev.observations_after_log",
+              "use.has_results", "use.results_used_later", "use.results_ignored", "use.answer_from_results"]
     return names
 
 
@@ -275,6 +280,81 @@ def _redone_later(i: int, trace: Trace, words: list[set[str]], values: list[set[
     return contradicted, repeated, later_max
 
 
+def _producer(trace: Trace, j: int, written: list[bool]) -> int | None:
+    """The decision whose output step j shows: a decision recorded inside j's span (an agent step's span holds the
+    model call that wrote the code it ran, so the step's logs are that call's output), else `cause_of`."""
+    span = trace.steps[j].span_id
+    if span is not None:
+        for i in range(j - 1, -1, -1):
+            if written[i] and trace.steps[i].parent_span_id == span:
+                return i
+    return cause_of(trace, j)
+
+
+def _evidence(trace: Trace, values: list[set[str]], written: list[bool], task_values: set[str],
+              answer_values: list[str], norms: list[str]) -> dict[str, list[float]]:
+    """How each decision stands to the evidence of its trace: what it states that no observation gave it
+    (a tool result, an executor's output, or the task), and whether what its own results brought was used later.
+
+    An agent that answers from memory where the task needed a lookup states values no observation holds; a
+    decision whose lookup found something nobody used afterwards was wasted or ignored. Both are relative to
+    the trace (values are compared with the trace's own observations), never to a dataset's wording."""
+    steps = trace.steps
+    n = len(steps)
+    observed: list[set[str]] = []
+    acc = set(task_values)
+    for i in range(n):
+        observed.append(set(acc))
+        if not written[i]:
+            acc |= values[i]
+    n_obs = [0] * n
+    count = 0
+    for i in range(n):
+        n_obs[i] = count
+        count += not written[i] and bool(norms[i])
+    total_obs = count
+    # What the results a decision caused brought new (not in the task nor anything observed before them).
+    brought: list[set[str]] = [set() for _ in range(n)]
+    has_results = [False] * n
+    for j in range(n):
+        if not written[j]:
+            cause = _producer(trace, j, written)
+            if cause is not None and cause != j and written[cause]:
+                has_results[cause] = True
+                brought[cause] |= values[j] - observed[j]
+    later_decided: list[set[str]] = [set() for _ in range(n)]
+    acc = set()
+    for i in range(n - 1, -1, -1):
+        later_decided[i] = set(acc)
+        if written[i]:
+            acc |= values[i]
+    out: dict[str, list[float]] = {k: [0.0] * n for k in _EVIDENCE}
+    for i in range(n):
+        if written[i]:
+            unsupported = values[i] - observed[i]
+            out["ev.unsupported_values_log"][i] = math.log1p(len(unsupported))
+            out["ev.unsupported_any"][i] = float(bool(unsupported))
+            out["ev.unsupported_frac"][i] = len(unsupported) / len(values[i]) if values[i] else 0.0
+            out["ev.answer_unsupported"][i] = float(any((v in norms[i] or v in values[i]) and v not in observed[i]
+                                                        and not any(v in norms[j] for j in range(i) if not written[j])
+                                                        for v in answer_values))
+            out["ev.no_observation_before"][i] = float(n_obs[i] == 0)
+        out["ev.observations_before_log"][i] = math.log1p(n_obs[i])
+        out["ev.observations_after_log"][i] = math.log1p(total_obs - n_obs[i] - (not written[i] and bool(norms[i])))
+        out["use.has_results"][i] = float(has_results[i])
+        if brought[i]:
+            used = brought[i] & later_decided[i]
+            out["use.results_used_later"][i] = len(used) / len(brought[i])
+            out["use.results_ignored"][i] = float(not used)
+        out["use.answer_from_results"][i] = float(any(v in brought[i] for v in answer_values))
+    return out
+
+
+_EVIDENCE = ["ev.unsupported_values_log", "ev.unsupported_any", "ev.unsupported_frac", "ev.answer_unsupported",
+             "ev.observations_before_log", "ev.no_observation_before", "ev.observations_after_log",
+             "use.has_results", "use.results_used_later", "use.results_ignored", "use.answer_from_results"]
+
+
 def _firsts(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For each of `_FIRSTS`: the first step where it holds, and the steps before it (all steps when it never holds)."""
     n = rows.shape[0]
@@ -334,6 +414,9 @@ def trace_features(trace: Trace) -> np.ndarray:
     last_error = None
     action_index = -1
     n_actions = max(1, sum(written))
+    evidence = _evidence(trace, values, written, task_values, answer_values, norms)
+    for name, column in evidence.items():
+        rows[:, _INDEX[name]] = column
     for i, step in enumerate(steps):
         a = step.agent
         ordinal[a] = ordinal.get(a, 0) + 1
