@@ -83,12 +83,12 @@ _STOP = frozenset("the and for with that this from are was were has have had wil
 # Continuous features that also get a within-trace rank and z-score.
 _RELATIVE = ["content.len_log", "content.new_values_log", "content.written_new_words_log", "content.new_words_frac", "content.task_overlap",
              "content.prev_overlap", "content.later_max_overlap", "turn.agent_share",
-             "ev.unsupported_values_log", "ev.observations_before_log"]
+             "ev.observations_before_log"]
 # Binary features whose first occurrence in the trace is its own feature.
 _FIRSTS = ["content.written_new_values", "err.silent_after_error", "content.new_values_any", "content.answer_value_here", "content.new_values_in_answer", "err.any",
            "err.next", "content.contradicted_later", "content.repeated_later", "content.hedge_words",
            "content.correction_words", "turn.speaker_change", "kind.tool_call", "content.new_values_carried", "act.side_effect",
-           "ev.unsupported_any", "ev.answer_unsupported", "use.results_ignored", "use.has_results", "use.answer_from_results"]
+           "ev.answer_unsupported", "use.results_ignored", "use.has_results", "use.answer_from_results"]
 
 
 def _base_names() -> list[str]:
@@ -291,6 +291,21 @@ def _producer(trace: Trace, j: int, written: list[bool]) -> int | None:
     return cause_of(trace, j)
 
 
+def _mentions(value: str, text: str) -> bool:
+    """Whether a normalised text states a value as a whole ("20" is not stated by "2020" nor by "20.5")."""
+    return re.search(r"(?<![\w.])" + re.escape(value) + r"(?!\w|\.\d)", text) is not None
+
+
+def _answers(trace: Trace, written: list[bool], norms: list[str], final: int) -> list[str]:
+    """The final answer's values: those of the final step, and of the short decisions right before it that restate it
+    (a run often ends with the answer given twice: the agent's bare answer, then a wrapper that quotes it)."""
+    found = list(_answer_values(norms[final]))
+    for i in range(final - 1, max(-1, final - 4), -1):
+        if written[i] and 0 < len(norms[i]) <= 60 and norms[i] in norms[final]:
+            found += _answer_values(norms[i])
+    return [v for v in dict.fromkeys(found) if v]
+
+
 def _evidence(trace: Trace, values: list[set[str]], written: list[bool], task_values: set[str],
               answer_values: list[str], norms: list[str]) -> dict[str, list[float]]:
     """How each decision stands to the evidence of its trace: what it states that no observation gave it
@@ -328,6 +343,27 @@ def _evidence(trace: Trace, values: list[set[str]], written: list[bool], task_va
         later_decided[i] = set(acc)
         if written[i]:
             acc |= values[i]
+    last = final_step(trace)
+    final = next(i for i, s in enumerate(steps) if s is last)
+    answers = _answers(trace, written, norms, final)
+    task_norm = norm(trace.task.query or "")
+    # Per answer value and step: the step states it; a task or an earlier observation stated it before.
+    mentioned = [[_mentions(v, t) for t in norms] for v in answers]
+    supported = []
+    for k, v in enumerate(answers):
+        seen = _mentions(v, task_norm)
+        row = []
+        for i in range(n):
+            row.append(seen)
+            seen = seen or (not written[i] and mentioned[k][i])
+        supported.append(row)
+    answer_brought = [False] * n
+    for j in range(n):
+        if not written[j]:
+            cause = _producer(trace, j, written)
+            if cause is not None and cause != j and written[cause]:
+                answer_brought[cause] = answer_brought[cause] or any(mentioned[k][j] and not supported[k][j]
+                                                                     for k in range(len(answers)))
     out: dict[str, list[float]] = {k: [0.0] * n for k in _EVIDENCE}
     for i in range(n):
         if written[i]:
@@ -335,9 +371,8 @@ def _evidence(trace: Trace, values: list[set[str]], written: list[bool], task_va
             out["ev.unsupported_values_log"][i] = math.log1p(len(unsupported))
             out["ev.unsupported_any"][i] = float(bool(unsupported))
             out["ev.unsupported_frac"][i] = len(unsupported) / len(values[i]) if values[i] else 0.0
-            out["ev.answer_unsupported"][i] = float(any((v in norms[i] or v in values[i]) and v not in observed[i]
-                                                        and not any(v in norms[j] for j in range(i) if not written[j])
-                                                        for v in answer_values))
+            out["ev.answer_unsupported"][i] = float(i != final and any(mentioned[k][i] and not supported[k][i]
+                                                                       for k in range(len(answers))))
             out["ev.no_observation_before"][i] = float(n_obs[i] == 0)
         out["ev.observations_before_log"][i] = math.log1p(n_obs[i])
         out["ev.observations_after_log"][i] = math.log1p(total_obs - n_obs[i] - (not written[i] and bool(norms[i])))
@@ -346,7 +381,7 @@ def _evidence(trace: Trace, values: list[set[str]], written: list[bool], task_va
             used = brought[i] & later_decided[i]
             out["use.results_used_later"][i] = len(used) / len(brought[i])
             out["use.results_ignored"][i] = float(not used)
-        out["use.answer_from_results"][i] = float(any(v in brought[i] for v in answer_values))
+        out["use.answer_from_results"][i] = float(answer_brought[i])
     return out
 
 
