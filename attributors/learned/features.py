@@ -51,6 +51,36 @@ Feature groups (names are stable; they are stored with the model):
   (0 = largest) and its z-score within the trace;
 - `first.*`, `before.*`: the first step of the trace where a binary feature
   holds, and whether the step comes before that first occurrence.
+
+Tried and dropped (issue 13, item 3): features relating a decision to the
+evidence of its trace and to the use of its output. Per decision: values it
+states that neither the task nor any earlier observation (tool result,
+executor output) gave it (count, share, any); whether it is the first to
+state a value of the final answer that no observation held ("answers from
+memory"), the final answer's values matched as whole values (not "20" in
+"2020"); observations before / after it; whether it caused any observation
+(a step's logs credited to the model call inside its span), whether those
+results brought values a later decision used or nobody used, and whether they
+brought the final answer; with their within-trace ranks and first occurrence.
+As rules on TRAIL's train half they do not beat the position prior (always
+the run's step 2: 30 of 77; first decision with results 24, first
+unsupported answer 15, first decision whose results bring the answer 19).
+In the model, cross-validated step accuracy by
+`scripts/model_select.py --realdev ../shared/realdev` (balance 0.5, same
+trees), AgentRx / TRAIL / frameworks / own envs:
+
+    without them (shipped)                      0.200 / 0.390 / 0.859 / 0.693
+    all of them                                 0.200 / 0.377 / 0.858 / 0.698
+    all, results credited inside the span       0.267 / 0.390 / 0.860 / 0.696
+    without the broad ranks and firsts          0.200 / 0.390 / 0.857 / 0.692
+    ... answer values matched whole             0.200 / 0.377 / 0.853 / 0.700
+    the same with --balance 0.8                 0.333 / 0.364 / 0.845 / 0.693
+    only the three sharpest (unsupported
+    answer, has results, answer from results)   0.200 / 0.390 / 0.855 / 0.688
+
+One or two TRAIL runs (0.013-0.026) and one AgentRx run (0.067) are noise, so
+none was kept; the code is in this branch's history (commit "learned features
+experiment (not shipped)").
 """
 
 from __future__ import annotations
@@ -82,13 +112,11 @@ _STOP = frozenset("the and for with that this from are was were has have had wil
 
 # Continuous features that also get a within-trace rank and z-score.
 _RELATIVE = ["content.len_log", "content.new_values_log", "content.written_new_words_log", "content.new_words_frac", "content.task_overlap",
-             "content.prev_overlap", "content.later_max_overlap", "turn.agent_share",
-             "ev.observations_before_log"]
+             "content.prev_overlap", "content.later_max_overlap", "turn.agent_share"]
 # Binary features whose first occurrence in the trace is its own feature.
 _FIRSTS = ["content.written_new_values", "err.silent_after_error", "content.new_values_any", "content.answer_value_here", "content.new_values_in_answer", "err.any",
            "err.next", "content.contradicted_later", "content.repeated_later", "content.hedge_words",
-           "content.correction_words", "turn.speaker_change", "kind.tool_call", "content.new_values_carried", "act.side_effect",
-           "ev.answer_unsupported", "use.results_ignored", "use.has_results", "use.answer_from_results"]
+           "content.correction_words", "turn.speaker_change", "kind.tool_call", "content.new_values_carried", "act.side_effect"]
 
 
 def _base_names() -> list[str]:
@@ -111,9 +139,6 @@ def _base_names() -> list[str]:
               "content.task_value_frac",
               "act.side_effect", "act.requests_side_effect", "act.requests_first_side_effect", "act.side_effect_tool_first",
               "act.reports_result", "act.other_agent_decision"]
-    names += ["ev.unsupported_values_log", "ev.unsupported_any", "ev.unsupported_frac", "ev.answer_unsupported",
-              "ev.observations_before_log", "ev.no_observation_before", "ev.observations_after_log",
-              "use.has_results", "use.results_used_later", "use.results_ignored", "use.answer_from_results"]
     return names
 
 
@@ -280,116 +305,6 @@ def _redone_later(i: int, trace: Trace, words: list[set[str]], values: list[set[
     return contradicted, repeated, later_max
 
 
-def _producer(trace: Trace, j: int, written: list[bool]) -> int | None:
-    """The decision whose output step j shows: a decision recorded inside j's span (an agent step's span holds the
-    model call that wrote the code it ran, so the step's logs are that call's output), else `cause_of`."""
-    span = trace.steps[j].span_id
-    if span is not None:
-        for i in range(j - 1, -1, -1):
-            if written[i] and trace.steps[i].parent_span_id == span:
-                return i
-    return cause_of(trace, j)
-
-
-def _mentions(value: str, text: str) -> bool:
-    """Whether a normalised text states a value as a whole ("20" is not stated by "2020" nor by "20.5")."""
-    return re.search(r"(?<![\w.])" + re.escape(value) + r"(?!\w|\.\d)", text) is not None
-
-
-def _answers(trace: Trace, written: list[bool], norms: list[str], final: int) -> list[str]:
-    """The final answer's values: those of the final step, and of the short decisions right before it that restate it
-    (a run often ends with the answer given twice: the agent's bare answer, then a wrapper that quotes it)."""
-    found = list(_answer_values(norms[final]))
-    for i in range(final - 1, max(-1, final - 4), -1):
-        if written[i] and 0 < len(norms[i]) <= 60 and norms[i] in norms[final]:
-            found += _answer_values(norms[i])
-    return [v for v in dict.fromkeys(found) if v]
-
-
-def _evidence(trace: Trace, values: list[set[str]], written: list[bool], task_values: set[str],
-              answer_values: list[str], norms: list[str]) -> dict[str, list[float]]:
-    """How each decision stands to the evidence of its trace: what it states that no observation gave it
-    (a tool result, an executor's output, or the task), and whether what its own results brought was used later.
-
-    An agent that answers from memory where the task needed a lookup states values no observation holds; a
-    decision whose lookup found something nobody used afterwards was wasted or ignored. Both are relative to
-    the trace (values are compared with the trace's own observations), never to a dataset's wording."""
-    steps = trace.steps
-    n = len(steps)
-    observed: list[set[str]] = []
-    acc = set(task_values)
-    for i in range(n):
-        observed.append(set(acc))
-        if not written[i]:
-            acc |= values[i]
-    n_obs = [0] * n
-    count = 0
-    for i in range(n):
-        n_obs[i] = count
-        count += not written[i] and bool(norms[i])
-    total_obs = count
-    # What the results a decision caused brought new (not in the task nor anything observed before them).
-    brought: list[set[str]] = [set() for _ in range(n)]
-    has_results = [False] * n
-    for j in range(n):
-        if not written[j]:
-            cause = _producer(trace, j, written)
-            if cause is not None and cause != j and written[cause]:
-                has_results[cause] = True
-                brought[cause] |= values[j] - observed[j]
-    later_decided: list[set[str]] = [set() for _ in range(n)]
-    acc = set()
-    for i in range(n - 1, -1, -1):
-        later_decided[i] = set(acc)
-        if written[i]:
-            acc |= values[i]
-    last = final_step(trace)
-    final = next(i for i, s in enumerate(steps) if s is last)
-    answers = _answers(trace, written, norms, final)
-    task_norm = norm(trace.task.query or "")
-    # Per answer value and step: the step states it; a task or an earlier observation stated it before.
-    mentioned = [[_mentions(v, t) for t in norms] for v in answers]
-    supported = []
-    for k, v in enumerate(answers):
-        seen = _mentions(v, task_norm)
-        row = []
-        for i in range(n):
-            row.append(seen)
-            seen = seen or (not written[i] and mentioned[k][i])
-        supported.append(row)
-    answer_brought = [False] * n
-    for j in range(n):
-        if not written[j]:
-            cause = _producer(trace, j, written)
-            if cause is not None and cause != j and written[cause]:
-                answer_brought[cause] = answer_brought[cause] or any(mentioned[k][j] and not supported[k][j]
-                                                                     for k in range(len(answers)))
-    out: dict[str, list[float]] = {k: [0.0] * n for k in _EVIDENCE}
-    for i in range(n):
-        if written[i]:
-            unsupported = values[i] - observed[i]
-            out["ev.unsupported_values_log"][i] = math.log1p(len(unsupported))
-            out["ev.unsupported_any"][i] = float(bool(unsupported))
-            out["ev.unsupported_frac"][i] = len(unsupported) / len(values[i]) if values[i] else 0.0
-            out["ev.answer_unsupported"][i] = float(i != final and any(mentioned[k][i] and not supported[k][i]
-                                                                       for k in range(len(answers))))
-            out["ev.no_observation_before"][i] = float(n_obs[i] == 0)
-        out["ev.observations_before_log"][i] = math.log1p(n_obs[i])
-        out["ev.observations_after_log"][i] = math.log1p(total_obs - n_obs[i] - (not written[i] and bool(norms[i])))
-        out["use.has_results"][i] = float(has_results[i])
-        if brought[i]:
-            used = brought[i] & later_decided[i]
-            out["use.results_used_later"][i] = len(used) / len(brought[i])
-            out["use.results_ignored"][i] = float(not used)
-        out["use.answer_from_results"][i] = float(answer_brought[i])
-    return out
-
-
-_EVIDENCE = ["ev.unsupported_values_log", "ev.unsupported_any", "ev.unsupported_frac", "ev.answer_unsupported",
-             "ev.observations_before_log", "ev.no_observation_before", "ev.observations_after_log",
-             "use.has_results", "use.results_used_later", "use.results_ignored", "use.answer_from_results"]
-
-
 def _firsts(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For each of `_FIRSTS`: the first step where it holds, and the steps before it (all steps when it never holds)."""
     n = rows.shape[0]
@@ -449,9 +364,6 @@ def trace_features(trace: Trace) -> np.ndarray:
     last_error = None
     action_index = -1
     n_actions = max(1, sum(written))
-    evidence = _evidence(trace, values, written, task_values, answer_values, norms)
-    for name, column in evidence.items():
-        rows[:, _INDEX[name]] = column
     for i, step in enumerate(steps):
         a = step.agent
         ordinal[a] = ordinal.get(a, 0) + 1
