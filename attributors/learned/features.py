@@ -51,6 +51,36 @@ Feature groups (names are stable; they are stored with the model):
   (0 = largest) and its z-score within the trace;
 - `first.*`, `before.*`: the first step of the trace where a binary feature
   holds, and whether the step comes before that first occurrence.
+
+Tried and dropped (issue 13, item 3): features relating a decision to the
+evidence of its trace and to the use of its output. Per decision: values it
+states that neither the task nor any earlier observation (tool result,
+executor output) gave it (count, share, any); whether it is the first to
+state a value of the final answer that no observation held ("answers from
+memory"), the final answer's values matched as whole values (not "20" in
+"2020"); observations before / after it; whether it caused any observation
+(a step's logs credited to the model call inside its span), whether those
+results brought values a later decision used or nobody used, and whether they
+brought the final answer; with their within-trace ranks and first occurrence.
+As rules on TRAIL's train half they do not beat the position prior (always
+the run's step 2: 30 of 77; first decision with results 24, first
+unsupported answer 15, first decision whose results bring the answer 19).
+In the model, cross-validated step accuracy by
+`scripts/model_select.py --realdev ../shared/realdev` (balance 0.5, same
+trees), AgentRx / TRAIL / frameworks / own envs:
+
+    without them (shipped)                      0.200 / 0.390 / 0.859 / 0.693
+    all of them                                 0.200 / 0.377 / 0.858 / 0.698
+    all, results credited inside the span       0.267 / 0.390 / 0.860 / 0.696
+    without the broad ranks and firsts          0.200 / 0.390 / 0.857 / 0.692
+    ... answer values matched whole             0.200 / 0.377 / 0.853 / 0.700
+    the same with --balance 0.8                 0.333 / 0.364 / 0.845 / 0.693
+    only the three sharpest (unsupported
+    answer, has results, answer from results)   0.200 / 0.390 / 0.855 / 0.688
+
+One or two TRAIL runs (0.013-0.026) and one AgentRx run (0.067) are noise, so
+none was kept; the code is in this branch's history (commit "learned features
+experiment (not shipped)").
 """
 
 from __future__ import annotations
