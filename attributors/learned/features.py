@@ -79,7 +79,7 @@ trees), AgentRx / TRAIL / frameworks / own envs:
     answer, has results, answer from results)   0.200 / 0.390 / 0.855 / 0.688
 
 One or two TRAIL runs (0.013-0.026) and one AgentRx run (0.067) are noise, so
-none was kept; the code is in this branch's history (commit "learned features
+none was kept; the code is in git history (commit 80e236f, "learned features
 experiment (not shipped)").
 """
 
