@@ -38,7 +38,8 @@ def cause_of(trace: Trace, index: int) -> int | None:
     """The decision step a non-decision step is evidence about, or None (control steps, no decision around).
 
     In order: the nearest earlier call of the same tool (a result recorded
-    apart from its call); the nearest earlier decision of the same agent under
+    apart from its call); the decision recorded inside the step's own span (a
+    span whose output is the observation, such as smolagents' step span); the nearest earlier decision of the same agent under
     the same parent span (the model call that issued a tool call); the decision its parent
     span stands for (an agent whose own code called the tool: its step comes
     after the tool's, when the agent returns); the nearest earlier decision of
@@ -59,6 +60,13 @@ def cause_of(trace: Trace, index: int) -> int | None:
         for s in earlier:
             if s.kind == StepKind.tool_call and s.tool_name == step.tool_name and s.parent_span_id == step.parent_span_id:
                 return s.index
+    if step.span_id is not None:
+        # A span whose own output is the observation (smolagents' step span: "Execution logs") was caused by the
+        # model call recorded inside it, not by a sibling of the span.
+        inside = [s for s in decisions if s.parent_span_id == step.span_id]
+        if inside:
+            before = [s for s in inside if s.index < index]
+            return (before[-1] if before else inside[0]).index
     if step.parent_span_id is not None:
         for s in earlier:
             if s.parent_span_id == step.parent_span_id and s.agent == step.agent:

@@ -66,6 +66,18 @@ def test_cause_of_a_tool_span_called_by_an_agent_is_the_agent_step():
     assert cause_of(t, 0) == 1
 
 
+def test_cause_of_a_step_span_whose_output_is_the_observation_is_the_model_call_inside_it():
+    # smolagents: the plan, then a step span holding the model call that wrote code; the span's own output is the
+    # code's execution logs. They are about that code, not about the plan beside the span.
+    t = trace_of([
+        dict(agent="CodeAgent", kind=StepKind.llm_call, content="1. Look the species up.", span_id="p1", parent_span_id="run"),
+        dict(agent="CodeAgent", kind=StepKind.llm_call, content="Thought: I know it. print(331)", span_id="m1", parent_span_id="s1"),
+        dict(agent="CodeAgent", kind=StepKind.tool_result, role=StepRole.tool_result,
+             content="Execution logs:\n331", span_id="s1", parent_span_id="run"),
+    ])
+    assert cause_of(t, 2) == 1
+
+
 @pytest.mark.parametrize("method", OFFLINE)
 def test_no_offline_method_blames_a_tool_result_or_executor_output(method):
     for trace in (wrong_call_trace(), executor_trace()):
