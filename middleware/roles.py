@@ -56,24 +56,9 @@ def cause_of(trace: Trace, index: int) -> int | None:
         return None
     decisions = [s for s in trace.steps if s.role == StepRole.decision]
     earlier = [s for s in reversed(decisions) if s.index < index]
-    if step.tool_name is not None:
-        for s in earlier:
-            if s.kind == StepKind.tool_call and s.tool_name == step.tool_name and s.parent_span_id == step.parent_span_id:
-                return s.index
-    if step.span_id is not None:
-        # A span whose own output is the observation (smolagents' step span: "Execution logs") was caused by the
-        # model call recorded inside it, not by a sibling of the span.
-        inside = [s for s in decisions if s.parent_span_id == step.span_id]
-        if inside:
-            before = [s for s in inside if s.index < index]
-            return (before[-1] if before else inside[0]).index
-    if step.parent_span_id is not None:
-        for s in earlier:
-            if s.parent_span_id == step.parent_span_id and s.agent == step.agent:
-                return s.index
-        for s in decisions:
-            if s.span_id == step.parent_span_id:
-                return s.index
+    by_span = _cause_by_spans(step, decisions, earlier)
+    if by_span is not None:
+        return by_span
     for s in earlier:
         if s.agent == step.agent:
             return s.index
@@ -85,3 +70,27 @@ def cause_of(trace: Trace, index: int) -> int | None:
         return earlier[0].index
     later = [s for s in decisions if s.index > index]
     return later[0].index if later else None
+
+
+def _cause_by_spans(step: Step, decisions: list[Step], earlier: list[Step]) -> int | None:
+    """`cause_of`'s rules that read the span tree and tool names: the call of the same tool, the decision inside the
+    step's own span, a decision under the same parent span, the decision the parent span stands for."""
+    if step.tool_name is not None:
+        for s in earlier:
+            if s.kind == StepKind.tool_call and s.tool_name == step.tool_name and s.parent_span_id == step.parent_span_id:
+                return s.index
+    if step.span_id is not None:
+        # A span whose own output is the observation (smolagents' step span: "Execution logs") was caused by the
+        # model call recorded inside it, not by a sibling of the span.
+        inside = [s for s in decisions if s.parent_span_id == step.span_id]
+        if inside:
+            before = [s for s in inside if s.index < step.index]
+            return (before[-1] if before else inside[0]).index
+    if step.parent_span_id is not None:
+        for s in earlier:
+            if s.parent_span_id == step.parent_span_id and s.agent == step.agent:
+                return s.index
+        for s in decisions:
+            if s.span_id == step.parent_span_id:
+                return s.index
+    return None
