@@ -7,7 +7,8 @@ same semantics; the code above this module is typed against `Store`.
 
 One file, WAL mode, safe for several threads at once: each thread gets its own
 connection, and writes in this process are serialised by a lock so that SQLite
-never has to retry (other processes wait on SQLite's busy timeout).
+never has to retry; other processes writing the same file take turns on a
+lock file beside it (`writer_lock`), which wakes the next writer at once.
 
 Writes cost what the request holds, not what the run already holds: a batch of
 steps is one `executemany` and two indexed look-ups (`add_steps`), and
@@ -27,7 +28,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,7 @@ from .jobs import JOB_COLUMNS, Job, job_row, next_submission
 from .model import AgentInfo, Attribution, Lesson, Outcome, Step, Trace
 from .pg_store import PostgresStore
 from .redact import redact, redact_id
+from .writer_lock import WriterLock
 from .store_api import (
     DEFAULT_DB,
     STORE_SCHEMA_VERSION,
@@ -147,6 +149,7 @@ class SQLiteStore:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self._lock = threading.RLock()
+        self._writer = None if self._memory else WriterLock(self.path)
         self._shared: sqlite_utils.Database | None = None
         self._create_tables()
 
@@ -182,13 +185,14 @@ class SQLiteStore:
                 # IMMEDIATE takes the write lock at once. A plain (deferred) BEGIN whose transaction reads before it
                 # writes cannot wait for another process's writer: SQLite answers "database is locked" at once,
                 # busy timeout or not (two `faultlens serve` processes on one file failed 586 of 2,000 exports so).
-                db.conn.execute("BEGIN IMMEDIATE")
-                try:
-                    yield db
-                except BaseException:
-                    db.conn.rollback()
-                    raise
-                db.conn.commit()
+                with self._writer.held() if self._writer is not None else nullcontext():
+                    db.conn.execute("BEGIN IMMEDIATE")
+                    try:
+                        yield db
+                    except BaseException:
+                        db.conn.rollback()
+                        raise
+                    db.conn.commit()
             finally:
                 self._local.in_transaction = False
 
@@ -207,6 +211,8 @@ class SQLiteStore:
         if db is not None:
             db.conn.close()
             self._local.db = None
+        if self._writer is not None:
+            self._writer.close()
 
     def schema_version(self) -> int:
         return self._db().execute("SELECT COALESCE(MAX(version), 0) FROM store_schema").fetchone()[0]
