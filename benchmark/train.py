@@ -15,7 +15,7 @@ the same traces (`faultlens train --loeo` prints the table).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -263,7 +263,8 @@ def comparison_methods(train: list[Trace]) -> dict[str, Any]:
 
 def leave_one_out(traces: list[Trace], test_traces: list[Trace] | None = None, seed: int = 0,
                   dataset_spec: str = "in-memory", data_dir: Path | None = None,
-                  in_distribution: bool = False, progress: Any = None, by: str = "environment") -> LoeoReport:
+                  in_distribution: bool = False, progress: Any = None, by: str = "environment",
+                  fit_options: Mapping[str, Any] | None = None, features: dict[str, np.ndarray] | None = None) -> LoeoReport:
     """For each group G (an environment, or with `by="framework"` an agent framework): train on the other groups'
     `traces`, score on G's held-out traces.
 
@@ -274,7 +275,10 @@ def leave_one_out(traces: list[Trace], test_traces: list[Trace] | None = None, s
     and every trivial baseline on exactly the same held-out traces.
     `in_distribution` adds one fit on every group scored on all `test_traces`.
     Holding out a framework is the honest forecast for a user's framework that
-    no training trace came from.
+    no training trace came from. Traces of no group are always trained on.
+    `fit_options` go to every `fit` (`balance`, `tree_params`: how
+    `scripts/model_select.py` compares settings); `features` (trace id ->
+    `trace_features`) saves computing them again.
     """
     if by not in GROUPS:
         raise UnknownName(f"unknown leave-one-out grouping {by!r}; known: {', '.join(GROUPS)}")
@@ -286,7 +290,8 @@ def leave_one_out(traces: list[Trace], test_traces: list[Trace] | None = None, s
     if len(envs) < 2:
         raise FaultlensError(f"leaving one {by} out needs at least 2 of them in the training traces, got {envs}")
     # Features depend on the trace alone, so they are computed once for all folds.
-    features = {t.id: trace_features(t) for t in {t.id: t for t in usable + held_pool}.values()}
+    known = features or {}
+    features = {i: known[i] if i in known else trace_features(t) for i, t in {t.id: t for t in usable + held_pool}.items()}
     hits: dict[str, dict[str, dict[str, np.ndarray]]] = {}
     seconds: dict[str, float] = {}
     methods: list[str] = []
@@ -295,7 +300,7 @@ def leave_one_out(traces: list[Trace], test_traces: list[Trace] | None = None, s
         held = [t for t in held_pool if group(t) == env]
         if not held:
             continue
-        model = fit(train, seed=seed, features=features)
+        model = fit(train, seed=seed, features=features, **(fit_options or {}))
         hits[env] = {"learned": _hits(LearnedAttributor(model=model), held, features)}
         for name, attributor in comparison_methods(train).items():
             started = time.perf_counter()
@@ -308,7 +313,7 @@ def leave_one_out(traces: list[Trace], test_traces: list[Trace] | None = None, s
     seconds = {k: v / n_held for k, v in seconds.items()}
     report = LoeoReport([e for e in envs if e in hits], methods, hits, seconds_per_trace=seconds, by=by)
     if in_distribution and test_traces is not None:
-        model = fit(usable, seed=seed, features=features)
+        model = fit(usable, seed=seed, features=features, **(fit_options or {}))
         report.in_distribution = {"learned": _hits(LearnedAttributor(model=model), held_pool, features)}
         # The learned cost per trace, features included (the folds above reuse precomputed features).
         sample = held_pool[:TIMING_SAMPLE]

@@ -13,9 +13,11 @@ never the bundled `test` split or a `holdout` half. For each setting (every
   scored by a model trained on all the others. Step accuracy is printed per
   group: our own environments, the four framework environments, TRAIL and
   AgentRx;
-- with `--lofo`, leave one framework out on `dev`: a model trained on the
-  other frameworks' dev traces and the real train halves scores the held-out
-  framework's dev traces (the transfer that matters for a user's framework).
+- with `--lofo`, leave one framework out on `dev` (`benchmark.train.leave_one_out`):
+  a model trained on the other frameworks' dev traces and the real train
+  halves (TRAIL's runs are smolagents', so they sit out with it) scores the
+  held-out framework's dev traces (the transfer that matters for a user's
+  framework).
 
 Features are computed once per trace (about 30 s), then each fit takes
 10–40 s on this machine.
@@ -38,6 +40,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from faultlens.attributors.learned import LearnedAttributor, fit, trace_features  # noqa: E402
 from faultlens.attributors.learned.model import SOURCE_BALANCE, TREE_PARAMS, labelled  # noqa: E402
 from faultlens.benchmark.datasets import load_dataset  # noqa: E402
+from faultlens.benchmark.train import leave_one_out  # noqa: E402
 from faultlens.middleware.model import Trace  # noqa: E402
 
 REAL_FORMATS = ("trail", "taubench")
@@ -78,11 +81,11 @@ def cross_validate(dev: list[Trace], real: list[Trace], features, folds: int, ba
 
 
 def leave_one_framework_out(dev: list[Trace], real: list[Trace], features, balance: float, trees: dict) -> dict[str, float]:
-    result = {}
-    for held_out in sorted({framework(t) for t in dev}):
-        model = fit([t for t in dev if framework(t) != held_out] + real, features=features, balance=balance, tree_params=trees)
-        result[held_out] = float(np.mean(step_hits(model, [t for t in dev if framework(t) == held_out], features)))
-    result["average"] = float(np.mean(list(result.values())))
+    """`benchmark.train.leave_one_out` by framework on dev; the real runs train every fold but their own framework's."""
+    report = leave_one_out(dev + real, test_traces=dev, by="framework", features=features,
+                           fit_options={"balance": balance, "tree_params": trees})
+    result = {env: float(report.hits[env]["learned"]["step"].mean()) for env in report.environments}
+    result["average"] = report.average("learned", "step", samples=0)["value"]
     return result
 
 
