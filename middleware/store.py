@@ -212,7 +212,8 @@ class SQLiteStore:
             db.conn.close()
             self._local.db = None
         if self._writer is not None:
-            self._writer.close()
+            with self._lock:  # not while a thread of this process holds it in `_write`
+                self._writer.close()
 
     def schema_version(self) -> int:
         return self._db().execute("SELECT COALESCE(MAX(version), 0) FROM store_schema").fetchone()[0]
