@@ -273,8 +273,7 @@ class Ag2Experts(FrameworkEnvironment):
 
         policy = self.policy()
         sim = dict(rt.sim)
-        if not rt.model.startswith(self.sim_model()):
-            raise ValueError("ag2_experts runs on its simulated experts only (it has no --agent-model support yet)")
+        self.require_simulated(rt)
         endpoint = InProcessEndpoint(rt.session, lambda agent, request: policy.respond(agent, request, sim))
 
         def llm(agent: str) -> Any:

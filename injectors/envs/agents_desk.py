@@ -213,8 +213,7 @@ class AgentsDesk(FrameworkEnvironment):
             from pydantic import BaseModel
         except ImportError as exc:  # the optional extra is not installed
             raise RuntimeError("agents_desk needs the OpenAI Agents SDK: pip install 'faultlens[frameworks]'") from exc
-        if not rt.model.startswith(self.sim_model()):
-            raise ValueError("agents_desk runs on its simulated agents only (it has no --agent-model support yet)")
+        self.require_simulated(rt)
 
         class Resolution(BaseModel):
             resolution: str

@@ -22,7 +22,7 @@ from faultlens.middleware.model import Outcome, Task
 from faultlens.middleware.proxy import ChatProxy
 from faultlens.middleware.replay import CallRecord, Drift, Session, canonical
 
-from .base import Environment, stable_seed
+from .base import Environment, Runtime, stable_seed
 
 # Failure modes a text-only task cannot show (the framework environments ask no images).
 TEXT_ONLY_NOT_APPLICABLE = {
@@ -96,6 +96,11 @@ class FrameworkEnvironment(Environment):
         response = copy.deepcopy(record.response) if record.response else completion(record.request, text)
         response["choices"][0]["message"]["content"] = text
         return response
+
+    def require_simulated(self, rt: Runtime) -> None:
+        """Refuse a run on real models: the team's prompts and rules are written for its simulated agents."""
+        if not rt.model.startswith(self.sim_model()):
+            raise ValueError(f"{self.name} runs on its simulated agents only (it has no --agent-model support yet)")
 
 
 # The last line of a team's answer that states the result: `ANSWER: <value>`.

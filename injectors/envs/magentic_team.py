@@ -535,8 +535,7 @@ class MagenticTeam(FrameworkEnvironment):
             from autogen_ext.models.openai import OpenAIChatCompletionClient
         except ImportError as exc:  # the optional extra is not installed
             raise RuntimeError("magentic_team needs AutoGen AgentChat: pip install 'faultlens[frameworks]'") from exc
-        if not rt.model.startswith(self.sim_model()):
-            raise ValueError("magentic_team runs on its simulated agents only (it has no --agent-model support yet)")
+        self.require_simulated(rt)
         use_bundled_tiktoken()
         policy, sim = self.policy(), dict(rt.sim)
         endpoint = _Endpoint(rt.session, lambda agent, request: policy.respond(agent, request, sim))

@@ -229,8 +229,7 @@ class SmolAnalyst(FrameworkEnvironment):
             from smolagents import CodeAgent, OpenAIServerModel, Tool
         except ImportError as exc:
             raise RuntimeError("smol_analyst needs smolagents: pip install 'faultlens[frameworks]'") from exc
-        if not rt.model.startswith(self.sim_model()):
-            raise ValueError("smol_analyst runs on its simulated agents only (it has no --agent-model support yet)")
+        self.require_simulated(rt)
         policy, sim = self.policy(), dict(rt.sim)
         endpoint = InProcessEndpoint(rt.session, lambda agent, request: policy.respond(agent, request, sim))
         sales, targets = task.metadata["sales"], task.metadata["targets"]
