@@ -123,15 +123,14 @@ def candidate_rows(trace: Trace) -> list[int]:
     return blameable(trace)
 
 
-# Chosen on training data only: `scripts/model_select.py --lofo --trees '{}' '{"max_iter": 400, "max_leaf_nodes": 31}'
-# '{"max_iter": 400, "max_leaf_nodes": 31, "min_samples_leaf": 40}'`. The earlier 200 trees of 15 leaves had been chosen
-# by leave-one-environment-out when our own environments were all the data; with four frameworks and real runs
-# beside them they underfit: cross-validated step accuracy on our environments 0.567, frameworks 0.700 (TRAIL 0.377,
-# AgentRx 0.133), against 0.693, 0.859 (0.390, 0.200) with 400 trees of 31 leaves, while leaving one framework out of
-# dev did not get worse (average 0.217 -> 0.228). Leaves of at least 20 or 40 steps scored the same (within 0.006);
-# with 20 the demo team's run is blamed on the analyst's answer, with 40 on the researcher's report
-# (tests/examples/test_demo.py), so 40. After the step-span fix of `middleware.roles.cause_of` (TRAIL traces only) the
-# shipped setting scores 0.681, 0.859 (0.377, 0.267) by the same cross-validation.
+# Chosen on training data only (`scripts/model_select.py`, docs/real-traces.md "The trees"). The earlier 200 trees of
+# 15 leaves had been chosen by leave-one-environment-out when our own environments were all the data; with four
+# frameworks and real runs beside them they underfit. Re-measured after the step-span fix of `middleware.roles.cause_of`,
+# cross-validated step accuracy: our environments 0.572 -> 0.681, frameworks 0.706 -> 0.859, TRAIL 0.377 and AgentRx
+# 0.267 unchanged. Leaving one framework out of dev (real runs in training, TRAIL's out with smolagents) does not
+# gain: 0.239 -> 0.234, as leaving one out of test foretold (README). Leaves of at least 20 steps scored 0.692 / 0.863 /
+# 0.390 / 0.200 and 0.222 held out; before the fix they blamed the demo team's analyst instead of the researcher's
+# report (tests/examples/test_demo.py), so 40.
 TREE_PARAMS = {"max_iter": 400, "learning_rate": 0.05, "max_leaf_nodes": 31, "min_samples_leaf": 40,
                "l2_regularization": 1.0}
 
