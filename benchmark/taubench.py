@@ -1,8 +1,9 @@
 """tau-bench conversations with AgentRx's failure labels (Microsoft, 2025).
 
     taubench:DIR            every failed run of DIR
-    taubench:DIR:train      a fixed half (by a hash of the trace id), and
-    taubench:DIR:holdout    the other half (see `trail.realdev_split`)
+    taubench:DIR:train      a fixed half (by a hash of the trace id, the tasks of
+    taubench:DIR:holdout    one tau-bench user together), and the other half
+                            (see `trail.realdev_sides`)
 
 DIR holds `tau_dataset_failed.json(.gz)`: a list of runs `{task_id, reward,
 info, traj: [{role: system|user|assistant|tool, content, tool_calls?, name?,
@@ -36,7 +37,7 @@ from pydantic import ValidationError
 from faultlens.middleware.errors import InputError, from_validation_error
 from faultlens.middleware.model import AgentInfo, GoldLabel, Outcome, Source, Step, StepKind, StepRole, Task, Trace
 
-from .trail import read_json_file, realdev_split, split_spec_arg
+from .trail import read_json_file, realdev_sides, scenario_id, split_spec_arg
 
 FORMAT = "taubench"
 RUNS = "tau_dataset_failed"
@@ -129,6 +130,18 @@ def _label(labels: dict[Any, Any], task_id: Any, source: str, n_steps: int) -> t
     return gold, meta
 
 
+def scenario(run: dict, trace_id: str) -> str:
+    """A run's scenario key: the tau-bench user its task is built on (`info.task.user_id`), else its trace id.
+
+    tau-bench writes several tasks per user, variants of one request on one account (tasks 2, 3 and 4 ask
+    the same question); they fail alike, so they go to the same side of the split.
+    """
+    info = run.get("info")
+    task = info.get("task") if isinstance(info, dict) else None
+    user = task.get("user_id") if isinstance(task, dict) else None
+    return f"tau-bench user {user}" if isinstance(user, str) and user else trace_id
+
+
 def read_taubench(directory: str | Path, split: str | None = None) -> Iterator[Trace]:
     """Yield one failed `Trace` with its gold label per run (see the module docstring)."""
     root = Path(directory)
@@ -145,14 +158,17 @@ def read_taubench(directory: str | Path, split: str | None = None) -> Iterator[T
         if not isinstance(label, dict) or "trajectory_id" not in label:
             raise InputError(str(labels_path), f"[{i}]", "trajectory_id", "missing")
         labels[label["trajectory_id"]] = label
+    ids = []
     for i, run in enumerate(runs):
-        record = f"[{i}]"
         if not isinstance(run, dict) or "task_id" not in run:
-            raise InputError(str(runs_path), record, "task_id", "missing")
-        task_id = run["task_id"]
+            raise InputError(str(runs_path), f"[{i}]", "task_id", "missing")
         trial = run.get("trial")
-        trace_id = f"taubench:{task_id}" + (f"/trial-{trial}" if trial is not None else "")
-        if split is not None and realdev_split(trace_id) != split:
+        ids.append(f"taubench:{run['task_id']}" + (f"/trial-{trial}" if trial is not None else ""))
+    keys = {trace_id: scenario(run, trace_id) for trace_id, run in zip(ids, runs)}
+    sides = realdev_sides(keys)
+    for i, (trace_id, run) in enumerate(zip(ids, runs)):
+        task_id = run["task_id"]
+        if split is not None and sides[trace_id] != split:
             continue
         record = f"[{i}] (task_id {task_id})"
         steps = _steps(run.get("traj"), str(runs_path), record)
@@ -173,7 +189,7 @@ def read_taubench(directory: str | Path, split: str | None = None) -> Iterator[T
                                 evaluator="tau-bench reward", detail="failed run (AgentRx)"),
                 source=Source(framework="tau-bench", benchmark="taubench-retail", format=FORMAT, native_id=str(task_id)),
                 gold=gold,
-                metadata={"agentrx": label_meta, "split": realdev_split(trace_id)},
+                metadata={"agentrx": label_meta, "scenario": scenario_id(keys[trace_id]), "split": sides[trace_id]},
             )
         except ValidationError as exc:
             raise from_validation_error(str(runs_path), record, exc) from None

@@ -2,7 +2,8 @@
 
     trail:DIR               every run under DIR (GAIA/ and SWE/), labels from the
                             processed_annotations_* folders next to them
-    trail:DIR:train         a fixed half of the runs (by a hash of the trace id) ...
+    trail:DIR:train         a fixed half of the runs (by a hash of the trace id,
+                            runs of one task together) ...
     trail:DIR:holdout       ... and the other half (see `realdev_split`)
 
 A run file (`.json` or `.json.gz`) is `{trace_id, spans: [{span_id,
@@ -100,8 +101,42 @@ def split_spec_arg(arg: str, spec: str) -> tuple[Path, str | None]:
 
 
 def realdev_split(trace_id: str) -> str:
-    """"train" or "holdout": a fixed half of a real dataset, by the SHA-256 of the trace id (no label is read)."""
+    """"train" or "holdout": a fixed half of a real dataset, by the SHA-256 of the trace id (no label is read).
+
+    Runs of one scenario go together (`realdev_sides`); this is the side of a scenario's first run.
+    """
     return "train" if hashlib.sha256(trace_id.encode()).digest()[0] % 2 == 0 else "holdout"
+
+
+def realdev_sides(scenarios: dict[str, str]) -> dict[str, str]:
+    """Trace id -> "train" or "holdout", given each run's scenario key: a run takes the side of its
+    scenario's first run (smallest trace id), so runs of one problem never sit on both sides.
+
+    Runs of one problem fail alike: split by run, tau-bench tasks 2 and 4 (train) and 3 (holdout), one
+    user asking one question, were all blamed on the same message, and the holdout half scored a run the
+    model had in effect seen. A run alone in its scenario keeps its `realdev_split` side.
+    """
+    first: dict[str, str] = {}
+    for trace_id in sorted(scenarios):
+        first.setdefault(scenarios[trace_id], trace_id)
+    return {trace_id: realdev_split(first[key]) for trace_id, key in scenarios.items()}
+
+
+def scenario_id(key: str) -> str:
+    """A short id of a scenario key, kept in `trace.metadata["scenario"]` (cross-validation folds by it)."""
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def trail_scenario(data: Any) -> str:
+    """A TRAIL run's scenario key: its task text, whitespace and case normalised (three tasks were run twice).
+
+    A run too malformed to read a task from keys on its trace id; parsing it then names the bad field.
+    """
+    try:
+        task = _task_of(data)
+    except (AttributeError, KeyError, TypeError):
+        task = ""
+    return " ".join(task.split()).lower() or str(data.get("trace_id"))
 
 
 # -- span tree → OTLP ----------------------------------------------------------
@@ -297,7 +332,8 @@ def gold_of(trace: Trace, errors: list[dict[str, Any]]) -> tuple[GoldLabel | Non
 
 
 # -- the importer ----------------------------------------------------------------
-def parse_trail(data: Any, annotation: Any, path: Path, annotation_path: Path, subset: str | None) -> Trace | None:
+def parse_trail(data: Any, annotation: Any, path: Path, annotation_path: Path, subset: str | None,
+                side: str | None = None) -> Trace | None:
     """One run and its annotation as a failed `Trace` with gold, or None when the annotation lists no error."""
     source = str(path)
     payload = to_otlp(data, source)
@@ -325,7 +361,8 @@ def parse_trail(data: Any, annotation: Any, path: Path, annotation_path: Path, s
             "source": Source(framework="smolagents", benchmark=f"trail-{subset.lower()}" if subset else "trail",
                              format=FORMAT, native_id=native_id, subset=subset).model_dump(),
             "gold": gold.model_dump(),
-            "metadata": {**mapped.metadata, "trail": info, "split": realdev_split(native_id)},
+            "metadata": {**mapped.metadata, "trail": info, "scenario": scenario_id(trail_scenario(data)),
+                         "split": side or realdev_split(native_id)},
         })
     except ValidationError as exc:
         raise from_validation_error(source, None, exc) from None
@@ -352,15 +389,23 @@ def read_trail(directory: str | Path, split: str | None = None) -> Iterator[Trac
         runs = [(name, p) for name in SUBSETS if (root / name).is_dir() for p in json_files(root / name)]
     if not runs:
         raise InputError(spec, None, None, f"no run files (.json or .json.gz) in {', '.join(SUBSETS)} sub-folders")
-    for subset, path in runs:
+    # Two passes: a run's side depends on the other runs of its task (`realdev_sides`); reading is cheap
+    # next to mapping the spans, and only the runs of the asked side are mapped.
+    ids, scenarios = {}, {}
+    for _, path in runs:
         data = read_json_file(path)
         trace_id = data.get("trace_id") if isinstance(data, dict) else None
         if not isinstance(trace_id, str) or not trace_id:
             raise InputError(str(path), None, "trace_id", "missing or not a string")
-        if split is not None and realdev_split(trace_id) != split:
+        ids[path], scenarios[trace_id] = trace_id, trail_scenario(data)
+    sides = realdev_sides(scenarios)
+    for subset, path in runs:
+        trace_id = ids[path]
+        if split is not None and sides[trace_id] != split:
             continue
+        data = read_json_file(path)
         annotation_path = _annotation_path(root if root.name not in SUBSETS else root.parent, subset, trace_id, path)
-        trace = parse_trail(data, read_json_file(annotation_path), path, annotation_path, subset)
+        trace = parse_trail(data, read_json_file(annotation_path), path, annotation_path, subset, sides[trace_id])
         if trace is not None:
             yield trace
 

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import statistics
 import sys
 import time
@@ -49,6 +50,10 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import click
+
+# Offline: litellm is imported below before faultlens (which sets the same default), and would otherwise
+# fetch its model cost map from the network first.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 ARMS = ("none", "terminal", "attribution", "oracle")
 ENV = "research_desk"

@@ -25,12 +25,14 @@ import sys
 from typing import TypedDict
 
 import click
-import litellm
-from langgraph.graph import END, START, StateGraph
 
+# faultlens before litellm: importing faultlens keeps litellm offline (its bundled model cost map, no fetch).
 from faultlens.attributors import get
 from faultlens.middleware import open_store
 from faultlens.middleware.rerunnable import LitellmRerunner
+
+import litellm
+from langgraph.graph import END, START, StateGraph
 
 PRICES = {"apple": 2, "pear": 5, "melon": 7, "lemon": 1}
 BASKET = "What do 3 apples, 4 pears and 2 melons cost together?"

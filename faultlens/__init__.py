@@ -7,7 +7,13 @@ application layer above them: the CLI root, the server's routes, `serve` and
 `demo`.
 """
 
+import os
 from importlib.metadata import PackageNotFoundError, version
+
+# Offline by default: litellm fetches its model cost map from GitHub when it is imported unless told not
+# to, which costs seconds of retries (and warnings) on a machine without network. Every subpackage's
+# import runs this first. Set LITELLM_LOCAL_MODEL_COST_MAP=False to let litellm fetch the current map.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 try:
     __version__ = version("faultlens")

@@ -9,7 +9,7 @@ never the bundled `test` split or a `holdout` half. For each setting (every
 `model.TREE_PARAMS`):
 
 - cross-validation: the traces are cut into folds (bundled traces by task, so
-  one task's runs stay together; real runs by trace id), and each fold is
+  one task's runs stay together; real runs by scenario, `trail.realdev_sides`), and each fold is
   scored by a model trained on all the others. Step accuracy is printed per
   group: our own environments, the four framework environments, TRAIL and
   AgentRx;
@@ -69,7 +69,7 @@ def cross_validate(dev: list[Trace], real: list[Trace], features, folds: int, ba
     everything = dev + real
 
     def fold(t: Trace) -> int:
-        return fold_of(t.id if t.source.format in REAL_FORMATS else (t.task.id or t.id), folds)
+        return fold_of(t.metadata.get("scenario", t.id) if t.source.format in REAL_FORMATS else (t.task.id or t.id), folds)
 
     hits: dict[str, list[bool]] = {}
     for k in range(folds):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from faultlens.benchmark.datasets import load_dataset
-from faultlens.benchmark.trail import read_json_file, realdev_split
+from faultlens.benchmark.trail import read_json_file, realdev_sides, realdev_split
 from faultlens.middleware.errors import InputError
 from faultlens.middleware.model import StepKind, StepRole
 from faultlens.middleware.sources import load_traces
@@ -51,7 +51,31 @@ def test_trail_split_halves_are_disjoint_and_cover_the_set():
     holdout = {t.id for t in load_traces(f"trail:{TRAIL}:holdout")}
     assert train and holdout and not train & holdout
     assert len(train | holdout) == 135
-    assert all(realdev_split(i.split("/")[-1]) == "holdout" for i in holdout)
+    assert all(realdev_split(i.split("/")[-1]) == "holdout" for i in holdout - {"trail:GAIA/d7f2f823ff4d4d8bbec1039c6c302a06"})
+
+
+@needs_realdev
+@pytest.mark.parametrize("spec, size", [(f"trail:{TRAIL}", 135), (f"taubench:{AGENTRX}", 29)])
+def test_runs_of_one_scenario_sit_on_one_side(spec, size):
+    everything = load_dataset(spec).traces()
+    sides = {}
+    for sp in ("train", "holdout"):
+        for t in load_dataset(f"{spec}:{sp}").traces():
+            assert t.metadata["split"] == sp
+            sides.setdefault(t.metadata["scenario"], set()).add(sp)
+    assert len(everything) == size and all(len(s) == 1 for s in sides.values())
+    # Some scenario has more than one run, or the test would prove nothing.
+    assert len(sides) < size
+
+
+def test_a_scenario_takes_the_side_of_its_first_run():
+    ids = [f"run-{i}" for i in range(40)]
+    alone = realdev_sides({i: i for i in ids})
+    assert alone == {i: realdev_split(i) for i in ids}
+    # Both halves occur among 40 ids, so grouping them all moves some runs.
+    grouped = realdev_sides({i: "one task" for i in ids})
+    assert set(alone.values()) == {"train", "holdout"}
+    assert set(grouped.values()) == {realdev_split(min(ids))}
 
 
 @needs_realdev
