@@ -24,6 +24,9 @@ Rules (each one decides a number, so they are spelled out):
 - Joint accuracy: step right, and agent right where agent accuracy applies, and
   mode right where the trace has a gold mode.
 - 95% confidence intervals: percentile bootstrap over traces (seeded numpy).
+- By confidence: each method's own `confidence` of each verdict, in quarters
+  (the last includes 1.0); "none" when it gives none (the baselines, an
+  unparsed answer). How far a verdict of a given confidence can be trusted.
 """
 
 from __future__ import annotations
@@ -41,7 +44,8 @@ DEFAULT_KS = (1, 3)
 BOOTSTRAP_SAMPLES = 1000
 BOOTSTRAP_SEED = 0
 LENGTH_BUCKETS = ((1, 10), (11, 20), (21, 50), (51, 100), (101, None))
-BREAKDOWNS = ("subset", "modality", "framework", "benchmark", "length")
+CONFIDENCE_BUCKETS = ((0.0, 0.25), (0.25, 0.5), (0.5, 0.75), (0.75, 1.0))
+BREAKDOWNS = ("subset", "modality", "framework", "benchmark", "length", "confidence")
 COST_FIELDS = ("calls", "input_tokens", "output_tokens", "usd", "seconds", "reruns")
 NO_MODE = "(none)"
 
@@ -108,6 +112,16 @@ def length_bucket(n_steps: int | None) -> str:
         if n_steps >= low and (high is None or n_steps <= high):
             return f"{low}-{high}" if high is not None else f"{low}+"
     return "0"
+
+
+def confidence_bucket(value: Any) -> str:
+    """The quarter of [0, 1] a verdict's confidence falls in ("0.50-0.75"), or "none"."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
+        return "none"
+    for low, high in CONFIDENCE_BUCKETS:
+        if value < high or high == CONFIDENCE_BUCKETS[-1][1]:
+            return f"{low:.2f}-{high:.2f}"
+    return "none"
 
 
 # -- aggregates ---------------------------------------------------------------
@@ -254,6 +268,8 @@ def group_key(record: Record, by: str) -> str:
     meta = record.get("meta") or {}
     if by == "length":
         return length_bucket(meta.get("n_steps"))
+    if by == "confidence":
+        return confidence_bucket((record.get("predicted") or {}).get("confidence"))
     value = meta.get(by)
     return str(value) if value not in (None, "") else "unknown"
 
@@ -263,8 +279,9 @@ def breakdown(records: Sequence[Record], by: str, **options: Any) -> dict[str, d
     groups: dict[str, list[Record]] = defaultdict(list)
     for r in records:
         groups[group_key(r, by)].append(r)
-    if by == "length":
-        order = [length_bucket(low) for low, _ in LENGTH_BUCKETS] + ["unknown"]
+    if by in ("length", "confidence"):
+        order = ([length_bucket(low) for low, _ in LENGTH_BUCKETS] + ["unknown"] if by == "length"
+                 else [confidence_bucket(low) for low, _ in CONFIDENCE_BUCKETS] + ["none"])
         keys = sorted(groups, key=lambda k: order.index(k) if k in order else len(order))
     else:
         keys = sorted(groups)

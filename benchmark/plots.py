@@ -29,13 +29,15 @@ def _grouped_bars(ax, groups: list[str], series: dict[str, list[float]], errors:
     ax.grid(axis="y", alpha=0.3)
 
 
-def step_accuracy_by_length(runs: list[ScoredRun], path: Path) -> Path:
+def _accuracy_by(runs: list[ScoredRun], by_name: str, path: Path, xlabel: str, title: str) -> Path:
+    """Step accuracy with its 95% CI per group of one breakdown, a bar per run; n under a group when it is one
+    number (every run scored the same traces in it)."""
     groups: list[str] = []
     for run in runs:
-        groups += [g for g in run.metrics["by"]["length"] if g not in groups]
+        groups += [g for g in run.metrics["by"][by_name] if g not in groups]
     series, errors = {}, {}
     for run in runs:
-        by = run.metrics["by"]["length"]
+        by = run.metrics["by"][by_name]
         values, low, high = [], [], []
         for g in groups:
             metric = by.get(g, {}).get("step_accuracy") or {}
@@ -46,16 +48,32 @@ def step_accuracy_by_length(runs: list[ScoredRun], path: Path) -> Path:
             high.append(max(ci[1] - v, 0))
         series[run.label] = values
         errors[run.label] = np.array([low, high])
-    counts = [next((r.metrics["by"]["length"][g]["n"] for r in runs if g in r.metrics["by"]["length"]), 0) for g in groups]
+    counts = [{r.metrics["by"][by_name][g]["n"] for r in runs if g in r.metrics["by"][by_name]} for g in groups]
+    labels = [f"{g}\n(n={n.pop()})" if len(n) == 1 else g for g, n in zip(groups, counts)]
     fig, ax = plt.subplots(figsize=(max(7, 1.2 * len(groups) + 4), 4))
-    _grouped_bars(ax, [f"{g}\n(n={n})" for g, n in zip(groups, counts)], series, errors)
-    ax.set_xlabel("trace length (steps)")
+    _grouped_bars(ax, labels, series, errors)
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("exact step accuracy")
-    ax.set_title("Step accuracy by trace length (95% CI)")
+    ax.set_title(title)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def step_accuracy_by_length(runs: list[ScoredRun], path: Path) -> Path:
+    return _accuracy_by(runs, "length", path, "trace length (steps)", "Step accuracy by trace length (95% CI)")
+
+
+def step_accuracy_by_confidence(runs: list[ScoredRun], path: Path) -> Path | None:
+    """How often a verdict was right, by the confidence its method gave it (methods that give one)."""
+    from .report import confident
+
+    runs = confident(runs)
+    if not runs:
+        return None
+    return _accuracy_by(runs, "confidence", path, "the verdict's confidence",
+                        "Step accuracy by the verdict's confidence (95% CI): how far to trust it")
 
 
 def mode_f1(runs: list[ScoredRun], path: Path) -> Path | None:
@@ -102,6 +120,9 @@ def confusion(run: ScoredRun, path: Path) -> Path | None:
 def draw_all(runs: list[ScoredRun], out: Path) -> list[Path]:
     """Every plot of the report, into `out`; returns the files written."""
     drawn = [step_accuracy_by_length(runs, out / "step_accuracy_by_length.png")]
+    by_confidence = step_accuracy_by_confidence(runs, out / "step_accuracy_by_confidence.png")
+    if by_confidence:
+        drawn.append(by_confidence)
     f1 = mode_f1(runs, out / "mode_f1.png")
     if f1:
         drawn.append(f1)

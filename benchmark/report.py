@@ -21,7 +21,7 @@ from .metrics import BREAKDOWNS, full_report
 from .runner import BASELINE_PREFIX, BASELINES_DIR, PREDICTIONS, RUN_INFO, read_predictions
 
 BREAKDOWN_TITLES = {"benchmark": "environment", "modality": "modality", "framework": "framework",
-                    "subset": "subset", "length": "trace length (steps)"}
+                    "subset": "subset", "length": "trace length (steps)", "confidence": "confidence"}
 
 
 @dataclass
@@ -159,6 +159,9 @@ def markdown(runs: list[ScoredRun], plots: list[Path]) -> str:
     for run in runs:
         lines.append(_md_row([run.label, *headline_cells(run.metrics["overall"]), *other_cells(run.metrics["overall"])]))
     for by in BREAKDOWNS:
+        if by == "confidence":
+            lines += _confidence_markdown(runs)
+            continue
         groups = sorted({g for run in runs for g in run.metrics["by"][by]},
                         key=lambda g: list(runs[0].metrics["by"][by]).index(g) if g in runs[0].metrics["by"][by] else 999)
         if len(groups) < 2 and by not in ("benchmark", "modality"):
@@ -183,6 +186,45 @@ def markdown(runs: list[ScoredRun], plots: list[Path]) -> str:
     if plots:
         lines += ["", "## Plots", ""] + [f"![{p.stem}]({p.name})" for p in plots]
     return "\n".join(lines) + "\n"
+
+
+def confident(runs: list[ScoredRun]) -> list[ScoredRun]:
+    """The runs whose method gives a confidence (not the baselines)."""
+    return [r for r in runs if any(g != "none" for g in r.metrics["by"]["confidence"])]
+
+
+def _accuracy_and_n(run: ScoredRun, bucket: str) -> str:
+    group = run.metrics["by"]["confidence"].get(bucket)
+    return f"{fmt(group['step_accuracy'], ci=False)} (n={group['n']})" if group else "–"
+
+
+def _confidence_markdown(runs: list[ScoredRun]) -> list[str]:
+    runs = confident(runs)
+    if not runs:
+        return []
+    buckets = [g for g in runs[0].metrics["by"]["confidence"]] + \
+        [g for r in runs[1:] for g in r.metrics["by"]["confidence"] if g not in runs[0].metrics["by"]["confidence"]]
+    lines = ["", f"## Step accuracy by {BREAKDOWN_TITLES['confidence']}", "",
+             "Each method's verdicts grouped by the confidence it gave them: how far a verdict can be trusted.", "",
+             _md_row(["confidence", *[r.label for r in runs]]), _md_row(["---"] * (1 + len(runs)))]
+    return lines + [_md_row([g, *[_accuracy_and_n(r, g) for r in runs]]) for g in buckets]
+
+
+def confidence_table(runs: list[ScoredRun]) -> Table | None:
+    """Step accuracy (and how many verdicts) per confidence quarter, per method that gives a confidence."""
+    runs = confident(runs)
+    if not runs:
+        return None
+    table = Table(title=f"step accuracy by {BREAKDOWN_TITLES['confidence']}", box=box.SIMPLE_HEAD)
+    table.add_column("confidence", style="bold")
+    for run in runs:
+        table.add_column(run.label, justify="right")
+    buckets: list[str] = []
+    for run in runs:
+        buckets += [g for g in run.metrics["by"]["confidence"] if g not in buckets]
+    for g in buckets:
+        table.add_row(g, *[_accuracy_and_n(r, g) for r in runs])
+    return table
 
 
 def make_report(folders: list[str | Path], out: str | Path | None = None, console: Console | None = None,
@@ -211,6 +253,9 @@ def make_report(folders: list[str | Path], out: str | Path | None = None, consol
     console.print(cost_table(runs))
     for by in ("benchmark", "modality"):
         console.print(breakdown_table(runs, by))
+    by_confidence = confidence_table(runs)
+    if by_confidence is not None:
+        console.print(by_confidence)
     console.print(f"wrote {out / 'report.json'}, {out / 'report.md'}" + (f" and {len(drawn)} plot(s)" if drawn else ""))
     return report
 

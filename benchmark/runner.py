@@ -102,12 +102,25 @@ def trace_meta(trace: Trace) -> dict[str, Any]:
     }
 
 
+def native_step(trace: Trace, step: int | None) -> str | None:
+    """The id a step is scored by: its native id, else its index as text; None outside the trace.
+
+    Gold and prediction both go through here, so they are always in one namespace: TRAIL's gold names
+    a span id (`gold.native_step`) while its steps carry no native id, and comparing the two scored
+    every right step as wrong.
+    """
+    if step is None or not 0 <= step < len(trace.steps):
+        return None
+    native = trace.steps[step].native_id
+    return native if native is not None else str(step)
+
+
 def gold_of(trace: Trace) -> dict[str, Any]:
     gold = trace.gold
     assert gold is not None
-    native = gold.native_step if gold.native_step is not None else trace.steps[gold.step].native_id
+    native = native_step(trace, gold.step)
     if native is None:
-        native = str(gold.step)  # the same fallback as the predicted side, so both are always comparable
+        native = gold.native_step  # a gold step outside the trace: only its native id can match
     return {"agent": gold.agent, "step": gold.step, "native_step": native, "mode": gold.mode}
 
 
@@ -115,9 +128,7 @@ def prediction_record(trace: Trace, attribution: Attribution, dataset: str, meth
                       model: str | None, seconds: float) -> dict[str, Any]:
     """The predictions.jsonl line for one attributed trace."""
     step = attribution.step
-    native = None
-    if step is not None and 0 <= step < len(trace.steps):
-        native = trace.steps[step].native_id if trace.steps[step].native_id is not None else str(step)
+    native = native_step(trace, step)
     cost = attribution.cost.model_dump()
     if not cost["seconds"]:
         cost["seconds"] = seconds  # the method did not time itself: use the runner's wall clock

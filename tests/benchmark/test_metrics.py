@@ -9,6 +9,7 @@ from faultlens.benchmark.metrics import (
     agent_correct,
     breakdown,
     compute_metrics,
+    confidence_bucket,
     length_bucket,
     step_correct,
     step_within,
@@ -112,3 +113,16 @@ def test_length_buckets_and_breakdowns():
     by_len = breakdown(records, "length", samples=0)
     assert list(by_len) == ["1-10", "21-50"]
     assert by_len["21-50"]["n"] == 2 and by_len["21-50"]["step_accuracy"]["value"] == 0.5
+
+
+def test_confidence_quarters_and_breakdown():
+    assert [confidence_bucket(c) for c in (0.0, 0.24, 0.25, 0.5, 0.74, 0.75, 1.0)] == \
+        ["0.00-0.25", "0.00-0.25", "0.25-0.50", "0.50-0.75", "0.50-0.75", "0.75-1.00", "0.75-1.00"]
+    # No confidence (a baseline, an unparsed answer) and nonsense are "none", never a quarter.
+    assert {confidence_bucket(c) for c in (None, True, float("nan"), "0.9")} == {"none"}
+    records = [rec(1, 1), rec(1, 2), rec(2, 2), rec(3, 3)]
+    for r, c in zip(records, (0.9, 0.8, 0.1, None)):
+        r["predicted"]["confidence"] = c
+    by = breakdown(records, "confidence", samples=0)
+    assert list(by) == ["0.00-0.25", "0.75-1.00", "none"]
+    assert by["0.75-1.00"]["n"] == 2 and by["0.75-1.00"]["step_accuracy"]["value"] == 0.5

@@ -47,6 +47,12 @@ def test_bench_run_heuristic_and_majority_agent_then_report(synthetic_jsonl, tmp
     for name in ("step_accuracy_by_length.png", "mode_f1.png", "confusion_heuristic.png"):
         assert (tmp_path / "report" / name).read_bytes().startswith(PNG), name
     assert set(report["plots"]) >= {"step_accuracy_by_length.png", "mode_f1.png", "confusion_heuristic.png"}
+    # How far to trust a verdict: the heuristic's verdicts by the confidence it gave them; baselines give none.
+    by_confidence = heuristic["by"]["confidence"]
+    assert sum(g["n"] for g in by_confidence.values()) == 24 and set(by_confidence) - {"none"}
+    assert set(report["runs"][1]["metrics"]["by"]["confidence"]) == {"none"}
+    assert "step accuracy by confidence" in result.output and "## Step accuracy by confidence" in md
+    assert "step_accuracy_by_confidence.png" in report["plots"]
 
 
 def test_bench_run_on_whowhenpro_scores_in_native_ids(tmp_path):
@@ -58,6 +64,19 @@ def test_bench_run_on_whowhenpro_scores_in_native_ids(tmp_path):
     assert records["wwp-debate-1"]["gold"]["native_step"] == "1:1"
     assert records["wwp-debate-1"]["predicted"]["native_step"] == "0:0"
     assert records["wwp-smol-image-1"]["gold"] == {"agent": None, "step": 1, "native_step": "1.1", "mode": "A.2"}
+
+
+def test_a_gold_span_id_is_scored_in_the_steps_namespace():
+    # TRAIL's gold names a span id while its steps carry no native id: the right step must still count.
+    from faultlens.benchmark.metrics import step_correct
+    from faultlens.benchmark.runner import prediction_record
+    from faultlens.middleware.model import Attribution, GoldLabel, Step, Task, Trace
+
+    steps = [Step(index=i, agent="a", content=f"step {i}", span_id=f"span{i}") for i in range(3)]
+    trace = Trace(id="t", task=Task(query="q"), steps=steps, gold=GoldLabel(step=1, native_step="span1"))
+    for predicted, right in ((1, True), (2, False)):
+        record = prediction_record(trace, Attribution(trace_id="t", method="m", step=predicted), "d", "m", None, 0.0)
+        assert step_correct(record["predicted"], record["gold"]) is right
 
 
 def test_cli_resume_with_a_registered_test_double(synthetic_jsonl, tmp_path):
