@@ -5,9 +5,9 @@ package registers the built-in methods.
 """
 
 from .base import Attributor, BaseAttributor
-from .registry import UnknownMethod, build, get, names, parse_options, register, uses_model
+from .registry import DEFAULT_METHOD, UnknownMethod, build, get, names, parse_options, register, uses_model
 
 # Importing the method packages registers the built-in attributors (after the registry exists).
 from . import learned, methods  # noqa: E402, F401  isort: skip
 
-__all__ = ["Attributor", "BaseAttributor", "UnknownMethod", "build", "get", "names", "parse_options", "register", "uses_model"]
+__all__ = ["DEFAULT_METHOD", "Attributor", "BaseAttributor", "UnknownMethod", "build", "get", "names", "parse_options", "register", "uses_model"]

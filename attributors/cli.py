@@ -15,7 +15,7 @@ from faultlens.middleware.options import db_option
 from faultlens.middleware.store import open_store
 
 from . import llm  # noqa: F401  (sets litellm's offline price map before litellm is imported)
-from .registry import build, factory, names, parse_options, uses_model
+from .registry import DEFAULT_METHOD, build, factory, names, parse_options, uses_model
 
 
 def _load(source: str, db_path: str | None) -> tuple[Trace, bool]:
@@ -60,7 +60,7 @@ def _list_methods(console: Console) -> None:
 
 @click.command("attribute")
 @click.argument("source", required=False)
-@click.option("--method", "-m", default="heuristic", show_default=True, help="Attribution method (see --list).")
+@click.option("--method", "-m", default=DEFAULT_METHOD, show_default=True, help="Attribution method (see --list).")
 @click.option("--model", help="Any litellm model string, e.g. openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest, ollama/llama3, "
                                "local/smollm2, or openai/NAME with --api-base. Default: $FAULTLENS_MODEL.")
 @click.option("--api-base", help="URL of an OpenAI-compatible server (vLLM, llama.cpp, LM Studio, ...), e.g. http://127.0.0.1:8080/v1.")
@@ -82,11 +82,16 @@ def attribute(source, method, model, api_base, with_reference, budget_usd, max_c
 
     SOURCE is a stored trace id or a trace file (one JSON trace, or a JSONL
     file holding one). The attribution is stored; a trace read from a file is
-    stored too. Offline methods (heuristic, baseline:*) need no model or key.
+    stored too. Offline methods (heuristic, learned, baseline:*) need no model
+    or key: the heuristic (default) is rules that carry over to any framework;
+    learned is a trained model, far better on the frameworks it was trained on
+    (our environments, AG2, AutoGen, OpenAI Agents SDK, smolagents, tau-bench)
+    and, on average, worse than the heuristic on a framework it never saw.
 
     \b
     Examples:
-      faultlens attribute run.json --method heuristic
+      faultlens attribute run.json
+      faultlens attribute run.json --method learned
       faultlens attribute TRACE_ID --method all_at_once --model openai/gpt-4o-mini
       faultlens attribute TRACE_ID -m binary_search --model openai/smollm2 \\
           --api-base http://127.0.0.1:8080/v1 --structured json_object

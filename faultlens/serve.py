@@ -26,6 +26,7 @@ from faultlens.middleware.store import Store, open_store
 
 from faultlens.feedback.hooks import record_trace_outcome
 from faultlens.attributors import build, parse_options
+from faultlens.attributors.registry import DEFAULT_METHOD
 from faultlens.feedback.loop import attribute_and_reflect
 from faultlens.feedback.memory import LessonMemory
 from faultlens.feedback.reflect import get_reflector
@@ -34,7 +35,7 @@ from faultlens.feedback.reflect import get_reflector
 def failure_handler(
     store: Store,
     *,
-    method: str = "heuristic",
+    method: str = DEFAULT_METHOD,
     model: str | None = None,
     reflector: str | None = None,
     method_options: dict[str, Any] | None = None,
@@ -56,7 +57,7 @@ def failure_handler(
 def build_app(
     store: Store,
     *,
-    method: str = "heuristic",
+    method: str = DEFAULT_METHOD,
     model: str | None = None,
     reflector: str | None = None,
     token: str | None = None,
@@ -90,7 +91,7 @@ def build_app(
 @click.option("--port", default=4318, show_default=True, help="Port (4318 is the OTLP/HTTP default, so exporters need only the host).")
 @db_option()
 @click.option("--token", default=None, help="Require 'Authorization: Bearer TOKEN' on every request [default: $FAULTLENS_TOKEN].")
-@click.option("--method", default="heuristic", show_default=True, help="Attribution method for failed runs (see `faultlens attribute --help`).")
+@click.option("--method", default=DEFAULT_METHOD, show_default=True, help="Attribution method for failed runs (see `faultlens attribute --help`).")
 @click.option("--model", default=None, help="litellm model for LLM attribution methods, e.g. openai/gpt-4o-mini.")
 @click.option("--option", "-O", "method_options", multiple=True, metavar="KEY=VALUE",
               help="An attribution method option, repeatable, e.g. -O k=5 for counterfactual.")

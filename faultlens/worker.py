@@ -15,7 +15,7 @@ import threading
 
 import click
 
-from faultlens.attributors.registry import parse_options
+from faultlens.attributors.registry import DEFAULT_METHOD, parse_options
 from faultlens.middleware.jobs import JobQueue
 from faultlens.middleware.options import db_option
 from faultlens.middleware.store import open_store
@@ -26,7 +26,7 @@ from .serve import failure_handler
 @click.command("worker")
 @db_option("The store whose queue to work: a postgresql:// URL (or a SQLite file) [default: $FAULTLENS_DB or .faultlens/faultlens.db].")
 @click.option("--threads", default=1, show_default=True, type=click.IntRange(min=1), help="Jobs attributed at once in this process.")
-@click.option("--method", default="heuristic", show_default=True, help="Attribution method (see `faultlens attribute --help`).")
+@click.option("--method", default=DEFAULT_METHOD, show_default=True, help="Attribution method (see `faultlens attribute --help`).")
 @click.option("--model", default=None, help="litellm model for LLM attribution methods, e.g. openai/gpt-4o-mini.")
 @click.option("--option", "-O", "method_options", multiple=True, metavar="KEY=VALUE", help="An attribution method option, repeatable.")
 @click.option("--reflector", default=None, help="How lessons are written: offline (default), or a litellm model name.")

@@ -6,6 +6,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from faultlens.attributors.registry import DEFAULT_METHOD
 from faultlens.middleware.options import db_option
 from faultlens.middleware.store import open_store
 
@@ -55,7 +56,7 @@ def show(db_path: str | None, lesson_id: str) -> None:
 @lessons.command("learn")
 @db_option()
 @click.argument("trace_id")
-@click.option("--method", default="heuristic", show_default=True, help="Attribution method (see `faultlens attribute --list`).")
+@click.option("--method", default=DEFAULT_METHOD, show_default=True, help="Attribution method (see `faultlens attribute --list`).")
 @click.option("--model", default=None, help="litellm model for LLM attribution methods.")
 @click.option("--option", "-O", "method_options", multiple=True, metavar="KEY=VALUE",
               help="An attribution method option, repeatable, e.g. -O k=5 for counterfactual.")

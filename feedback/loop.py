@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from faultlens.attributors import Attributor, build
+from faultlens.attributors.registry import DEFAULT_METHOD
 from faultlens.middleware.answer_key import attributor_view
 from faultlens.middleware.model import Attribution, AttributionStatus, Lesson, Outcome
 from faultlens.middleware.jobs import Job, JobQueue, current_job
@@ -126,7 +127,7 @@ def reflect_on(
 def attribute_and_reflect(
     store: Store,
     trace_id: str,
-    attributor: str | Attributor | None = "heuristic",
+    attributor: str | Attributor | None = DEFAULT_METHOD,
     reflector: str | Reflector | None = None,
     memory: BaseLessonMemory | None = None,
 ) -> tuple[Attribution | None, list[Lesson]]:
@@ -166,7 +167,7 @@ class FeedbackLoop:
     def __init__(
         self,
         tracer: Any = None,
-        attributor: str | Attributor | None = "heuristic",
+        attributor: str | Attributor | None = DEFAULT_METHOD,
         memory: BaseLessonMemory | None = None,
         reflector: str | Reflector | None = None,
         *,
