@@ -288,6 +288,11 @@ def breakdown(records: Sequence[Record], by: str, **options: Any) -> dict[str, d
     return {k: compute_metrics(groups[k], **options) for k in keys}
 
 
+def gives_confidence(report: dict) -> bool:
+    """Whether a `full_report`'s method stated a confidence on any verdict (the baselines do not)."""
+    return any(group != "none" for group in report["by"]["confidence"])
+
+
 def full_report(records: Sequence[Record], **options: Any) -> dict:
     """Headline metrics plus every breakdown."""
     return {"overall": compute_metrics(records, **options),

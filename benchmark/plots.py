@@ -11,6 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from .metrics import gives_confidence  # noqa: E402
 from .runner import safe_name  # noqa: E402
 
 if TYPE_CHECKING:
@@ -67,9 +68,7 @@ def step_accuracy_by_length(runs: list[ScoredRun], path: Path) -> Path:
 
 def step_accuracy_by_confidence(runs: list[ScoredRun], path: Path) -> Path | None:
     """How often a verdict was right, by the confidence its method gave it (methods that give one)."""
-    from .report import confident
-
-    runs = confident(runs)
+    runs = [r for r in runs if gives_confidence(r.metrics)]
     if not runs:
         return None
     return _accuracy_by(runs, "confidence", path, "the verdict's confidence",

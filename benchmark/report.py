@@ -17,7 +17,7 @@ from rich.table import Table
 
 from faultlens.middleware.errors import InputError
 
-from .metrics import BREAKDOWNS, full_report
+from .metrics import BREAKDOWNS, full_report, gives_confidence
 from .runner import BASELINE_PREFIX, BASELINES_DIR, PREDICTIONS, RUN_INFO, read_predictions
 
 BREAKDOWN_TITLES = {"benchmark": "environment", "modality": "modality", "framework": "framework",
@@ -188,18 +188,13 @@ def markdown(runs: list[ScoredRun], plots: list[Path]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def confident(runs: list[ScoredRun]) -> list[ScoredRun]:
-    """The runs whose method gives a confidence (not the baselines)."""
-    return [r for r in runs if any(g != "none" for g in r.metrics["by"]["confidence"])]
-
-
 def _accuracy_and_n(run: ScoredRun, bucket: str) -> str:
     group = run.metrics["by"]["confidence"].get(bucket)
     return f"{fmt(group['step_accuracy'], ci=False)} (n={group['n']})" if group else "–"
 
 
 def _confidence_markdown(runs: list[ScoredRun]) -> list[str]:
-    runs = confident(runs)
+    runs = [r for r in runs if gives_confidence(r.metrics)]
     if not runs:
         return []
     buckets = [g for g in runs[0].metrics["by"]["confidence"]] + \
@@ -212,7 +207,7 @@ def _confidence_markdown(runs: list[ScoredRun]) -> list[str]:
 
 def confidence_table(runs: list[ScoredRun]) -> Table | None:
     """Step accuracy (and how many verdicts) per confidence quarter, per method that gives a confidence."""
-    runs = confident(runs)
+    runs = [r for r in runs if gives_confidence(r.metrics)]
     if not runs:
         return None
     table = Table(title=f"step accuracy by {BREAKDOWN_TITLES['confidence']}", box=box.SIMPLE_HEAD)
