@@ -156,3 +156,12 @@ def test_missing_directory_is_an_error(tmp_path):
         load_dataset(f"trail:{tmp_path / 'nope'}").traces()
     with pytest.raises(InputError, match="no such directory"):
         load_dataset(f"taubench:{tmp_path / 'nope'}").traces()
+
+
+def test_a_tau_bench_scenario_is_its_user_else_the_run():
+    from faultlens.benchmark.taubench import scenario
+
+    assert scenario({"info": {"task": {"user_id": "yusuf_rossi_9620"}}}, "taubench:2/trial-2") == "tau-bench user yusuf_rossi_9620"
+    # No usable user: the run is its own scenario (it keeps its by-run side).
+    for run in ({}, {"info": None}, {"info": {"task": "x"}}, {"info": {"task": {"user_id": ""}}}, {"info": {"task": {"user_id": 7}}}):
+        assert scenario(run, "taubench:9/trial-9") == "taubench:9/trial-9"
