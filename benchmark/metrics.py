@@ -115,13 +115,11 @@ def length_bucket(n_steps: int | None) -> str:
 
 
 def confidence_bucket(value: Any) -> str:
-    """The quarter of [0, 1] a verdict's confidence falls in ("0.50-0.75"), or "none"."""
+    """The quarter of [0, 1] a verdict's confidence falls in ("0.50-0.75"), or "none"; the last takes 1.0 and above."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
         return "none"
-    for low, high in CONFIDENCE_BUCKETS:
-        if value < high or high == CONFIDENCE_BUCKETS[-1][1]:
-            return f"{low:.2f}-{high:.2f}"
-    return "none"
+    low, high = next((b for b in CONFIDENCE_BUCKETS if value < b[1]), CONFIDENCE_BUCKETS[-1])
+    return f"{low:.2f}-{high:.2f}"
 
 
 # -- aggregates ---------------------------------------------------------------
@@ -274,17 +272,18 @@ def group_key(record: Record, by: str) -> str:
     return str(value) if value not in (None, "") else "unknown"
 
 
+# Bucketed breakdowns list their groups in bucket order, not alphabetically.
+_BUCKET_ORDER = {"length": [length_bucket(low) for low, _ in LENGTH_BUCKETS] + ["unknown"],
+                 "confidence": [confidence_bucket(low) for low, _ in CONFIDENCE_BUCKETS] + ["none"]}
+
+
 def breakdown(records: Sequence[Record], by: str, **options: Any) -> dict[str, dict]:
     """`compute_metrics` per value of one trace attribute (subset, modality, ..., length)."""
     groups: dict[str, list[Record]] = defaultdict(list)
     for r in records:
         groups[group_key(r, by)].append(r)
-    if by in ("length", "confidence"):
-        order = ([length_bucket(low) for low, _ in LENGTH_BUCKETS] + ["unknown"] if by == "length"
-                 else [confidence_bucket(low) for low, _ in CONFIDENCE_BUCKETS] + ["none"])
-        keys = sorted(groups, key=lambda k: order.index(k) if k in order else len(order))
-    else:
-        keys = sorted(groups)
+    order = _BUCKET_ORDER.get(by)
+    keys = sorted(groups, key=lambda k: order.index(k) if k in order else len(order)) if order else sorted(groups)
     return {k: compute_metrics(groups[k], **options) for k in keys}
 
 

@@ -193,12 +193,19 @@ def _accuracy_and_n(run: ScoredRun, bucket: str) -> str:
     return f"{fmt(group['step_accuracy'], ci=False)} (n={group['n']})" if group else "–"
 
 
-def _confidence_markdown(runs: list[ScoredRun]) -> list[str]:
+def _by_confidence(runs: list[ScoredRun]) -> tuple[list[ScoredRun], list[str]]:
+    """The runs whose method gives a confidence, and every confidence bucket any of them has, in order."""
     runs = [r for r in runs if gives_confidence(r.metrics)]
+    buckets: list[str] = []
+    for run in runs:
+        buckets += [g for g in run.metrics["by"]["confidence"] if g not in buckets]
+    return runs, buckets
+
+
+def _confidence_markdown(runs: list[ScoredRun]) -> list[str]:
+    runs, buckets = _by_confidence(runs)
     if not runs:
         return []
-    buckets = [g for g in runs[0].metrics["by"]["confidence"]] + \
-        [g for r in runs[1:] for g in r.metrics["by"]["confidence"] if g not in runs[0].metrics["by"]["confidence"]]
     lines = ["", f"## Step accuracy by {BREAKDOWN_TITLES['confidence']}", "",
              "Each method's verdicts grouped by the confidence it gave them: how far a verdict can be trusted.", "",
              _md_row(["confidence", *[r.label for r in runs]]), _md_row(["---"] * (1 + len(runs)))]
@@ -207,16 +214,13 @@ def _confidence_markdown(runs: list[ScoredRun]) -> list[str]:
 
 def confidence_table(runs: list[ScoredRun]) -> Table | None:
     """Step accuracy (and how many verdicts) per confidence quarter, per method that gives a confidence."""
-    runs = [r for r in runs if gives_confidence(r.metrics)]
+    runs, buckets = _by_confidence(runs)
     if not runs:
         return None
     table = Table(title=f"step accuracy by {BREAKDOWN_TITLES['confidence']}", box=box.SIMPLE_HEAD)
     table.add_column("confidence", style="bold")
     for run in runs:
         table.add_column(run.label, justify="right")
-    buckets: list[str] = []
-    for run in runs:
-        buckets += [g for g in run.metrics["by"]["confidence"] if g not in buckets]
     for g in buckets:
         table.add_row(g, *[_accuracy_and_n(r, g) for r in runs])
     return table

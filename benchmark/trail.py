@@ -333,8 +333,10 @@ def gold_of(trace: Trace, errors: list[dict[str, Any]]) -> tuple[GoldLabel | Non
 
 # -- the importer ----------------------------------------------------------------
 def parse_trail(data: Any, annotation: Any, path: Path, annotation_path: Path, subset: str | None,
-                side: str | None = None) -> Trace | None:
-    """One run and its annotation as a failed `Trace` with gold, or None when the annotation lists no error."""
+                scenario: str, side: str) -> Trace | None:
+    """One run and its annotation as a failed `Trace` with gold, or None when the annotation lists no error.
+
+    `scenario` and `side` come from `read_trail`, which needs every run to place one (`realdev_sides`)."""
     source = str(path)
     payload = to_otlp(data, source)
     traces = traces_from_records(otlp_json_to_records(payload, source), source=source)
@@ -361,8 +363,7 @@ def parse_trail(data: Any, annotation: Any, path: Path, annotation_path: Path, s
             "source": Source(framework="smolagents", benchmark=f"trail-{subset.lower()}" if subset else "trail",
                              format=FORMAT, native_id=native_id, subset=subset).model_dump(),
             "gold": gold.model_dump(),
-            "metadata": {**mapped.metadata, "trail": info, "scenario": scenario_id(trail_scenario(data)),
-                         "split": side or realdev_split(native_id)},
+            "metadata": {**mapped.metadata, "trail": info, "scenario": scenario_id(scenario), "split": side},
         })
     except ValidationError as exc:
         raise from_validation_error(source, None, exc) from None
@@ -405,7 +406,8 @@ def read_trail(directory: str | Path, split: str | None = None) -> Iterator[Trac
             continue
         data = read_json_file(path)
         annotation_path = _annotation_path(root if root.name not in SUBSETS else root.parent, subset, trace_id, path)
-        trace = parse_trail(data, read_json_file(annotation_path), path, annotation_path, subset, sides[trace_id])
+        trace = parse_trail(data, read_json_file(annotation_path), path, annotation_path, subset, scenarios[trace_id],
+                            sides[trace_id])
         if trace is not None:
             yield trace
 
