@@ -86,7 +86,10 @@ def attribute(source, method, model, api_base, with_reference, budget_usd, max_c
     or key: the heuristic (default) is rules that carry over to any framework;
     learned is a trained model, far better on the frameworks it was trained on
     (our environments, AG2, AutoGen, OpenAI Agents SDK, smolagents, tau-bench)
-    and, on average, worse than the heuristic on a framework it never saw.
+    and, on average, worse than the heuristic on a framework it never saw:
+    label failed runs of yours (`faultlens traces label`), train on them
+    (`faultlens train --dataset bundled:dev --dataset store:PATH --out M`) and
+    pass -O model_path=M.
 
     \b
     Examples:

@@ -46,7 +46,11 @@ def bench() -> None:
 @click.option("--no-progress", is_flag=True, help="Do not draw the progress bar.")
 @click.option("--media-root", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
               help="Also look up relative image/frame paths here (whowhenpro: datasets; after the trace's folder and its parents).")
-def run(dataset, method, model, with_reference, concurrency, limit, out, resume, budget_usd, method_options, no_progress, media_root):
+@click.option("--labelled-only", is_flag=True,
+              help="Score only the traces with a gold label and leave the others out (a store of your runs, some labelled: "
+                   "store:PATH); without it an unlabelled trace is an error.")
+def run(dataset, method, model, with_reference, concurrency, limit, out, resume, budget_usd, method_options, no_progress, media_root,
+        labelled_only):
     """Attribute every trace of a dataset with one method, and score the baselines on the same traces.
 
     Each finished trace is appended to OUT/predictions.jsonl at once, so an
@@ -60,7 +64,10 @@ def run(dataset, method, model, with_reference, concurrency, limit, out, resume,
 
     summary = run_benchmark(dataset, method, model=model, with_reference=with_reference, concurrency=concurrency,
                             limit=limit, out=out, resume=resume, budget_usd=budget_usd, progress=not no_progress,
-                            console=console, method_options=parse_options(method_options), media_root=media_root)
+                            console=console, method_options=parse_options(method_options), media_root=media_root,
+                            labelled_only=labelled_only)
+    if summary.unlabelled:
+        console.print(f"left out {summary.unlabelled} trace(s) without a gold label")
     console.print(f"{summary.method}: {summary.done}/{summary.total} trace(s) predicted "
                   f"({summary.new} now, {summary.skipped} already on file), ${summary.spent_usd:.4f} spent")
     if summary.baselines:

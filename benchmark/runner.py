@@ -71,6 +71,7 @@ class RunSummary:
     spent_usd: float  # spent by this run
     stopped: str | None = None  # why the run stopped before the end ("budget"), else None
     baselines: dict[str, int] = field(default_factory=dict)  # baseline name -> predictions on file
+    unlabelled: int = 0  # traces left out for want of a gold label (labelled_only)
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -253,16 +254,25 @@ def _client_budget_spent(attributor: Any) -> bool:
     return (budget is not None and cost.usd >= budget) or (max_calls is not None and cost.calls >= max_calls)
 
 
-def select_traces(dataset: str, limit: int | None, media_root: str | Path | None = None) -> list[Trace]:
-    traces = load_dataset(dataset, media_root=media_root).traces(limit)
+def select_traces(dataset: str, limit: int | None, media_root: str | Path | None = None,
+                  labelled_only: bool = False) -> tuple[list[Trace], int]:
+    """The traces to score, and how many unlabelled ones `labelled_only` left out (a store of your runs, some
+    labelled); without it an unlabelled trace is an error."""
+    traces = load_dataset(dataset, media_root=media_root).traces(None if labelled_only else limit)
+    unlabelled = 0
+    if labelled_only:
+        unlabelled = sum(t.gold is None for t in traces)
+        traces = [t for t in traces if t.gold is not None][:limit]
+        if not traces:
+            raise InputError(dataset, None, "gold", "no trace carries a gold label (label runs with `faultlens traces label`)")
     seen: set[str] = set()
     for trace in traces:
         if trace.gold is None:
-            raise InputError(dataset, trace.id, "gold", "a benchmark trace needs a gold label")
+            raise InputError(dataset, trace.id, "gold", "a benchmark trace needs a gold label (--labelled-only scores only the labelled ones)")
         if trace.id in seen:
             raise InputError(dataset, trace.id, "id", "two traces share this id; resuming needs unique ids")
         seen.add(trace.id)
-    return traces
+    return traces, unlabelled
 
 
 def _check_run_info(out: Path, info: dict[str, Any], resume: bool) -> None:
@@ -308,6 +318,7 @@ class RunOptions:
     - `progress`, `console`: the progress bar, and where it is drawn.
     - `method_options`: more keyword options for the method (e.g. `{"k": 5}` for counterfactual).
     - `media_root`: a folder media paths are also resolved against (whowhenpro: specs).
+    - `labelled_only`: score only the traces with a gold label, leaving the others out (a store of your own runs).
     """
 
     model: str | None = None
@@ -323,6 +334,7 @@ class RunOptions:
     console: Console | None = None
     method_options: Mapping[str, Any] | None = None
     media_root: str | Path | None = None
+    labelled_only: bool = False
 
 
 def _method_attributor(method: str, traces: list[Trace], opts: RunOptions) -> Any:
@@ -345,9 +357,9 @@ async def arun_benchmark(dataset_spec: str, method: str, options: RunOptions | N
     info = {"dataset": dataset_spec, "method": method, "model": model, "with_reference": with_reference,
             "options": dict(opts.method_options or {}), "limit": opts.limit,
             "media_root": str(opts.media_root) if opts.media_root is not None else None,
-            "budget_usd": budget_usd, "started_at": time.time(), "status": "running"}
+            "labelled_only": opts.labelled_only, "budget_usd": budget_usd, "started_at": time.time(), "status": "running"}
     _check_run_info(out, info, opts.resume)
-    traces = select_traces(dataset_spec, opts.limit, opts.media_root)
+    traces, unlabelled = select_traces(dataset_spec, opts.limit, opts.media_root, opts.labelled_only)
     attributor = _method_attributor(method, traces, opts)
     baseline_map = _resolve_baselines(opts.baselines, method)
     _write_info(out, info)
@@ -421,7 +433,7 @@ async def arun_benchmark(dataset_spec: str, method: str, options: RunOptions | N
     _write_info(out, info)
     return RunSummary(out=out, dataset=dataset_spec, method=method, model=model, total=len(traces),
                       done=len(final & {t.id for t in traces}), new=state["scored"], skipped=skipped,
-                      spent_usd=state["spent"], stopped=state["stopped"], baselines=baseline_counts)
+                      spent_usd=state["spent"], stopped=state["stopped"], baselines=baseline_counts, unlabelled=unlabelled)
 
 
 MOST_COMMON_STEP = "baseline:most-common-step"

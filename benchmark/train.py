@@ -86,10 +86,11 @@ class TrainResult:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-def fit_checked(dataset_spec: str, traces: list[Trace], seed: int = 0, data_dir: Path | None = None) -> LearnedModel:
+def fit_checked(dataset_spec: str, traces: list[Trace], seed: int = 0, data_dir: Path | None = None,
+                sources: Mapping[str, str] | None = None) -> LearnedModel:
     """`fit` after `assert_no_test_traces`: the only way this module trains."""
     assert_no_test_traces(dataset_spec, traces, data_dir)
-    return fit(traces, seed=seed)
+    return fit(traces, seed=seed, sources=sources)
 
 
 def train_learned(dataset_spec: str | Sequence[str] = "bundled:dev", out: Path | str = DEFAULT_MODEL_PATH, seed: int = 0,
@@ -102,13 +103,17 @@ def train_learned(dataset_spec: str | Sequence[str] = "bundled:dev", out: Path |
     """
     specs = [dataset_spec] if isinstance(dataset_spec, str) else list(dataset_spec)
     traces: list[Trace] = []
+    sources: dict[str, str] = {}  # trace id -> the dataset it came from: each one is a source to weigh
     for spec in specs:
         found = labelled(load_dataset(spec).traces())
         if not found:
             raise FaultlensError(f"{spec} has no traces with a gold step to train on")
         assert_no_test_traces(spec, found, data_dir)
-        traces += found
-    model = fit_checked(" + ".join(specs), traces, seed=seed, data_dir=data_dir)
+        # A trace in two datasets (a store that holds imported benchmark runs) is trained on once.
+        new = [t for t in found if t.id not in sources]
+        sources.update((t.id, spec) for t in new)
+        traces += new
+    model = fit_checked(" + ".join(specs), traces, seed=seed, data_dir=data_dir, sources=sources)
     model.meta["dataset"] = " + ".join(specs)
     path = save(model, out)
     scored = evaluate(LearnedAttributor(model=model), traces)

@@ -160,6 +160,55 @@ def export_trace(db_path, trace_id, fmt, output):
         click.echo(text)
 
 
+@traces.command("label")
+@db_option()
+@click.argument("trace_id", required=False)
+@click.option("--step", type=int, help="The decisive step (its index, as `faultlens traces show` numbers them).")
+@click.option("--agent", help="Who is to blame, if not the step's own agent.")
+@click.option("--mode", help="The failure mode's code, e.g. A.2 (--modes lists them).")
+@click.option("--reason", help="Why, in a sentence.")
+@click.option("--clear", is_flag=True, help="Remove the run's label instead.")
+@click.option("--modes", "list_modes", is_flag=True, help="List the failure modes and exit.")
+def label_trace(db_path, trace_id, step, agent, mode, reason, clear, list_modes):
+    """Label a stored run's decisive step, for `learned` to train on.
+
+    `learned` judges a system well only after it has seen labelled runs of
+    that system (docs/real-traces.md). Label some failed runs, then train on
+    them beside the bundled data and use the model:
+
+    \b
+      faultlens traces label TRACE_ID --step 4 --mode C.2 --reason "dropped the city whose lookup failed"
+      faultlens train --dataset bundled:dev --dataset store:faultlens.db --out my-model.joblib
+      faultlens attribute TRACE_ID -m learned -O model_path=my-model.joblib
+    """
+    from faultlens.middleware.labels import decision_behind, label_for
+
+    if list_modes:
+        from faultlens.middleware.taxonomy import taxonomy_text
+
+        click.echo(taxonomy_text())
+        return
+    if not trace_id:
+        raise click.UsageError("give a stored trace id (or --modes)")
+    store = get_store(db_path)
+    if clear:
+        if any(v is not None for v in (step, agent, mode, reason)):
+            raise click.UsageError("--clear takes no --step, --agent, --mode or --reason")
+        store.set_gold(trace_id, None)
+        console.print(f"removed the label of {trace_id}")
+        return
+    if step is None:
+        raise click.UsageError("give --step (or --clear)")
+    trace = store.get_trace(trace_id)
+    gold = label_for(trace, step, agent=agent, mode=mode, reason=reason)
+    store.set_gold(trace_id, gold)
+    console.print(f"labelled {trace_id}: step {gold.step} by {gold.agent}" + (f", {gold.mode}" if gold.mode else ""))
+    cause = decision_behind(trace, step)
+    if cause is not None:
+        console.print(f"[yellow]note:[/] step {step} is a {trace.steps[step].role.value.replace('_', ' ')}; learned ranks decisions only, "
+                      f"so this label teaches it the mode but not the step: to teach the step, label step {cause}, the decision it is about")
+
+
 @traces.command("import")
 @db_option()
 @click.argument("spec")

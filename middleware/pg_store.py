@@ -38,7 +38,7 @@ from psycopg_pool import ConnectionPool
 
 from .errors import FaultlensError
 from .jobs import JOB_COLUMNS, Job, job_row, next_submission
-from .model import AgentInfo, Attribution, Lesson, Outcome, Step, Trace
+from .model import AgentInfo, Attribution, GoldLabel, Lesson, Outcome, Step, Trace
 from .redact import redact, redact_id
 from .store_api import (
     PreparedStep,
@@ -48,6 +48,7 @@ from .store_api import (
     TraceSummary,
     describe,
     dumps,
+    gold_column,
     prepare_steps,
     prepared,
     status_clause,
@@ -409,6 +410,14 @@ class PostgresStore:
                 "UPDATE traces SET outcome = %s, success = %s, updated_at = %s WHERE id = %s RETURNING id",
                 [dumps(redact(outcome.model_dump(mode="json"))), int(outcome.success), time.time(), _clean(trace_id)],
             ).fetchone()
+            if found is None:
+                raise TraceNotFound(trace_id)
+
+    def set_gold(self, trace_id: str, gold: GoldLabel | None) -> None:
+        trace_id = redact_id(trace_id)
+        with self._write() as conn:
+            found = conn.execute("UPDATE traces SET gold = %s, updated_at = %s WHERE id = %s RETURNING id",
+                                 [gold_column(gold), time.time(), _clean(trace_id)]).fetchone()
             if found is None:
                 raise TraceNotFound(trace_id)
 

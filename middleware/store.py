@@ -35,7 +35,7 @@ from typing import Any
 import sqlite_utils
 
 from .jobs import JOB_COLUMNS, Job, job_row, next_submission
-from .model import AgentInfo, Attribution, Lesson, Outcome, Step, Trace
+from .model import AgentInfo, Attribution, GoldLabel, Lesson, Outcome, Step, Trace
 from .pg_store import PostgresStore
 from .redact import redact, redact_id
 from .writer_lock import WriterLock
@@ -51,6 +51,7 @@ from .store_api import (
     default_db_path,
     describe,
     dumps as _dumps,
+    gold_column,
     prepare_steps,
     prepared,
     status_clause,
@@ -405,12 +406,19 @@ class SQLiteStore:
 
     def set_outcome(self, trace_id: str, outcome: Outcome) -> None:
         trace_id = redact_id(trace_id)
-        trace_id = redact_id(trace_id)
         with self._write() as db:
             cursor = db.execute(
                 "UPDATE traces SET outcome = ?, success = ?, updated_at = ? WHERE id = ?",
                 [_dumps(redact(outcome.model_dump(mode="json"))), int(outcome.success), time.time(), trace_id],
             )
+            if cursor.rowcount == 0:
+                raise TraceNotFound(trace_id)
+
+    def set_gold(self, trace_id: str, gold: GoldLabel | None) -> None:
+        trace_id = redact_id(trace_id)
+        with self._write() as db:
+            cursor = db.execute("UPDATE traces SET gold = ?, updated_at = ? WHERE id = ?",
+                                [gold_column(gold), time.time(), trace_id])
             if cursor.rowcount == 0:
                 raise TraceNotFound(trace_id)
 

@@ -19,7 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from .errors import FaultlensError, NotFound
 from .jobs import JobStore
-from .model import AgentInfo, Attribution, Lesson, Outcome, Step, Trace
+from .model import AgentInfo, Attribution, GoldLabel, Lesson, Outcome, Step, Trace
 from .redact import redact, redact_id
 from .step_json import PreparedStep, stored_step
 
@@ -113,6 +113,8 @@ class Store(JobStore, Protocol):
     # new_run: the caller wrote the run's header in this transaction, having found no run: it has no steps yet.
     def add_steps(self, trace_id: str, steps: Sequence[Step | PreparedStep], *, new_run: bool = False) -> None: ...
     def set_outcome(self, trace_id: str, outcome: Outcome) -> None: ...
+    # A person's label of the decisive step (`faultlens traces label`); None removes it.
+    def set_gold(self, trace_id: str, gold: GoldLabel | None) -> None: ...
     def has_trace(self, trace_id: str) -> bool: ...
     def get_outcome(self, trace_id: str) -> Outcome | None: ...
     def get_trace(self, trace_id: str) -> Trace: ...
@@ -149,6 +151,11 @@ class TraceNotFound(NotFound):
 
 def dumps(value: Any) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def gold_column(gold: GoldLabel | None) -> str | None:
+    """A trace's `gold` column: the label redacted and serialised (NULL for none)."""
+    return dumps(redact(gold.model_dump(mode="json")) if gold is not None else None)
 
 
 def trace_row(trace: Trace) -> dict[str, Any]:

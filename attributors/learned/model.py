@@ -24,6 +24,7 @@ The fitted model is a plain dict saved with joblib; loading needs no network.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -143,31 +144,37 @@ TREE_PARAMS = {"max_iter": 400, "learning_rate": 0.05, "max_leaf_nodes": 31, "mi
 SOURCE_BALANCE = 0.5
 
 
-def source_weights(traces: list[Trace], balance: float = SOURCE_BALANCE) -> dict[str, float]:
-    """A weight per trace id: `(largest source / this source) ** balance`, a source being the format a trace came from.
+def source_weights(traces: list[Trace], balance: float = SOURCE_BALANCE,
+                   sources: Mapping[str, str] | None = None) -> dict[str, float]:
+    """A weight per trace id: `(largest source / this source) ** balance`, a source being the dataset a trace came
+    from (`sources`: trace id -> name), else the format it was read from.
 
     With one simulator's 2,000 traces beside 80 real ones, unweighted trees learn the simulator alone; balance 1
-    gives every source the same total weight, 0 gives every trace the same weight.
+    gives every source the same total weight, 0 gives every trace the same weight. A user's own labelled runs are
+    stored in faultlens's format, like the bundled benchmark, hence the dataset and not the format when known.
     """
+    def source(t: Trace) -> str:
+        return sources[t.id] if sources is not None and t.id in sources else t.source.format or ""
+
     sizes: dict[str, int] = {}
     for t in traces:
-        sizes[t.source.format or ""] = sizes.get(t.source.format or "", 0) + 1
+        sizes[source(t)] = sizes.get(source(t), 0) + 1
     largest = max(sizes.values(), default=1)
-    return {t.id: (largest / sizes[t.source.format or ""]) ** balance for t in traces}
+    return {t.id: (largest / sizes[source(t)]) ** balance for t in traces}
 
 
 def fit(traces: list[Trace], seed: int = 0, C: float = 0.5,
         features: dict[str, np.ndarray] | None = None, balance: float = SOURCE_BALANCE,
-        tree_params: dict[str, Any] | None = None) -> LearnedModel:
+        tree_params: dict[str, Any] | None = None, sources: Mapping[str, str] | None = None) -> LearnedModel:
     """Fit the step scorer and the mode classifier on labelled traces (deterministic given `seed`).
 
     `features` (trace id -> `trace_features`) lets a caller that fits several
     times on overlapping sets (leave-one-environment-out) compute them once.
-    `balance` weights the sources (`source_weights`).
+    `balance` weights the sources (`source_weights`, with `sources`).
     """
     usable = labelled(traces)
     params = dict(TREE_PARAMS if tree_params is None else tree_params)
-    weight_of = source_weights(usable, balance)
+    weight_of = source_weights(usable, balance, sources)
     if len(usable) < 2:
         raise FaultlensError(f"need at least 2 traces with a gold step to train, got {len(usable)}")
     blocks, labels, weights, gold_rows, modes = [], [], [], [], []

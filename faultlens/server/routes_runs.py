@@ -1,4 +1,4 @@
-"""The runs API: list and read runs, record outcomes, queue and read attributions."""
+"""The runs API: list and read runs, record outcomes, queue and read attributions, label the decisive step."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from typing import Any
 from fastapi import APIRouter, Depends, HTTPException, Query
 from pydantic import BaseModel, Field
 
+from faultlens.middleware.errors import InputError
+from faultlens.middleware.labels import label_for
 from faultlens.middleware.model import Outcome, Source, Task, Trace
 from faultlens.middleware.store import Store
 from .deps import get_services, get_store, get_worker, trace_or_404
@@ -23,6 +25,15 @@ class OutcomeIn(BaseModel):
     score: float | None = None
     detail: str | None = None
     evaluator: str | None = Field(default=None, description="who judged the run; defaults to 'api'")
+
+
+class LabelIn(BaseModel):
+    """A person's verdict on a failed run: the decisive step, and optionally who and why."""
+
+    step: int = Field(description="the decisive step's index")
+    agent: str | None = Field(default=None, description="who is to blame; defaults to the step's agent")
+    mode: str | None = Field(default=None, description="a failure mode code of the taxonomy, e.g. A.2")
+    reason: str | None = None
 
 
 @router.get("", summary="List runs, newest first")
@@ -90,3 +101,21 @@ def requeue(trace_id: str, store: Store = Depends(get_store), worker: FailureWor
     return {"trace_id": trace_id, "queued": status.state == "queued", "worker": status.as_dict()}
 
 
+
+
+@router.put("/{trace_id:path}/label", summary="Label the run's decisive step (what `learned` trains on)")
+def put_label(trace_id: str, label: LabelIn, store: Store = Depends(get_store)) -> dict[str, Any]:
+    trace = trace_or_404(store, trace_id)
+    try:
+        gold = label_for(trace, label.step, agent=label.agent, mode=label.mode, reason=label.reason)
+    except InputError as exc:
+        raise HTTPException(422, str(exc)) from None
+    store.set_gold(trace_id, gold)
+    return {"trace_id": trace_id, "label": gold.model_dump(mode="json")}
+
+
+@router.delete("/{trace_id:path}/label", summary="Remove the run's label")
+def delete_label(trace_id: str, store: Store = Depends(get_store)) -> dict[str, Any]:
+    trace_or_404(store, trace_id)
+    store.set_gold(trace_id, None)
+    return {"trace_id": trace_id, "label": None}

@@ -19,9 +19,11 @@ from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
+from faultlens.middleware.errors import InputError
+from faultlens.middleware.labels import label_for
 from faultlens.middleware.model import Attribution, Media, Trace
 from faultlens.middleware.store import Store, TraceNotFound
-from faultlens.middleware.taxonomy import is_mode, get_mode
+from faultlens.middleware.taxonomy import MODES, get_mode, is_mode
 from .auth import TOKEN_COOKIE, token_matches
 from .deps import get_services, get_store, get_worker, trace_or_404
 from .report_view import report_sections
@@ -147,7 +149,28 @@ def trace_page(request: Request, trace_id: str, services: Services = Depends(get
         media=media,
         job=job,
         pending=job is not None and job.state in ("waiting", "queued", "running"),
+        modes=MODES,
     )
+
+
+@router.post("/runs/{trace_id:path}/label")
+async def label_run(request: Request, trace_id: str, services: Services = Depends(get_services)):
+    """The trace page's label form: the decisive step, and optionally its mode and a reason."""
+    trace = trace_or_404(services.store, trace_id)
+    form = parse_qs((await request.body()).decode("utf-8", errors="replace"))
+
+    def field(name: str) -> str | None:
+        return (form.get(name) or [""])[0].strip() or None
+
+    step = field("step")
+    try:
+        if step is None or not step.lstrip("-").isdigit():
+            raise InputError(f"trace {trace.id}", None, "step", "choose the decisive step")
+        gold = label_for(trace, int(step), mode=field("mode"), reason=field("reason"))
+    except InputError as exc:
+        raise HTTPException(422, str(exc)) from None
+    services.store.set_gold(trace.id, gold)
+    return RedirectResponse(f"/runs/{quote(trace.id)}#label", status_code=303)
 
 
 @router.get("/media/{trace_id:path}/{step}/{position}")

@@ -224,3 +224,13 @@ def test_source_weights_give_small_sources_the_weight_balance_asks_for():
     full = source_weights(traces, 1.0)
     assert full["faultlens-0"] == 1.0 and full["taubench-0"] == 4.0  # each source then weighs 8 in all
     assert source_weights(traces, 0.5)["taubench-1"] == 2.0
+
+
+def test_source_weights_take_the_dataset_over_the_format():
+    # A user's labelled runs are stored in faultlens's format, like the bundled benchmark: by format they would be
+    # one source with it and weigh next to nothing.
+    traces = [Trace(id=f"t{i}", task=Task(query="q"), source=Source(format="faultlens")) for i in range(10)]
+    by_dataset = {t.id: ("bundled:dev" if i < 8 else "store:mine.db") for i, t in enumerate(traces)}
+    assert set(source_weights(traces, 1.0).values()) == {1.0}
+    weights = source_weights(traces, 1.0, by_dataset)
+    assert weights["t0"] == 1.0 and weights["t9"] == 4.0

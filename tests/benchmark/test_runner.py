@@ -292,3 +292,25 @@ def test_most_common_step_runs_as_a_method(tmp_path):
     records = read_predictions(out / "predictions.jsonl")
     assert records and {r["method"] for r in records} == {"baseline:most-common-step"}
     assert not (out / "baselines" / "most-common-step").exists()  # not scored twice
+
+
+def test_labelled_only_scores_the_labelled_traces_of_a_store(synthetic_jsonl, tmp_path):
+    from faultlens.middleware import open_store
+    from faultlens.middleware.jsonl import read_jsonl
+
+    traces = list(read_jsonl(synthetic_jsonl))
+    db = tmp_path / "mine.db"
+    store = open_store(db)
+    store.save_traces([t.model_copy(update={"gold": None}) if i % 3 else t for i, t in enumerate(traces)])
+    store.close()
+    with pytest.raises(FaultlensError, match="needs a gold label .--labelled-only"):
+        _run(f"store:{db}", tmp_path / "all", CountingTestDouble())
+    summary = _run(f"store:{db}", tmp_path / "labelled", CountingTestDouble(), labelled_only=True)
+    labelled = {t.id for i, t in enumerate(traces) if i % 3 == 0}
+    assert summary.total == summary.done == len(labelled) and summary.unlabelled == N - len(labelled)
+    assert {r["trace_id"] for r in read_predictions(tmp_path / "labelled" / "predictions.jsonl")} == labelled
+    assert _run(f"store:{db}", tmp_path / "two", CountingTestDouble(), labelled_only=True, limit=2).total == 2
+    empty = tmp_path / "empty.db"
+    open_store(empty).close()
+    with pytest.raises(FaultlensError, match="no trace carries a gold label"):
+        _run(f"store:{empty}", tmp_path / "none", CountingTestDouble(), labelled_only=True)

@@ -181,3 +181,29 @@ def test_faultlens_train_loeo_command(tmp_path: Path, monkeypatch):
     # Without --loeo, --out is required.
     missing = CliRunner().invoke(cli, ["train", "--dataset", f"jsonl:{tmp_path / 'train.jsonl'}"])
     assert missing.exit_code != 0 and "--out" in missing.output
+
+
+@pytest.mark.slow
+def test_train_on_runs_labelled_in_a_store(train_file: Path, tmp_path: Path, monkeypatch):
+    """A user's path: label stored runs (`faultlens traces label`), train on them beside another dataset."""
+    from faultlens.middleware import open_store
+    from faultlens.middleware.labels import label_for
+
+    monkeypatch.setattr(train_module, "test_identities", lambda data_dir=None: (set(), set()))
+    _, held = split_by_task(injected_traces())
+    db = tmp_path / "mine.db"
+    store = open_store(db)
+    unlabelled = [t.model_copy(update={"gold": None}) for t in held]
+    store.save_traces(unlabelled)
+    store.save_trace(injected_traces()[0])  # a run in both datasets is trained on once
+    for original in held[:6]:
+        store.set_gold(original.id, label_for(original, original.gold.step, mode=original.gold.mode))
+    store.close()
+
+    result = train_learned([f"jsonl:{train_file}", f"store:{db}"], out=tmp_path / "m.joblib")
+    train, _ = split_by_task(injected_traces())
+    assert injected_traces()[0] in train
+    assert result.traces == len(train) + 6  # the six labelled runs; the run in both datasets once
+    assert result.meta["dataset"] == f"jsonl:{train_file} + store:{db}"
+    with pytest.raises(Exception, match="no traces with a gold step"):
+        train_learned([f"store:{tmp_path / 'empty.db'}"], out=tmp_path / "n.joblib")

@@ -185,3 +185,22 @@ def test_a_run_id_holding_slashes_is_reachable_on_every_route(live, store):
     page = HTTP.get(f"{live.url}/runs/{trace.id}")
     assert page.status_code == 200 and "team/2026-12-01/run 7" in page.text
     assert HTTP.get(f"{live.url}/api/runs/team/no-such-run").status_code == 404
+
+
+def test_a_run_is_labelled_and_unlabelled(live, store):
+    trace = _trace(outcome=Outcome(success=False))
+    store.save_trace(trace)
+    url = f"{live.url}/api/runs/{trace.id}/label"
+    r = HTTP.put(url, json={"step": 1, "mode": "a.2", "reason": "multiplied the wrong numbers"})
+    assert r.status_code == 200 and r.json()["label"]["agent"] == "solver" and r.json()["label"]["mode"] == "A.2"
+    assert HTTP.get(f"{live.url}/api/runs/{trace.id}").json()["gold"]["step"] == 1
+
+    bad = HTTP.put(url, json={"step": 7})
+    assert bad.status_code == 422 and "no step 7" in bad.json()["detail"]
+    assert HTTP.put(url, json={"step": 1, "mode": "Q.9"}).status_code == 422
+    assert HTTP.put(url, json={"step": "one"}).status_code == 422
+    assert store.get_trace(trace.id).gold.step == 1  # refused labels change nothing
+
+    assert HTTP.delete(url).json() == {"trace_id": trace.id, "label": None}
+    assert store.get_trace(trace.id).gold is None
+    assert HTTP.put(f"{live.url}/api/runs/no-such-run/label", json={"step": 0}).status_code == 404

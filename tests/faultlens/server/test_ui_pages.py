@@ -91,3 +91,25 @@ def test_lessons_page_shows_the_track_record(store, serve):
     assert "copy operands" in html and "75%" in html and "A.2 wrong tool parameters" in html
     assert "retired advice" not in html
     assert "retired advice" in HTTP.get(server.url + "/lessons?retired=1").text
+
+
+def test_the_label_form_stores_a_label_and_the_page_shows_it(store, serve):
+    trace = Trace(task=Task(query="q"), outcome=Outcome(success=False),
+                  steps=[Step(index=0, agent="planner", content="plan"), Step(index=1, agent="solver", kind="final_answer", content="41")])
+    store.save_trace(trace)
+    store.save_attribution(Attribution(trace_id=trace.id, method="m", agent="solver", step=1, mode="R.2"))
+    server = serve(create_app(store))
+    html = HTTP.get(f"{server.url}/runs/{trace.id}").text
+    assert "No label yet" in html and '<option value="1" selected>' in html  # the form starts at the blamed step
+
+    r = HTTP.post(f"{server.url}/runs/{trace.id}/label", data={"step": "0", "mode": "PL.1", "reason": "planned the wrong sum"},
+                  follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"] == f"/runs/{trace.id}#label"
+    gold = store.get_trace(trace.id).gold
+    assert (gold.step, gold.agent, gold.mode, gold.reason) == (0, "planner", "PL.1", "planned the wrong sum")
+    html = HTTP.get(f"{server.url}/runs/{trace.id}").text
+    assert 'id="gold-line"' in html and "planned the wrong sum" in html
+
+    assert HTTP.post(f"{server.url}/runs/{trace.id}/label", data={"step": "5"}).status_code == 422
+    assert HTTP.post(f"{server.url}/runs/{trace.id}/label", data={"mode": "A.2"}).status_code == 422
+    assert store.get_trace(trace.id).gold.step == 0
