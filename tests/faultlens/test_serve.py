@@ -199,6 +199,15 @@ def test_the_ui_shows_the_heuristic_blame_and_the_lesson(tmp_path):
             driver.save_screenshot(str(shot))
             save_for_docs(shot, "ui-trace.png")
 
+            # Confirming the verdict is one click: the label form starts at the blamed step.
+            form = driver.find_element(By.CSS_SELECTOR, "form.label-form")
+            form.find_element(By.NAME, "reason").send_keys("asked for kg, not km")
+            form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+            gold_line = wait.until(EC.presence_of_element_located((By.ID, "gold-line")))
+            assert "worker" in gold_line.text and "asked for kg, not km" in gold_line.text
+            gold = store.get_trace(ids["trace_id"]).gold
+            assert (gold.step, gold.agent, gold.mode, gold.reason) == (1, "worker", "A.2", "asked for kg, not km")
+
             driver.get(server.url + "/lessons")
             row = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "#lessons tbody tr")))
             assert "worker" in row.text and "A.2" in row.text
