@@ -27,7 +27,7 @@ from faultlens.middleware.store import Store, open_store
 from faultlens.feedback.hooks import record_trace_outcome
 from faultlens.attributors import build, parse_options
 from faultlens.attributors.registry import DEFAULT_METHOD
-from faultlens.feedback.loop import attribute_and_reflect
+from faultlens.feedback.loop import attribute_and_reflect, learn_from_label
 from faultlens.feedback.memory import LessonMemory
 from faultlens.feedback.reflect import get_reflector
 
@@ -74,12 +74,19 @@ def build_app(
     def on_outcome(trace_id: str, outcome: Outcome) -> None:
         record_trace_outcome(memory, store.get_trace(trace_id))
 
+    label_reflector = get_reflector(reflector)
+
+    def on_label(trace_id: str) -> None:
+        # A person's verdict overrules the attributor's: the lessons follow the label.
+        learn_from_label(store, trace_id, label_reflector, memory)
+
     exporter = EvaluationExporter(otlp_http_exporter(export_endpoint, export_token)) if export_endpoint else None
     return create_app(
         store,
         token=token,
         on_failure=on_failure,
         on_outcome=on_outcome,
+        on_label=on_label,
         lessons_for=lambda agent, task, k: memory.retrieve(agent, task, k),
         evaluation_exporter=exporter,
         **server_options,

@@ -61,23 +61,36 @@ def show(db_path: str | None, lesson_id: str) -> None:
 @click.option("--option", "-O", "method_options", multiple=True, metavar="KEY=VALUE",
               help="An attribution method option, repeatable, e.g. -O k=5 for counterfactual.")
 @click.option("--reflector", default=None, help="offline (default), terminal, or a litellm model for LLM reflection.")
+@click.option("--from-label", is_flag=True,
+              help="Learn from the run's label (`faultlens traces label`) instead of an attributor: retire the run's "
+                   "lessons drawn from another step, reflect on the label unless a kept lesson names its step.")
 def learn(db_path: str | None, trace_id: str, method: str, model: str | None, method_options: tuple[str, ...],
-          reflector: str | None) -> None:
+          reflector: str | None, from_label: bool) -> None:
     """Attribute a stored failed run, save the attribution, and keep the lessons reflected from it."""
     from faultlens.attributors import build, parse_options
 
-    from .loop import reflect_on
+    from .loop import learn_from_label, reflect_on
     from .reflect import get_reflector
 
     memory = _memory(db_path)
-    result = reflect_on(memory.store, trace_id, build(method, model, **parse_options(method_options)), get_reflector(reflector), memory)
+    if from_label:
+        if method != DEFAULT_METHOD or model or method_options:
+            raise click.UsageError("--from-label takes no --method, --model or --option: the label is the verdict")
+        result = learn_from_label(memory.store, trace_id, get_reflector(reflector), memory)
+        for lesson in result.retired:
+            console.print(f"retired lesson {lesson.id[:12]} for {lesson.agent}: drawn from step {lesson.step}, which the label overrules")
+        if result.attribution is None:
+            console.print(f"the run's lessons already name the labelled step; kept {len(result.lessons)}")
+    else:
+        result = reflect_on(memory.store, trace_id, build(method, model, **parse_options(method_options)), get_reflector(reflector), memory)
     a = result.attribution
     if a is not None:
         console.print(f"attribution ({a.method}, {a.status.value}): agent {a.agent}, step {a.step}, mode {a.mode}"
                       + (f" — {a.reason}" if a.reason else "") + (f" [error: {a.error}]" if a.error else ""))
-    status = result.reflection.status if result.reflection else "error"
-    console.print(f"reflection ({result.reflection.method if result.reflection else '-'}): {status}"
-                  + (f" — {result.error}" if result.error else ""))
+    if result.reflection is not None or not from_label:
+        status = result.reflection.status if result.reflection else "error"
+        console.print(f"reflection ({result.reflection.method if result.reflection else '-'}): {status}"
+                      + (f" — {result.error}" if result.error else ""))
     for lesson in result.lessons:
         merged = f" (merged into an existing lesson, now {lesson.merged} agreement(s))" if lesson.merged else ""
         console.print(f"lesson {lesson.id[:12]} for {lesson.agent} [{lesson.mode or 'general'}]{merged}: {lesson.advice}")

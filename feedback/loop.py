@@ -20,6 +20,11 @@ When a run's outcome is recorded:
 
 `attribute_and_reflect(store, trace_id, attributor, reflector)` is step 2 on its
 own, synchronously, for callers with their own scheduling (the HTTP server).
+
+A person's label of a run (`faultlens traces label`, the run page's form)
+overrules the attributor: `learn_from_label` retires the run's lessons drawn
+from another step and, unless a kept lesson already names the labelled step,
+reflects on the label instead.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from typing import Any
 from faultlens.attributors import Attributor, build
 from faultlens.attributors.registry import DEFAULT_METHOD
 from faultlens.middleware.answer_key import attributor_view
+from faultlens.middleware.errors import FaultlensError
 from faultlens.middleware.model import Attribution, AttributionStatus, Lesson, Outcome
 from faultlens.middleware.jobs import Job, JobQueue, current_job
 from faultlens.middleware.store import Store
@@ -55,6 +61,7 @@ class LoopResult:
     lessons: list[Lesson] = field(default_factory=list)
     error: str | None = None
     seconds: float = 0.0
+    retired: list[Lesson] = field(default_factory=list)  # lessons a label overruled (`learn_from_label`)
 
 
 def resolve_attributor(attributor: str | Attributor | None, model: str | None = None, **options: Any) -> Attributor | None:
@@ -146,6 +153,43 @@ def attribute_and_reflect(
         memory,
     )
     return result.attribution, result.lessons
+
+
+LABEL_METHOD = "label"  # the `method` of an attribution that is a person's label, not an attributor's verdict
+
+
+def learn_from_label(store: Store, trace_id: str, reflector: str | Reflector | None = None,
+                     memory: BaseLessonMemory | None = None) -> LoopResult:
+    """Lessons from a person's label of a failed run, which overrules the attributor's verdict.
+
+    The run's active lessons drawn from another step are retired, so agents are not kept being told what a person
+    found wrong; a lesson that near-duplicates of other runs were merged into stays (those runs back it). If no
+    kept lesson names the labelled step, the label is saved as an attribution (method `label`, confidence 1) and
+    reflected on. Raises `FaultlensError` if the run has no label."""
+    started = time.perf_counter()
+    trace = store.get_trace(trace_id)
+    gold = trace.gold
+    if gold is None:
+        raise FaultlensError(f"run {trace.id} has no label; label it first (`faultlens traces label {trace.id} --step N`)")
+    memory = memory if memory is not None else LessonMemory(store)
+    kept, retired = [], []
+    for lesson in memory.lessons(include_retired=False):
+        if lesson.trace_id != trace.id or lesson.step is None:
+            continue
+        if lesson.step == gold.step:
+            kept.append(lesson)
+        elif lesson.merged == 0:
+            retired.append(memory.retire(lesson.id))
+    if kept:
+        return LoopResult(trace.id, None, None, kept, None, time.perf_counter() - started, retired)
+    attribution = Attribution(trace_id=trace.id, method=LABEL_METHOD, agent=gold.agent, step=gold.step, mode=gold.mode,
+                              reason=gold.reason or "labelled by a person", confidence=1.0)
+    store.save_attribution(attribution)
+    reflector = reflector if isinstance(reflector, Reflector) else get_reflector(reflector)
+    reflection = reflector.reflect(trace, attribution)
+    lessons = [_stored(memory, lesson) for lesson in reflection.lessons]
+    error = reflection.error if reflection.status != "ok" else None
+    return LoopResult(trace.id, attribution, reflection, lessons, error, time.perf_counter() - started, retired)
 
 
 class FeedbackLoop:

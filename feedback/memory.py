@@ -132,6 +132,13 @@ class BaseLessonMemory:
             self._put(merged)
             return merged
 
+    def retire(self, lesson_id: str) -> Lesson:
+        """Retire a lesson by hand (a person overruled the verdict it was drawn from). Returns it as stored."""
+        with self._lock:
+            lesson = self._get(lesson_id).model_copy(update={"retired": True, "updated_at": time.time()})
+            self._put(lesson)
+            return lesson
+
     def add_all(self, lessons: Iterable[Lesson]) -> list[Lesson]:
         return [self.add(lesson) for lesson in lessons]
 

@@ -41,6 +41,7 @@ def create_app(
     token: str | None = None,
     on_failure: OnFailure | None = None,
     on_outcome: Callable[[str, Outcome], Any] | None = None,
+    on_label: Callable[[str], Any] | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY,
     max_queue: int = 1000,
     lessons_for: LessonsFor | None = None,
@@ -60,11 +61,13 @@ def create_app(
     on_outcome: called with (trace id, outcome) right after a run's outcome is stored, through the API
         or by spans (e.g. to credit the lessons the run was shown); its errors become a 500, after the
         outcome is saved and queued.
+    on_label: called with a trace id right after a person's label of the run is stored (PUT
+        /api/runs/{id}/label, the run page's form), e.g. to learn lessons from it
+        (`feedback.loop.learn_from_label`); its errors become a 500, after the label is saved.
     max_body_bytes: /v1/traces bodies larger than this (before or after decompression) get 413.
     max_queue: how many failed runs may wait for on_failure; beyond it they are marked dropped.
     workers: threads of this process that run on_failure; the failed-run queue is in the store, so
         `faultlens worker` processes on the same store share it (0: this server only queues).
-    lessons_for: (agent, task, k) → lessons, for GET /api/lessons/for; default: the store's lessons for the agent.
     lessons_for: (agent, task, k) → lessons, for GET /api/lessons/for; default: the agent's active lessons,
         best track record (`feedback.memory.track_record`) first; `faultlens serve` passes `LessonMemory.retrieve`.
     reports_dir: a `faultlens bench report` output directory shown at /reports.
@@ -87,6 +90,7 @@ def create_app(
         ingestor=ingestor,
         lessons_for=lessons_for,
         on_outcome=on_outcome,
+        on_label=on_label,
         queue_root_errors=queue_root_errors,
         max_body_bytes=max_body_bytes,
         token=token,

@@ -103,19 +103,17 @@ def requeue(trace_id: str, store: Store = Depends(get_store), worker: FailureWor
 
 
 
-@router.put("/{trace_id:path}/label", summary="Label the run's decisive step (what `learned` trains on)")
-def put_label(trace_id: str, label: LabelIn, store: Store = Depends(get_store)) -> dict[str, Any]:
-    trace = trace_or_404(store, trace_id)
+@router.put("/{trace_id:path}/label", summary="Label the run's decisive step (what `learned` trains on; lessons follow it)")
+def put_label(trace_id: str, label: LabelIn, services: Services = Depends(get_services)) -> dict[str, Any]:
+    trace = trace_or_404(services.store, trace_id)
     try:
         gold = label_for(trace, label.step, agent=label.agent, mode=label.mode, reason=label.reason)
     except InputError as exc:
         raise HTTPException(422, str(exc)) from None
-    store.set_gold(trace_id, gold)
-    return {"trace_id": trace_id, "label": gold.model_dump(mode="json")}
+    return services.record_label(trace.id, gold)
 
 
 @router.delete("/{trace_id:path}/label", summary="Remove the run's label")
-def delete_label(trace_id: str, store: Store = Depends(get_store)) -> dict[str, Any]:
-    trace_or_404(store, trace_id)
-    store.set_gold(trace_id, None)
-    return {"trace_id": trace_id, "label": None}
+def delete_label(trace_id: str, services: Services = Depends(get_services)) -> dict[str, Any]:
+    trace = trace_or_404(services.store, trace_id)
+    return services.record_label(trace.id, None)

@@ -16,7 +16,7 @@ from typing import Any
 from fastapi import HTTPException
 
 from faultlens.feedback.memory import track_record
-from faultlens.middleware.model import Lesson, Outcome
+from faultlens.middleware.model import GoldLabel, Lesson, Outcome
 from faultlens.middleware.redact import redact_id
 from faultlens.middleware.spans import SpanRecord
 from faultlens.middleware.store import Store
@@ -28,6 +28,7 @@ log = logging.getLogger("faultlens.server")
 
 LessonsFor = Callable[[str, str, int], list[Lesson]]
 OnOutcome = Callable[[str, Outcome], Any]
+OnLabel = Callable[[str], Any]
 
 
 @dataclass
@@ -37,6 +38,7 @@ class Services:
     ingestor: Ingestor
     lessons_for: LessonsFor
     on_outcome: OnOutcome | None
+    on_label: OnLabel | None
     queue_root_errors: bool
     max_body_bytes: int
     token: str | None
@@ -62,6 +64,13 @@ class Services:
         if self.on_outcome is not None:
             self.on_outcome(trace_id, outcome)
         return reply
+
+    def record_label(self, trace_id: str, gold: GoldLabel | None) -> dict[str, Any]:
+        """Store (or, with None, remove) a person's label of a run, then call `on_label` for a new label."""
+        self.store.set_gold(trace_id, gold)
+        if gold is not None and self.on_label is not None:
+            self.on_label(trace_id)
+        return {"trace_id": trace_id, "label": gold.model_dump(mode="json") if gold is not None else None}
 
     def ingest_payload(self, payload: dict[str, Any]) -> IngestResult:
         """Store an OTLP JSON export that passed `otlp_schema.validate_export`; wake the worker for runs it failed or completed."""

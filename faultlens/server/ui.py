@@ -169,7 +169,7 @@ async def label_run(request: Request, trace_id: str, services: Services = Depend
         gold = label_for(trace, int(step), mode=field("mode"), reason=field("reason"))
     except InputError as exc:
         raise HTTPException(422, str(exc)) from None
-    services.store.set_gold(trace.id, gold)
+    services.record_label(trace.id, gold)
     return RedirectResponse(f"/runs/{quote(trace.id)}#label", status_code=303)
 
 

@@ -83,6 +83,13 @@ def test_failed_run_is_attributed_and_becomes_a_lesson(tmp_path):
         assert [l["id"] for l in got] == [lesson["id"]]
         # ...and an unrelated task gets none.
         assert HTTP.get(f"{server.url}/api/lessons/for", params={"agent": "worker", "task": "Write a poem about cats"}).json() == []
+
+        # A person overrules the verdict (the planner's instruction was the decisive step): the lesson follows the label.
+        r = HTTP.put(f"{server.url}/api/runs/{trace_id}/label", json={"step": 0, "mode": "PL.1", "reason": "asked for the wrong unit"})
+        assert r.status_code == 200
+        active = [l for l in HTTP.get(f"{server.url}/api/lessons").json() if l["trace_id"] == trace_id]
+        assert [(l["agent"], l["step"], l["mode"]) for l in active] == [("planner", 0, "PL.1")]
+        assert HTTP.get(f"{server.url}/api/runs/{trace_id}/attribution").json()["latest"]["method"] == "label"
     store.close()
 
 

@@ -52,3 +52,27 @@ def test_learn_with_the_counterfactual_method_blames_the_verified_step(tmp_path)
     assert attribution.method == "counterfactual" and attribution.details["verified"]
     assert (attribution.step, attribution.agent) == (trace.gold.step, trace.gold.agent)
     assert attribution.cost.reruns == len(attribution.details["trials"]) >= 1
+
+
+def test_learn_from_label(tmp_path):
+    from faultlens.cli import cli
+    from faultlens.middleware.labels import label_for
+
+    db = tmp_path / "runs.db"
+    store = open_store(db)
+    trace = failed_trace()
+    store.save_trace(trace)
+    runner = CliRunner()
+    unlabelled = runner.invoke(cli, ["lessons", "learn", trace.id, "--from-label", "--db", str(db)])
+    assert unlabelled.exit_code != 0 and "has no label" in unlabelled.output
+    assert runner.invoke(lessons, ["learn", trace.id, "--db", str(db)]).exit_code == 0
+    [before] = LessonMemory(open_store(db)).lessons()
+    other = 1 if before.step != 1 else 2
+    store.set_gold(trace.id, label_for(trace, other, mode="C.2"))
+    learnt = runner.invoke(lessons, ["learn", trace.id, "--from-label", "--db", str(db)])
+    text = " ".join(learnt.output.split())
+    assert learnt.exit_code == 0, learnt.output
+    assert f"retired lesson {before.id[:12]}" in text and f"attribution (label, ok): agent {trace.steps[other].agent}, step {other}" in text
+    [after] = LessonMemory(open_store(db)).lessons()
+    assert after.step == other
+    assert runner.invoke(lessons, ["learn", trace.id, "--from-label", "--method", "learned", "--db", str(db)]).exit_code != 0

@@ -271,3 +271,47 @@ def test_the_loop_and_a_server_share_one_queue(store_target):
         job = store.get_job(trace.id)
         assert job.state == "done" and store.attributions(trace.id)[0].id == job.key
     store.close()
+
+
+def test_a_label_overrules_the_verdict_and_its_lessons(store):
+    from faultlens.feedback.loop import LABEL_METHOD, learn_from_label
+    from faultlens.middleware.errors import FaultlensError
+    from faultlens.middleware.labels import label_for
+
+    trace = failed_trace()
+    store.save_trace(trace)
+    memory = LessonMemory(store)
+    with pytest.raises(FaultlensError, match="has no label"):
+        learn_from_label(store, trace.id, memory=memory)
+    reflect_on_analyst = attribute_and_reflect(store, trace.id, BlameTheAnalyst(), memory=memory)[1]
+    [wrong] = reflect_on_analyst
+    assert wrong.step == 2
+
+    # A person finds the researcher's findings at step 1 decisive (412 is Valfos's 2020 revenue, say).
+    store.set_gold(trace.id, label_for(trace, 1, mode="C.2", reason="took the 2020 figure"))
+    result = learn_from_label(store, trace.id, memory=memory)
+    assert [l.id for l in result.retired] == [wrong.id] and memory.get(wrong.id).retired
+    assert result.attribution.method == LABEL_METHOD and result.attribution.step == 1 and result.attribution.confidence == 1.0
+    assert store.attributions(trace.id)[-1].method == LABEL_METHOD
+    [lesson] = result.lessons
+    assert (lesson.agent, lesson.step, lesson.mode) == ("researcher", 1, "C.2")
+    assert [l.id for l in memory.lessons()] == [lesson.id]  # the analyst's lesson is no longer shown
+
+    # Saving the same label again changes nothing: the kept lesson already names the step.
+    again = learn_from_label(store, trace.id, memory=memory)
+    assert again.attribution is None and [l.id for l in again.lessons] == [lesson.id] and not again.retired
+    assert len(store.attributions(trace.id)) == 2
+
+
+def test_a_lesson_other_runs_agreed_with_is_not_retired_by_one_label(store):
+    from faultlens.feedback.loop import learn_from_label
+    from faultlens.middleware.labels import label_for
+
+    trace = failed_trace()
+    store.save_trace(trace)
+    memory = LessonMemory(store)
+    [lesson] = attribute_and_reflect(store, trace.id, BlameTheAnalyst(), memory=memory)[1]
+    memory._put(lesson.model_copy(update={"merged": 2}))
+    store.set_gold(trace.id, label_for(trace, 1))
+    result = learn_from_label(store, trace.id, memory=memory)
+    assert not result.retired and not memory.get(lesson.id).retired
