@@ -11,11 +11,17 @@ from faultlens.middleware.store import open_store
 from .conftest import DISSIMILAR_TASK, SIMILAR_TASK, failed_trace
 
 
-def test_learn_then_list_show_and_for(tmp_path):
+def _stored_run(tmp_path):
+    """A store holding one failed run: (its path, the store, the run)."""
     db = tmp_path / "runs.db"
     store = open_store(db)
     trace = failed_trace()
     store.save_trace(trace)
+    return db, store, trace
+
+
+def test_learn_then_list_show_and_for(tmp_path):
+    db, store, trace = _stored_run(tmp_path)
     runner = CliRunner()
 
     learnt = runner.invoke(lessons, ["learn", trace.id, "--db", str(db)])
@@ -58,10 +64,7 @@ def test_learn_from_label(tmp_path):
     from faultlens.cli import cli
     from faultlens.middleware.labels import label_for
 
-    db = tmp_path / "runs.db"
-    store = open_store(db)
-    trace = failed_trace()
-    store.save_trace(trace)
+    db, store, trace = _stored_run(tmp_path)
     runner = CliRunner()
     unlabelled = runner.invoke(cli, ["lessons", "learn", trace.id, "--from-label", "--db", str(db)])
     assert unlabelled.exit_code != 0 and "has no label" in unlabelled.output
