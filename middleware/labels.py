@@ -18,9 +18,11 @@ def label_for(trace: Trace, step: int, agent: str | None = None, mode: str | Non
               reason: str | None = None) -> GoldLabel:
     """The gold label of `trace` blaming `step` (its agent unless `agent` is given), checked against the trace.
 
-    Raises `InputError` naming the trace and the field for a step out of range, an agent that takes no part in
-    the run, or a failure mode not in the taxonomy."""
+    Raises `InputError` naming the trace and the field for a run recorded as succeeded, a step out of range, an
+    agent that takes no part in the run, or a failure mode not in the taxonomy."""
     where = f"trace {trace.id}"
+    if trace.outcome is not None and trace.outcome.success:
+        raise InputError(where, None, "outcome", "the run succeeded; only a failed run has a decisive error to label")
     if not 0 <= step < len(trace.steps):
         raise InputError(where, None, "step", f"no step {step}; the run has steps 0 to {len(trace.steps) - 1}")
     participants = list(dict.fromkeys([s.agent for s in trace.steps] + [a.name for a in trace.agents]))

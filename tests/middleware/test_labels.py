@@ -40,6 +40,16 @@ def test_a_label_that_does_not_fit_the_trace_names_the_field(kwargs, field, word
     assert caught.value.field == field and words in str(caught.value) and trace.id in str(caught.value)
 
 
+def test_a_run_that_succeeded_is_not_labelled():
+    trace = sample_trace()
+    trace.outcome.success = True
+    with pytest.raises(InputError, match="the run succeeded") as caught:
+        label_for(trace, 1)
+    assert caught.value.field == "outcome"
+    trace.outcome = None  # an imported run without an outcome may be labelled
+    assert label_for(trace, 1).step == 1
+
+
 def test_a_label_on_a_tool_result_points_to_its_call():
     trace = run_with_a_tool_result()
     assert decision_behind(trace, 1) == 0

@@ -184,6 +184,11 @@ def test_a_run_id_holding_slashes_is_reachable_on_every_route(live, store):
     assert HTTP.post(f"{live.url}/api/runs/{trace.id}/attribute").status_code == 200
     page = HTTP.get(f"{live.url}/runs/{trace.id}")
     assert page.status_code == 200 and "team/2026-12-01/run 7" in page.text
+    assert HTTP.put(f"{live.url}/api/runs/{trace.id}/label", json={"step": 1}).json()["label"]["step"] == 1
+    form = HTTP.post(f"{live.url}/runs/{trace.id}/label", data={"step": "0"}, follow_redirects=False)
+    assert form.status_code == 303 and store.get_trace(trace.id).gold.step == 0
+    assert HTTP.get(f"{live.url}{form.headers['location']}").status_code == 200
+    assert HTTP.delete(f"{live.url}/api/runs/{trace.id}/label").status_code == 200
     assert HTTP.get(f"{live.url}/api/runs/team/no-such-run").status_code == 404
 
 
