@@ -105,22 +105,25 @@ def traces() -> None:
 @db_option()
 @click.option("--status", type=click.Choice(["failed", "succeeded", "unknown"]), help="Only traces with this outcome.")
 @click.option("--agent", help="Only traces with a step by this agent.")
+@click.option("--labelled/--unlabelled", "labelled", default=None,
+              help="Only runs with a person's label (`traces label`), or only runs without one.")
 @click.option("--limit", default=50, show_default=True, help="How many traces to show.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON lines instead of a table.")
-def list_traces(db_path, status, agent, limit, as_json):
+def list_traces(db_path, status, agent, labelled, limit, as_json):
     """List stored traces, newest first."""
     store = get_store(db_path)
-    summaries = store.list_traces(status=status, agent=agent, limit=limit)
+    summaries = store.list_traces(status=status, agent=agent, labelled=labelled, limit=limit)
     if as_json:
         for s in summaries:
             click.echo(json.dumps(s.__dict__))
         return
     table = Table(title=f"{len(summaries)} trace(s) in {store.location}")
-    for column in ("id", "outcome", "steps", "agents", "source", "task"):
+    for column in ("id", "outcome", "label", "steps", "agents", "source", "task"):
         table.add_column(column, overflow="fold")
     for s in summaries:
         outcome = {None: "[yellow]?[/]", True: "[green]ok[/]", False: "[red]failed[/]"}[s.success]
-        table.add_row(s.id, outcome, str(s.n_steps), ", ".join(s.agents[:4]), s.benchmark or s.framework or "", s.query[:80])
+        table.add_row(s.id, outcome, "✓" if s.labelled else "", str(s.n_steps), ", ".join(s.agents[:4]),
+                      s.benchmark or s.framework or "", s.query[:80])
     console.print(table)
 
 

@@ -49,9 +49,9 @@ from .store_api import (
     describe,
     dumps,
     gold_column,
+    list_query,
     prepare_steps,
     prepared,
-    status_clause,
     step_row,
     summary_from_row,
     trace_from_row,
@@ -459,26 +459,11 @@ class PostgresStore:
         limit: int | None = 100,
         offset: int = 0,
         since: float | None = None,
+        labelled: bool | None = None,
     ) -> list[TraceSummary]:
-        """Newest first. status: 'failed', 'succeeded' or 'unknown'."""
-        where, params = [], []
-        if status is not None:
-            where.append(status_clause(status))
-        if agent is not None:
-            where.append("id IN (SELECT trace_id FROM steps WHERE agent = %s)")
-            params.append(_clean(agent))
-        if since is not None:
-            where.append("updated_at >= %s")
-            params.append(since)
-        sql = (
-            "SELECT id, query, success, agents, framework, benchmark, modality, created_at, updated_at,"
-            " (SELECT COUNT(*) FROM steps WHERE steps.trace_id = traces.id) FROM traces"
-            + (" WHERE " + " AND ".join(where) if where else "")
-            + " ORDER BY created_at DESC, id"
-        )
-        if limit is not None:
-            sql += " LIMIT %s OFFSET %s"
-            params += [limit, offset]
+        """Newest first. status: 'failed', 'succeeded' or 'unknown'; labelled: only runs with (True) or without a label."""
+        sql, params = list_query(status=status, agent=None if agent is None else _clean(agent), since=since, labelled=labelled,
+                                 limit=limit, offset=offset, mark="%s")
         with self._read() as conn:
             return [summary_from_row(r) for r in conn.execute(sql, params).fetchall()]
 

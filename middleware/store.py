@@ -52,9 +52,9 @@ from .store_api import (
     describe,
     dumps as _dumps,
     gold_column,
+    list_query,
     prepare_steps,
     prepared,
-    status_clause,
     step_row,
     store_url,
     summary_from_row,
@@ -463,27 +463,10 @@ class SQLiteStore:
         limit: int | None = 100,
         offset: int = 0,
         since: float | None = None,
+        labelled: bool | None = None,
     ) -> list[TraceSummary]:
-        """Newest first. status: 'failed', 'succeeded' or 'unknown'."""
-        where: list[str] = []
-        params: list[Any] = []
-        if status is not None:
-            where.append(status_clause(status))
-        if agent is not None:
-            where.append("id IN (SELECT trace_id FROM steps WHERE agent = ?)")
-            params.append(agent)
-        if since is not None:
-            where.append("updated_at >= ?")
-            params.append(since)
-        sql = (
-            "SELECT id, query, success, agents, framework, benchmark, modality, created_at, updated_at,"
-            " (SELECT COUNT(*) FROM steps WHERE steps.trace_id = traces.id) FROM traces"
-            + (" WHERE " + " AND ".join(where) if where else "")
-            + " ORDER BY created_at DESC, id"
-        )
-        if limit is not None:
-            sql += " LIMIT ? OFFSET ?"
-            params += [limit, offset]
+        """Newest first. status: 'failed', 'succeeded' or 'unknown'; labelled: only runs with (True) or without a label."""
+        sql, params = list_query(status=status, agent=agent, since=since, labelled=labelled, limit=limit, offset=offset, mark="?")
         return [summary_from_row(r) for r in self._db().execute(sql, params).fetchall()]
 
     def count_traces(self) -> int:

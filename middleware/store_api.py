@@ -88,6 +88,7 @@ class TraceSummary:
     modality: str | None
     created_at: float
     updated_at: float
+    labelled: bool = False  # a person's label (gold) is stored with the run
 
 
 @runtime_checkable
@@ -119,7 +120,8 @@ class Store(JobStore, Protocol):
     def get_outcome(self, trace_id: str) -> Outcome | None: ...
     def get_trace(self, trace_id: str) -> Trace: ...
     def iter_traces(self, ids: Iterable[str] | None = None) -> Iterator[Trace]: ...
-    def list_traces(self, *, status: str | None = None, agent: str | None = None, limit: int | None = 100, offset: int = 0, since: float | None = None) -> list[TraceSummary]: ...
+    def list_traces(self, *, status: str | None = None, agent: str | None = None, limit: int | None = 100, offset: int = 0, since: float | None = None,
+                    labelled: bool | None = None) -> list[TraceSummary]: ...
     def count_traces(self) -> int: ...
     def delete_trace(self, trace_id: str) -> None: ...
     def save_attribution(self, attribution: Attribution) -> None: ...
@@ -235,8 +237,37 @@ def trace_from_row(trace_id: str, row: Any, step_data: Iterable[str]) -> Trace:
     )
 
 
+def list_query(*, status: str | None, agent: str | None, since: float | None, labelled: bool | None,
+               limit: int | None, offset: int, mark: str) -> tuple[str, list[Any]]:
+    """`list_traces`'s SELECT (rows for `summary_from_row`, newest first) and its parameters; `mark` is the
+    backend's placeholder (`?`, `%s`)."""
+    where: list[str] = []
+    params: list[Any] = []
+    if status is not None:
+        where.append(status_clause(status))
+    if agent is not None:
+        where.append(f"id IN (SELECT trace_id FROM steps WHERE agent = {mark})")
+        params.append(agent)
+    if since is not None:
+        where.append(f"updated_at >= {mark}")
+        params.append(since)
+    if labelled is not None:
+        where.append("gold IS NOT NULL" if labelled else "gold IS NULL")
+    sql = (
+        "SELECT id, query, success, agents, framework, benchmark, modality, created_at, updated_at,"
+        " (SELECT COUNT(*) FROM steps WHERE steps.trace_id = traces.id), gold IS NOT NULL FROM traces"
+        + (" WHERE " + " AND ".join(where) if where else "")
+        + " ORDER BY created_at DESC, id"
+    )
+    if limit is not None:
+        sql += f" LIMIT {mark} OFFSET {mark}"
+        params += [limit, offset]
+    return sql, params
+
+
 def summary_from_row(r: Any) -> TraceSummary:
-    """A TraceSummary from (id, query, success, agents, framework, benchmark, modality, created_at, updated_at, n_steps)."""
+    """A TraceSummary from (id, query, success, agents, framework, benchmark, modality, created_at, updated_at, n_steps,
+    labelled)."""
     return TraceSummary(
         id=r[0],
         query=r[1],
@@ -248,6 +279,7 @@ def summary_from_row(r: Any) -> TraceSummary:
         created_at=r[7],
         updated_at=r[8],
         n_steps=r[9],
+        labelled=bool(r[10]),
     )
 
 

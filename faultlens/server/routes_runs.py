@@ -41,13 +41,15 @@ def list_runs(
     status: str | None = Query(None, description="failed, succeeded or unknown"),
     agent: str | None = Query(None, description="only runs with a step by this agent"),
     since: str | None = Query(None, description="only runs updated at or after this time (epoch seconds or ISO 8601)"),
+    labelled: bool | None = Query(None, description="only runs with (true) or without (false) a person's label"),
     limit: int = Query(100, ge=1, le=1000),
     offset: int = Query(0, ge=0),
     store: Store = Depends(get_store),
     worker: FailureWorker = Depends(get_worker),
 ) -> list[dict[str, Any]]:
     try:
-        summaries = store.list_traces(status=status or None, agent=agent or None, since=parse_since(since), limit=limit, offset=offset)
+        summaries = store.list_traces(status=status or None, agent=agent or None, since=parse_since(since), labelled=labelled,
+                                      limit=limit, offset=offset)
     except ValueError as exc:
         raise HTTPException(400, str(exc)) from None
     out = []

@@ -111,16 +111,24 @@ def page(request: Request, name: str, **context: Any) -> HTMLResponse:
 router = APIRouter(include_in_schema=False)
 
 
+_LABELLED = {"": None, "yes": True, "no": False}
+
+
 @router.get("/", response_class=HTMLResponse)
-def runs_page(request: Request, status: str = "", agent: str = "", since: str = "", store: Store = Depends(get_store), worker: FailureWorker = Depends(get_worker)):
+def runs_page(request: Request, status: str = "", agent: str = "", since: str = "", labelled: str = "",
+              store: Store = Depends(get_store), worker: FailureWorker = Depends(get_worker)):
+    if labelled not in _LABELLED:
+        raise HTTPException(400, f"labelled must be yes, no or empty, not {labelled!r}")
     try:
-        summaries = store.list_traces(status=status or None, agent=agent or None, since=parse_since(since), limit=500)
+        summaries = store.list_traces(status=status or None, agent=agent or None, since=parse_since(since),
+                                      labelled=_LABELLED[labelled], limit=500)
     except ValueError as exc:
         raise HTTPException(400, str(exc)) from None
     summaries.sort(key=lambda s: (_STATUS_RANK[s.success], -s.created_at))
     jobs = {s.id: worker.status(s.id) for s in summaries}
     blames = {s.id: _latest(store.attributions(s.id)) for s in summaries if s.success is False}
-    return page(request, "runs.html", runs=summaries, jobs=jobs, blames=blames, status=status, agent=agent, since=since)
+    return page(request, "runs.html", runs=summaries, jobs=jobs, blames=blames, status=status, agent=agent, since=since,
+                labelled=labelled)
 
 
 @router.get("/runs/{trace_id:path}", response_class=HTMLResponse)

@@ -1,5 +1,7 @@
 """A person's label of a run: checked against the trace, stored by both backends, set from the CLI."""
 
+import json
+
 import pytest
 from click.testing import CliRunner
 
@@ -99,3 +101,26 @@ def test_faultlens_traces_label(tmp_path):
     assert label(trace.id, "--clear").exit_code == 0 and open_store(db).get_trace(trace.id).gold is None
     assert label(trace.id).exit_code != 0  # no --step
     assert "A.2" in CliRunner().invoke(cli, ["traces", "label", "--modes"]).output
+
+
+def test_runs_are_listed_by_whether_they_are_labelled(store_target):
+    store = open_store(store_target)
+    labelled, unlabelled = sample_trace(), sample_trace().model_copy(update={"gold": None})
+    store.save_traces([labelled, unlabelled])
+    assert {s.id: s.labelled for s in store.list_traces()} == {labelled.id: True, unlabelled.id: False}
+    assert [s.id for s in store.list_traces(labelled=True)] == [labelled.id]
+    assert [s.id for s in store.list_traces(labelled=False, status="failed")] == [unlabelled.id]
+    store.set_gold(labelled.id, None)
+    assert store.list_traces(labelled=True) == []
+    store.close()
+
+
+def test_faultlens_traces_list_shows_and_filters_labels(tmp_path):
+    db = str(tmp_path / "l.db")
+    store = open_store(db)
+    labelled, unlabelled = sample_trace(), sample_trace().model_copy(update={"gold": None})
+    store.save_traces([labelled, unlabelled])
+    out = CliRunner().invoke(cli, ["traces", "list", "--db", db, "--unlabelled", "--json"]).output
+    assert [json.loads(line)["id"] for line in out.splitlines()] == [unlabelled.id]
+    table = CliRunner().invoke(cli, ["traces", "list", "--db", db]).output
+    assert "label" in table and "✓" in table

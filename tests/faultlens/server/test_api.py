@@ -209,3 +209,15 @@ def test_a_run_is_labelled_and_unlabelled(live, store):
     assert HTTP.delete(url).json() == {"trace_id": trace.id, "label": None}
     assert store.get_trace(trace.id).gold is None
     assert HTTP.put(f"{live.url}/api/runs/no-such-run/label", json={"step": 0}).status_code == 404
+
+
+def test_runs_are_filtered_by_label(live, store):
+    labelled, other = _trace(outcome=Outcome(success=False)), _trace(outcome=Outcome(success=False))
+    store.save_traces([labelled, other])
+    HTTP.put(f"{live.url}/api/runs/{labelled.id}/label", json={"step": 1})
+    rows = HTTP.get(f"{live.url}/api/runs", params={"labelled": "true"}).json()
+    assert [(r["id"], r["labelled"]) for r in rows] == [(labelled.id, True)]
+    assert [r["id"] for r in HTTP.get(f"{live.url}/api/runs", params={"labelled": "false"}).json()] == [other.id]
+    page = HTTP.get(f"{live.url}/", params={"labelled": "yes"}).text
+    assert labelled.id in page and other.id not in page and ">labelled</span>" in page
+    assert HTTP.get(f"{live.url}/", params={"labelled": "maybe"}).status_code == 400
