@@ -202,6 +202,11 @@ def train(dataset, out, seed, loeo, by, test_dataset, json_out):
     console.print(f"trained on {result.traces} trace(s), {result.steps} step(s) of {', '.join(result.environments) or 'unnamed'}; "
                   f"training step accuracy {result.train_step_accuracy:.3f}; wrote {result.out} "
                   f"({result.out.stat().st_size / 1e6:.2f} MB) in {time.perf_counter() - started:.0f} s")
+    if len(result.sources) > 1:
+        for spec, (runs, weight) in result.sources.items():
+            console.print(f"  {spec}: {runs} labelled run(s), each weighing {weight:.1f}")
+    if result.repeated:
+        console.print(f"  {result.repeated} run(s) already in an earlier dataset were trained on once")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from faultlens.attributors.learned import LearnedAttributor, fit, save, trace_features
-from faultlens.attributors.learned.model import DEFAULT_MODEL_PATH, LearnedModel, labelled
+from faultlens.attributors.learned.model import DEFAULT_MODEL_PATH, LearnedModel, labelled, source_weights
 from faultlens.attributors.registry import get
 from faultlens.middleware.answer_key import attributor_view
 from faultlens.middleware.errors import FaultlensError, UnknownName
@@ -84,6 +84,9 @@ class TrainResult:
     environments: list[str]
     train_step_accuracy: float
     meta: dict[str, Any] = field(default_factory=dict)
+    # Per dataset spec: its runs trained on and the weight of each (`model.source_weights`; the largest weighs 1).
+    sources: dict[str, tuple[int, float]] = field(default_factory=dict)
+    repeated: int = 0  # runs already in an earlier dataset, trained on once
 
 
 def fit_checked(dataset_spec: str, traces: list[Trace], seed: int = 0, data_dir: Path | None = None,
@@ -104,6 +107,7 @@ def train_learned(dataset_spec: str | Sequence[str] = "bundled:dev", out: Path |
     specs = [dataset_spec] if isinstance(dataset_spec, str) else list(dataset_spec)
     traces: list[Trace] = []
     sources: dict[str, str] = {}  # trace id -> the dataset it came from: each one is a source to weigh
+    repeated = 0
     for spec in specs:
         found = labelled(load_dataset(spec).traces())
         if not found:
@@ -111,13 +115,18 @@ def train_learned(dataset_spec: str | Sequence[str] = "bundled:dev", out: Path |
         assert_no_test_traces(spec, found, data_dir)
         # A trace in two datasets (a store that holds imported benchmark runs) is trained on once.
         new = [t for t in found if t.id not in sources]
+        repeated += len(found) - len(new)
         sources.update((t.id, spec) for t in new)
         traces += new
     model = fit_checked(" + ".join(specs), traces, seed=seed, data_dir=data_dir, sources=sources)
     model.meta["dataset"] = " + ".join(specs)
     path = save(model, out)
     scored = evaluate(LearnedAttributor(model=model), traces)
-    return TrainResult(path, model.meta["traces"], model.meta["steps"], model.meta["environments"], scored["step"], model.meta)
+    weights = source_weights(traces, model.meta["source_balance"], sources)
+    per_source = {spec: (sum(1 for t in traces if sources[t.id] == spec),
+                         next((weights[t.id] for t in traces if sources[t.id] == spec), 0.0)) for spec in specs}
+    return TrainResult(path, model.meta["traces"], model.meta["steps"], model.meta["environments"], scored["step"], model.meta,
+                       per_source, repeated)
 
 
 def evaluate(attributor: Any, traces: list[Trace], features: dict[str, Any] | None = None) -> dict[str, float]:

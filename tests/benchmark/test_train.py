@@ -205,5 +205,7 @@ def test_train_on_runs_labelled_in_a_store(train_file: Path, tmp_path: Path, mon
     assert injected_traces()[0] in train
     assert result.traces == len(train) + 6  # the six labelled runs; the run in both datasets once
     assert result.meta["dataset"] == f"jsonl:{train_file} + store:{db}"
+    assert result.repeated == 1
+    assert result.sources == {f"jsonl:{train_file}": (len(train), 1.0), f"store:{db}": (6, pytest.approx((len(train) / 6) ** 0.5))}
     with pytest.raises(Exception, match="no traces with a gold step"):
         train_learned([f"store:{tmp_path / 'empty.db'}"], out=tmp_path / "n.joblib")
