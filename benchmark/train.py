@@ -90,10 +90,10 @@ class TrainResult:
 
 
 def fit_checked(dataset_spec: str, traces: list[Trace], seed: int = 0, data_dir: Path | None = None,
-                sources: Mapping[str, str] | None = None) -> LearnedModel:
+                sources: Mapping[str, str] | None = None, features: dict[str, np.ndarray] | None = None) -> LearnedModel:
     """`fit` after `assert_no_test_traces`: the only way this module trains."""
     assert_no_test_traces(dataset_spec, traces, data_dir)
-    return fit(traces, seed=seed, sources=sources)
+    return fit(traces, seed=seed, sources=sources, features=features)
 
 
 def train_learned(dataset_spec: str | Sequence[str] = "bundled:dev", out: Path | str = DEFAULT_MODEL_PATH, seed: int = 0,
@@ -118,29 +118,18 @@ def train_learned(dataset_spec: str | Sequence[str] = "bundled:dev", out: Path |
         repeated += len(found) - len(new)
         sources.update((t.id, spec) for t in new)
         traces += new
-    model = fit_checked(" + ".join(specs), traces, seed=seed, data_dir=data_dir, sources=sources)
+    # Computed once for the fit and the training accuracy below (they are most of the time a training takes).
+    features = {t.id: trace_features(t) for t in traces}
+    model = fit_checked(" + ".join(specs), traces, seed=seed, data_dir=data_dir, sources=sources, features=features)
     model.meta["dataset"] = " + ".join(specs)
     path = save(model, out)
-    scored = evaluate(LearnedAttributor(model=model), traces)
+    blamed = LearnedAttributor(model=model).blamed_steps(traces, features)
+    train_step_accuracy = float(np.mean([b == _gold(t).step for t, b in zip(traces, blamed)]))
     weights = source_weights(traces, model.meta["source_balance"], sources)
     per_source = {spec: (sum(1 for t in traces if sources[t.id] == spec),
                          next((weights[t.id] for t in traces if sources[t.id] == spec), 0.0)) for spec in specs}
-    return TrainResult(path, model.meta["traces"], model.meta["steps"], model.meta["environments"], scored["step"], model.meta,
-                       per_source, repeated)
-
-
-def evaluate(attributor: Any, traces: list[Trace], features: dict[str, Any] | None = None) -> dict[str, float]:
-    """Step, agent and mode accuracy of an attributor on labelled traces (no intervals; see benchmark.metrics for those)."""
-    n = step = agent = mode = 0
-    for trace in labelled(traces):
-        view = attributor_view(trace)
-        a = attributor.attribute(view, features=features[trace.id]) if features is not None else attributor.attribute(view)
-        gold = _gold(trace)
-        n += 1
-        step += a.step == gold.step
-        agent += a.agent == (gold.agent or trace.steps[gold.step].agent)
-        mode += bool(gold.mode) and a.mode == gold.mode
-    return {"n": n, "step": step / n if n else 0.0, "agent": agent / n if n else 0.0, "mode": mode / n if n else 0.0}
+    return TrainResult(path, model.meta["traces"], model.meta["steps"], model.meta["environments"], train_step_accuracy,
+                       model.meta, per_source, repeated)
 
 
 def _gold(trace: Trace) -> GoldLabel:

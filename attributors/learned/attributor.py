@@ -53,8 +53,7 @@ class LearnedAttributor(BaseAttributor):
         # Only decisions (and environment faults) are candidates: a tool result or an executor's
         # output is evidence, already in its cause's features (`err.own_result`, ...).
         allowed = blameable(trace)
-        # Highest score first, the earliest step on a tie (the decisive error is the first one).
-        order = sorted(allowed, key=lambda i: (-scores[i], i))
+        order = _ranked(scores, allowed)
         best = order[0]
         mode, mode_p = self.model.mode(X[best])
         top = self.model.contributions(X, best)[:TOP_FEATURES]
@@ -72,8 +71,28 @@ class LearnedAttributor(BaseAttributor):
             prompt_version=PROMPT_VERSION,
         )
 
+    def blamed_steps(self, traces: list[Trace], features: dict[str, np.ndarray]) -> list[int | None]:
+        """The step `attribute` blames in each trace (None for a trace with no step), all scored in one call.
+
+        Training accuracy needs only this, for thousands of traces: one call of the trees per trace costs
+        about 2 ms of overhead each, and `attribute` also explains its verdict."""
+        blocks = [features[t.id] for t in traces]
+        scores = self.model.step_scores(np.vstack(blocks)) if any(len(b) for b in blocks) else np.zeros(0)
+        blamed: list[int | None] = []
+        start = 0
+        for trace, X in zip(traces, blocks):
+            allowed = blameable(trace)
+            blamed.append(_ranked(scores[start:start + len(X)], allowed)[0] if len(X) and allowed else None)
+            start += len(X)
+        return blamed
+
     def mode_at(self, trace: Trace, step: int) -> str | None:
         """The mode classifier's failure mode for any step of the trace (used by `counterfactual` for its candidates)."""
         if not 0 <= step < len(trace.steps):
             return None
         return self.model.mode(trace_features(trace)[step])[0]
+
+
+def _ranked(scores: np.ndarray, allowed: list[int]) -> list[int]:
+    """The allowed steps, highest score first, the earliest step on a tie (the decisive error is the first one)."""
+    return sorted(allowed, key=lambda i: (-scores[i], i))

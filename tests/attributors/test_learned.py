@@ -234,3 +234,10 @@ def test_source_weights_take_the_dataset_over_the_format():
     assert set(source_weights(traces, 1.0).values()) == {1.0}
     weights = source_weights(traces, 1.0, by_dataset)
     assert weights["t0"] == 1.0 and weights["t9"] == 4.0
+
+
+def test_blamed_steps_in_one_batch_are_the_steps_attribute_blames():
+    learned = LearnedAttributor()
+    traces = list(injected_traces()[:25])
+    features = {t.id: trace_features(t) for t in traces}
+    assert learned.blamed_steps(traces, features) == [learned.attribute(t).step for t in traces]
