@@ -238,6 +238,12 @@ def test_11_without_a_token_a_cross_origin_post_is_refused(client, store):
     assert client.post("/api/runs/r/attribute", headers={"Origin": "http://127.0.0.1"}).status_code == 200  # its own pages
     assert client.post("/api/runs/r/attribute").status_code == 200  # SDKs and curl send no Origin
     assert client.get("/api/runs", headers={"Origin": "http://evil.example"}).status_code == 200  # reads are guarded by CORS
+    # A label trains `learned` and rewrites lessons: another site's page may not set one, by form or by fetch.
+    assert client.post("/runs/r/label", data={"step": "0"}, headers={"Origin": "http://evil.example"}).status_code == 403
+    assert client.put("/api/runs/r/label", json={"step": 0}, headers={"Sec-Fetch-Site": "cross-site"}).status_code == 403
+    assert client.delete("/api/runs/r/label", headers={"Origin": "http://evil.example"}).status_code == 403
+    assert store.get_trace("r").gold is None
+    assert client.post("/runs/r/label", data={"step": "0"}, headers={"Origin": "http://127.0.0.1"}, follow_redirects=False).status_code == 303
 
 
 @pytest.mark.parametrize("token", [" ", "  \t", "a b" * 10, "x", "short-token"])
