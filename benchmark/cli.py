@@ -156,9 +156,12 @@ def build(out, seed, agent_model, generator, seeds, per_seed, min_per_mode, topu
               help="With --loeo: what one fold holds out (our own environments count as one framework, `faultlens`).")
 @click.option("--test-dataset", default="bundled:test", show_default=True,
               help="With --loeo: the traces scored for each held-out environment (only ever scored, never trained on).")
+@click.option("--cross-validate", "folds", type=click.IntRange(min=2), default=None, metavar="K",
+              help="Evaluate instead of writing a model: cut the last --dataset's labelled runs (yours) into K folds and "
+                   "score each with a model trained on the other datasets and folds, beside heuristic and every baseline.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="With --loeo: also write the numbers (per environment, averages with 95% CIs) as JSON.")
-def train(dataset, out, seed, loeo, by, test_dataset, json_out):
+              help="With --loeo or --cross-validate: also write the numbers (per group, averages with 95% CIs) as JSON.")
+def train(dataset, out, seed, loeo, by, test_dataset, folds, json_out):
     """Train the `learned` attributor's model on DATASET (never on a test trace); see benchmark/train.py.
 
     \b
@@ -168,24 +171,36 @@ def train(dataset, out, seed, loeo, by, test_dataset, json_out):
       faultlens train --loeo --dataset bundled:dev --test-dataset bundled:test
     Leave-one-framework-out table (the forecast for a framework no training trace came from):
       faultlens train --loeo --by framework --dataset bundled:dev --test-dataset bundled:test
+    How learned would do on your system, from your labelled runs (`faultlens traces label`):
+      faultlens train --cross-validate 5 --dataset bundled:dev --dataset store:.faultlens/faultlens.db
     """
-    if loeo:
+    if loeo and folds:
+        raise click.UsageError("choose --loeo or --cross-validate")
+    if loeo or folds:
         import json
 
         from .datasets import load_dataset
-        from .train import leave_one_out, loeo_tables
+        from .train import cross_validate, leave_one_out, loeo_tables
 
-        if len(dataset) != 1:
-            raise click.UsageError("--loeo takes one --dataset")
-        dataset = dataset[0]
-        report = leave_one_out(load_dataset(dataset).traces(), load_dataset(test_dataset).traces(), seed=seed,
-                               dataset_spec=dataset, in_distribution=True, by=by,
-                               progress=lambda group: console.print(f"held out {group}: done"))
+        def done(group: str) -> None:
+            console.print(f"held out {group}: done")
+
+        if folds:
+            if len(dataset) < 2:
+                raise click.UsageError("--cross-validate takes the training datasets and, last, yours: e.g. "
+                                       "--dataset bundled:dev --dataset store:PATH")
+            report = cross_validate(list(dataset), folds=folds, seed=seed, progress=done)
+        else:
+            if len(dataset) != 1:
+                raise click.UsageError("--loeo takes one --dataset")
+            report = leave_one_out(load_dataset(dataset[0]).traces(), load_dataset(test_dataset).traces(), seed=seed,
+                                   dataset_spec=dataset[0], in_distribution=True, by=by, progress=done)
         wide = Console(width=max(console.width, 170))  # ten columns: do not squeeze them into 80
         for table in loeo_tables(report):
             wide.print(table)
         timing = ", ".join(f"{m.removeprefix('baseline:')} {1000 * sec:.2f}" for m, sec in report.seconds_per_trace.items())
-        wide.print(f"milliseconds per trace: {timing}")
+        if timing:
+            wide.print(f"milliseconds per trace: {timing}")
         if json_out is not None:
             json_out.parent.mkdir(parents=True, exist_ok=True)
             json_out.write_text(json.dumps(report.summary(), indent=2))

@@ -14,6 +14,7 @@ the same traces (`faultlens train --loeo` prints the table).
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -96,6 +97,25 @@ def fit_checked(dataset_spec: str, traces: list[Trace], seed: int = 0, data_dir:
     return fit(traces, seed=seed, sources=sources, features=features)
 
 
+def training_set(specs: Sequence[str], data_dir: Path | None = None) -> tuple[list[Trace], dict[str, str], int]:
+    """The labelled traces of the datasets, each checked against the test split; which dataset each came from (each
+    one is a source to weigh, `model.source_weights`); and how many were already in an earlier dataset (a store
+    that holds imported benchmark runs), which are trained on once."""
+    traces: list[Trace] = []
+    sources: dict[str, str] = {}
+    repeated = 0
+    for spec in specs:
+        found = labelled(load_dataset(spec).traces())
+        if not found:
+            raise FaultlensError(f"{spec} has no traces with a gold step to train on")
+        assert_no_test_traces(spec, found, data_dir)
+        new = [t for t in found if t.id not in sources]
+        repeated += len(found) - len(new)
+        sources.update((t.id, spec) for t in new)
+        traces += new
+    return traces, sources, repeated
+
+
 def train_learned(dataset_spec: str | Sequence[str] = "bundled:dev", out: Path | str = DEFAULT_MODEL_PATH, seed: int = 0,
                   data_dir: Path | None = None) -> TrainResult:
     """Train the `learned` model on one dataset or several (their traces pooled) and write it to `out`.
@@ -105,19 +125,7 @@ def train_learned(dataset_spec: str | Sequence[str] = "bundled:dev", out: Path |
     real frameworks' traces; their `holdout` halves stay for reporting.
     """
     specs = [dataset_spec] if isinstance(dataset_spec, str) else list(dataset_spec)
-    traces: list[Trace] = []
-    sources: dict[str, str] = {}  # trace id -> the dataset it came from: each one is a source to weigh
-    repeated = 0
-    for spec in specs:
-        found = labelled(load_dataset(spec).traces())
-        if not found:
-            raise FaultlensError(f"{spec} has no traces with a gold step to train on")
-        assert_no_test_traces(spec, found, data_dir)
-        # A trace in two datasets (a store that holds imported benchmark runs) is trained on once.
-        new = [t for t in found if t.id not in sources]
-        repeated += len(found) - len(new)
-        sources.update((t.id, spec) for t in new)
-        traces += new
+    traces, sources, repeated = training_set(specs, data_dir)
     # Computed once for the fit and the training accuracy below (they are most of the time a training takes).
     features = {t.id: trace_features(t) for t in traces}
     model = fit_checked(" + ".join(specs), traces, seed=seed, data_dir=data_dir, sources=sources, features=features)
@@ -326,6 +334,51 @@ def leave_one_out(traces: list[Trace], test_traces: list[Trace] | None = None, s
         for name, attributor in comparison_methods(usable).items():
             report.in_distribution[name] = _hits(attributor, held_pool)
     return report
+
+
+def scenario_key(trace: Trace) -> str:
+    """What keeps runs together in a cross-validation fold: a real run's scenario, else its task, else the run."""
+    return str(trace.metadata.get("scenario") or trace.task.id or trace.id)
+
+
+def fold_of(key: str, folds: int) -> int:
+    """A fixed fold for a key (`scenario_key`): by its hash, the same on every machine and run."""
+    return int(hashlib.sha256(key.encode()).hexdigest(), 16) % folds
+
+
+def cross_validate(dataset_specs: Sequence[str], folds: int = 5, seed: int = 0, data_dir: Path | None = None,
+                   progress: Callable[[str], None] | None = None) -> LoeoReport:
+    """How `learned` does on a system once it has labelled runs of it: the last dataset's labelled runs (yours) are cut
+    into `folds` (runs of one scenario or task together, `scenario_key`), and each fold is scored by a model trained on
+    the other datasets and the other folds, beside the heuristic and every baseline (the most-common-step prior read
+    from the other folds). The report has one row, every run of the last dataset scored by a model that never saw
+    it (pooled over folds: with a few dozen runs, a fold's own figure is a handful of runs).
+    """
+    specs = list(dataset_specs)
+    if folds < 2:
+        raise FaultlensError(f"cross-validation needs at least 2 folds, got {folds}")
+    traces, sources, _ = training_set(specs, data_dir)
+    mine = [t for t in traces if sources[t.id] == specs[-1]]
+    others = [t for t in traces if sources[t.id] != specs[-1]]
+    fold = {t.id: fold_of(scenario_key(t), folds) for t in mine}
+    if len(set(fold.values())) < 2:
+        raise FaultlensError(f"{specs[-1]}: its {len(mine)} labelled run(s) fill fewer than 2 folds; label more runs")
+    features = {t.id: trace_features(t) for t in traces}
+    per_fold: dict[str, list[dict[str, np.ndarray]]] = {}
+    for k in range(folds):
+        held = [t for t in mine if fold[t.id] == k]
+        if not held:
+            continue
+        rest = [t for t in mine if fold[t.id] != k]
+        model = fit(others + rest, seed=seed, features=features, sources=sources)
+        per_fold.setdefault("learned", []).append(_hits(LearnedAttributor(model=model), held, features))
+        for method, attributor in comparison_methods(rest).items():
+            per_fold.setdefault(method, []).append(_hits(attributor, held))
+        if progress is not None:
+            progress(f"fold {k + 1} of {folds}")
+    row = f"{specs[-1]}, {folds} folds"
+    pooled = {method: {what: np.concatenate([h[what] for h in hits]) for what in hits[0]} for method, hits in per_fold.items()}
+    return LoeoReport([row], list(pooled), {row: pooled}, by="fold")
 
 
 def loeo_average(report: LoeoReport) -> dict[str, dict[str, float | None]]:

@@ -26,7 +26,6 @@ Features are computed once per trace (about 30 s), then each fit takes
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import sys
@@ -40,14 +39,10 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from faultlens.attributors.learned import LearnedAttributor, fit, trace_features  # noqa: E402
 from faultlens.attributors.learned.model import SOURCE_BALANCE, TREE_PARAMS, labelled  # noqa: E402
 from faultlens.benchmark.datasets import load_dataset  # noqa: E402
-from faultlens.benchmark.train import leave_one_out  # noqa: E402
+from faultlens.benchmark.train import fold_of, leave_one_out, scenario_key  # noqa: E402
 from faultlens.middleware.model import Trace  # noqa: E402
 
 REAL_FORMATS = ("trail", "taubench")
-
-
-def fold_of(key: str, folds: int) -> int:
-    return int(hashlib.sha256(key.encode()).hexdigest(), 16) % folds
 
 
 def framework(trace: Trace) -> str:
@@ -69,7 +64,7 @@ def cross_validate(dev: list[Trace], real: list[Trace], features, folds: int, ba
     everything = dev + real
 
     def fold(t: Trace) -> int:
-        return fold_of(t.metadata.get("scenario", t.id) if t.source.format in REAL_FORMATS else (t.task.id or t.id), folds)
+        return fold_of(scenario_key(t), folds)
 
     hits: dict[str, list[bool]] = {}
     for k in range(folds):

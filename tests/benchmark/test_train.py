@@ -209,3 +209,41 @@ def test_train_on_runs_labelled_in_a_store(train_file: Path, tmp_path: Path, mon
     assert result.sources == {f"jsonl:{train_file}": (len(train), 1.0), f"store:{db}": (6, pytest.approx((len(train) / 6) ** 0.5))}
     with pytest.raises(Exception, match="no traces with a gold step"):
         train_learned([f"store:{tmp_path / 'empty.db'}"], out=tmp_path / "n.joblib")
+
+
+@pytest.mark.slow
+def test_cross_validate_scores_each_of_your_runs_once_by_a_model_that_never_saw_it(train_file: Path, tmp_path: Path, monkeypatch):
+    from faultlens.benchmark.train import cross_validate, fold_of, scenario_key
+    from faultlens.cli import cli
+
+    monkeypatch.setattr(train_module, "test_identities", lambda data_dir=None: (set(), set()))
+    _, held = split_by_task(injected_traces())
+    mine = tmp_path / "mine.jsonl"
+    write_jsonl(held, mine)
+    seen: list[str] = []
+    fitted: list[set[str]] = []
+    real_fit = train_module.fit
+
+    def spying_fit(traces, **kwargs):
+        fitted.append({t.id for t in traces})
+        return real_fit(traces, **kwargs)
+
+    monkeypatch.setattr(train_module, "fit", spying_fit)
+    report = cross_validate([f"jsonl:{train_file}", f"jsonl:{mine}"], folds=3, progress=seen.append)
+    [row] = report.environments
+    assert row == f"jsonl:{mine}, 3 folds" and len(seen) == len(fitted) == 3
+    assert report.hits[row]["learned"]["step"].size == len(held)
+    assert {"learned", "heuristic", "baseline:first-step"} <= set(report.methods)
+    folds = {t.id: fold_of(scenario_key(t), 3) for t in held}
+    for k, trained_on in enumerate(fitted):
+        # Each model saw every training-set run and the other folds' runs, never its own fold.
+        assert not {i for i, f in folds.items() if f == k} & trained_on
+        assert {i for i, f in folds.items() if f != k} <= trained_on
+    # Runs of one task share a fold.
+    by_task: dict[str, set[int]] = {}
+    for t in held:
+        by_task.setdefault(t.task.id, set()).add(folds[t.id])
+    assert all(len(f) == 1 for f in by_task.values())
+
+    refused = CliRunner().invoke(cli, ["train", "--cross-validate", "3", "--dataset", f"jsonl:{mine}"])
+    assert refused.exit_code != 0 and "takes the training datasets and, last, yours" in refused.output
