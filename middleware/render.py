@@ -68,7 +68,8 @@ def trace_header(trace: Trace) -> Panel:
     lines.append(f"\nsource: {src.format} · {src.framework} · {src.modality}" + (f" · {src.benchmark}" if src.benchmark else ""), style="dim")
     if trace.gold is not None:
         g = trace.gold
-        lines.append(f"\ngold: agent={g.agent} step={g.step} mode={g.mode}", style="bold yellow")
+        lines.append(f"\ngold: agent={g.agent} step={g.step} mode={g.mode}" + (f" — {shorten(g.reason, 200)}" if g.reason else ""),
+                     style="bold yellow")
     return Panel(lines, title=f"trace {trace.id}", expand=True)
 
 
