@@ -397,7 +397,7 @@ def loeo_tables(report: LoeoReport) -> list[Any]:
     tables = []
     for what, title in (("step", "step accuracy (%)"), ("agent", "agent accuracy (%), multi-agent traces")):
         table = Table(title=f"leave-one-{report.by}-out: {title}", title_justify="left")
-        table.add_column(f"held-out {report.by}")
+        table.add_column(f"held-out {report.by}", overflow="fold")
         table.add_column("traces", justify="right")
         for m in report.methods:
             table.add_column(m.removeprefix("baseline:"), justify="right")
@@ -405,7 +405,8 @@ def loeo_tables(report: LoeoReport) -> list[Any]:
             n = int(report.hits[env]["learned"]["applies"].sum()) if what == "agent" else report.hits[env]["learned"]["step"].size
             table.add_row(env, str(n), *(_pct(report.accuracy(env, m, what)) for m in report.methods))
         averages = {m: report.average(m, what) for m in report.methods}
-        table.add_row("average", "", *(_pct(averages[m]["value"]) for m in report.methods), end_section=False)
+        if len(report.environments) > 1:  # one row (a cross-validation) is its own average
+            table.add_row("average", "", *(_pct(averages[m]["value"]) for m in report.methods), end_section=False)
         table.add_row("95% CI", "", *(f"{_pct(a['ci'][0])}-{_pct(a['ci'][1])}" if a["ci"] else "-" for a in averages.values()))
         if report.in_distribution is not None:
             cells = []
