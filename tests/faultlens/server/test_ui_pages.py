@@ -27,7 +27,9 @@ def test_runs_list_puts_failed_runs_first_and_filters(store, serve):
     assert re.findall(r'data-run="([0-9a-f]+)"', HTTP.get(server.url + "/?agent=a").text) == [pending.id, ok.id]
     assert re.findall(r'data-run="([0-9a-f]+)"', HTTP.get(server.url + "/?status=failed").text) == [failed.id]
     store.save_attribution(Attribution(trace_id=failed.id, method="m", agent="b", step=0, mode="R.2"))
-    assert "b @ step 0 · R.2" in HTTP.get(server.url + "/").text
+    assert "b @ step 0 · R.2" in HTTP.get(server.url + "/").text and "conf " not in HTTP.get(server.url + "/").text
+    store.save_attribution(Attribution(trace_id=failed.id, method="m", agent="b", step=0, mode="R.2", confidence=0.125))
+    assert "conf 0.12" in HTTP.get(server.url + "/").text  # low confidence: a verdict worth a person's label
 
 
 def test_trace_page_shows_blame_candidates_and_media(store, serve, tmp_path):
