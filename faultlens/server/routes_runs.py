@@ -103,8 +103,6 @@ def requeue(trace_id: str, store: Store = Depends(get_store), worker: FailureWor
     return {"trace_id": trace_id, "queued": status.state == "queued", "worker": status.as_dict()}
 
 
-
-
 @router.put("/{trace_id:path}/label", summary="Label the run's decisive step (what `learned` trains on; lessons follow it)")
 def put_label(trace_id: str, label: LabelIn, services: Services = Depends(get_services)) -> dict[str, Any]:
     trace = trace_or_404(services.store, trace_id)
