@@ -130,15 +130,20 @@ def _label(labels: dict[Any, Any], task_id: Any, source: str, n_steps: int) -> t
     return gold, meta
 
 
+def _task(run: dict) -> dict:
+    """The run's tau-bench task (`info.task`: instruction, user_id, ...), or {} when it has none."""
+    info = run.get("info")
+    task = info.get("task") if isinstance(info, dict) else None
+    return task if isinstance(task, dict) else {}
+
+
 def scenario(run: dict, trace_id: str) -> str:
     """A run's scenario key: the tau-bench user its task is built on (`info.task.user_id`), else its trace id.
 
     tau-bench writes several tasks per user, variants of one request on one account (tasks 2, 3 and 4 ask
     the same question); they fail alike, so they go to the same side of the split.
     """
-    info = run.get("info")
-    task = info.get("task") if isinstance(info, dict) else None
-    user = task.get("user_id") if isinstance(task, dict) else None
+    user = _task(run).get("user_id")
     return f"tau-bench user {user}" if isinstance(user, str) and user else trace_id
 
 
@@ -173,9 +178,7 @@ def read_taubench(directory: str | Path, split: str | None = None) -> Iterator[T
         record = f"[{i}] (task_id {task_id})"
         steps = _steps(run.get("traj"), str(runs_path), record)
         gold, label_meta = _label(labels, task_id, str(labels_path), len(steps))
-        info = run.get("info")
-        task = info.get("task") if isinstance(info, dict) else None
-        instruction = task.get("instruction") if isinstance(task, dict) else None
+        instruction = _task(run).get("instruction")
         first_user = next((s.content for s in steps if s.agent == "User"), "")
         reward = run.get("reward")
         try:
