@@ -262,6 +262,19 @@ class LoeoReport:
 TIMING_SAMPLE = 200  # traces timed for `learned`'s seconds per trace
 
 
+def _fold_hits(model: LearnedModel, held: list[Trace], features: dict[str, np.ndarray], prior_from: list[Trace],
+               seconds: dict[str, float] | None = None) -> dict[str, dict[str, np.ndarray]]:
+    """One held-out fold scored by `learned` (this model) and every comparison method (the most-common-step prior read
+    from `prior_from`); each comparison method's time is added to `seconds`."""
+    hits = {"learned": _hits(LearnedAttributor(model=model), held, features)}
+    for name, attributor in comparison_methods(prior_from).items():
+        started = time.perf_counter()
+        hits[name] = _hits(attributor, held)
+        if seconds is not None:
+            seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - started
+    return hits
+
+
 def comparison_methods(train: list[Trace]) -> dict[str, Any]:
     """`heuristic` and every trivial baseline; the most-common-step prior is taken from the training traces only."""
     from .runner import MostCommonStep, baseline_names
@@ -312,11 +325,7 @@ def leave_one_out(traces: list[Trace], test_traces: list[Trace] | None = None, s
         if not held:
             continue
         model = fit(train, seed=seed, features=features, **(fit_options or {}))
-        hits[env] = {"learned": _hits(LearnedAttributor(model=model), held, features)}
-        for name, attributor in comparison_methods(train).items():
-            started = time.perf_counter()
-            hits[env][name] = _hits(attributor, held)
-            seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - started
+        hits[env] = _fold_hits(model, held, features, train, seconds)
         methods = list(hits[env])
         if progress is not None:
             progress(env)
@@ -371,9 +380,8 @@ def cross_validate(dataset_specs: Sequence[str], folds: int = 5, seed: int = 0, 
             continue
         rest = [t for t in mine if fold[t.id] != k]
         model = fit(others + rest, seed=seed, features=features, sources=sources)
-        per_fold.setdefault("learned", []).append(_hits(LearnedAttributor(model=model), held, features))
-        for method, attributor in comparison_methods(rest).items():
-            per_fold.setdefault(method, []).append(_hits(attributor, held))
+        for method, method_hits in _fold_hits(model, held, features, rest).items():
+            per_fold.setdefault(method, []).append(method_hits)
         if progress is not None:
             progress(f"fold {k + 1} of {folds}")
     row = f"{specs[-1]}, {folds} folds"
