@@ -7,8 +7,6 @@ from typing import Any
 from fastapi import APIRouter, Depends, HTTPException, Query
 from pydantic import BaseModel, Field
 
-from faultlens.middleware.errors import InputError
-from faultlens.middleware.labels import label_for
 from faultlens.middleware.model import Outcome, Source, Task, Trace
 from faultlens.middleware.store import Store
 from .deps import get_services, get_store, get_worker, trace_or_404
@@ -105,15 +103,10 @@ def requeue(trace_id: str, store: Store = Depends(get_store), worker: FailureWor
 
 @router.put("/{trace_id:path}/label", summary="Label the run's decisive step (what `learned` trains on; lessons follow it)")
 def put_label(trace_id: str, label: LabelIn, services: Services = Depends(get_services)) -> dict[str, Any]:
-    trace = trace_or_404(services.store, trace_id)
-    try:
-        gold = label_for(trace, label.step, agent=label.agent, mode=label.mode, reason=label.reason)
-    except InputError as exc:
-        raise HTTPException(422, str(exc)) from None
-    return services.record_label(trace.id, gold)
+    return services.record_label(trace_or_404(services.store, trace_id), label.step, agent=label.agent, mode=label.mode,
+                                 reason=label.reason)
 
 
 @router.delete("/{trace_id:path}/label", summary="Remove the run's label")
 def delete_label(trace_id: str, services: Services = Depends(get_services)) -> dict[str, Any]:
-    trace = trace_or_404(services.store, trace_id)
-    return services.record_label(trace.id, None)
+    return services.record_label(trace_or_404(services.store, trace_id), None)

@@ -16,7 +16,9 @@ from typing import Any
 from fastapi import HTTPException
 
 from faultlens.feedback.memory import track_record
-from faultlens.middleware.model import GoldLabel, Lesson, Outcome
+from faultlens.middleware.errors import InputError
+from faultlens.middleware.labels import label_for
+from faultlens.middleware.model import Lesson, Outcome, Trace
 from faultlens.middleware.redact import redact_id
 from faultlens.middleware.spans import SpanRecord
 from faultlens.middleware.store import Store
@@ -65,12 +67,20 @@ class Services:
             self.on_outcome(trace_id, outcome)
         return reply
 
-    def record_label(self, trace_id: str, gold: GoldLabel | None) -> dict[str, Any]:
-        """Store (or, with None, remove) a person's label of a run, then call `on_label` for a new label."""
-        self.store.set_gold(trace_id, gold)
+    def record_label(self, trace: Trace, step: int | None, *, agent: str | None = None, mode: str | None = None,
+                     reason: str | None = None) -> dict[str, Any]:
+        """Store a person's label of a run (checked by `labels.label_for`: 422 naming the field), then call
+        `on_label`; `step` None removes the label."""
+        gold = None
+        if step is not None:
+            try:
+                gold = label_for(trace, step, agent=agent, mode=mode, reason=reason)
+            except InputError as exc:
+                raise HTTPException(422, str(exc)) from None
+        self.store.set_gold(trace.id, gold)
         if gold is not None and self.on_label is not None:
-            self.on_label(trace_id)
-        return {"trace_id": trace_id, "label": gold.model_dump(mode="json") if gold is not None else None}
+            self.on_label(trace.id)
+        return {"trace_id": trace.id, "label": gold.model_dump(mode="json") if gold is not None else None}
 
     def ingest_payload(self, payload: dict[str, Any]) -> IngestResult:
         """Store an OTLP JSON export that passed `otlp_schema.validate_export`; wake the worker for runs it failed or completed."""

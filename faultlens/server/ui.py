@@ -20,7 +20,6 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from faultlens.middleware.errors import InputError
-from faultlens.middleware.labels import label_for
 from faultlens.middleware.model import Attribution, Media, Trace
 from faultlens.middleware.store import Store, TraceNotFound
 from faultlens.middleware.taxonomy import MODES, get_mode, is_mode
@@ -171,13 +170,9 @@ async def label_run(request: Request, trace_id: str, services: Services = Depend
         return (form.get(name) or [""])[0].strip() or None
 
     step = field("step")
-    try:
-        if step is None or not step.lstrip("-").isdigit():
-            raise InputError(f"trace {trace.id}", None, "step", "choose the decisive step")
-        gold = label_for(trace, int(step), mode=field("mode"), reason=field("reason"))
-    except InputError as exc:
-        raise HTTPException(422, str(exc)) from None
-    services.record_label(trace.id, gold)
+    if step is None or not step.lstrip("-").isdigit():
+        raise HTTPException(422, str(InputError(f"trace {trace.id}", None, "step", "choose the decisive step")))
+    services.record_label(trace, int(step), mode=field("mode"), reason=field("reason"))
     return RedirectResponse(f"/runs/{quote(trace.id)}#label", status_code=303)
 
 
