@@ -40,6 +40,8 @@ from contextvars import ContextVar
 from dataclasses import asdict, dataclass
 from typing import Any, Iterator, Protocol, runtime_checkable
 
+from .redact import redact_text
+
 log = logging.getLogger("faultlens.jobs")
 
 STATES = ("waiting", "queued", "running", "done", "error", "dropped")
@@ -248,7 +250,8 @@ class JobQueue:
         except Exception as exc:  # the worker must outlive one bad run; the error is kept on the job
             beat.set()
             heart.join()
-            log.error("job %s (trace %s, attempt %d) failed: %s\n%s", job.key, job.trace_id, job.attempts, exc, traceback.format_exc())
+            # (an exception's text may quote a key, e.g. a provider's answer to a bad one)
+            log.error("job %s (trace %s, attempt %d) failed: %s\n%s", job.key, job.trace_id, job.attempts, redact_text(str(exc)), redact_text(traceback.format_exc()))
             final = job.attempts >= self.max_attempts
             with self._counts_lock:
                 self.failed += 1

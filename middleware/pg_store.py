@@ -39,7 +39,7 @@ from psycopg_pool import ConnectionPool
 from .errors import FaultlensError
 from .jobs import JOB_COLUMNS, Job, job_row, next_submission
 from .model import AgentInfo, Attribution, GoldLabel, Lesson, Outcome, Step, Trace
-from .redact import redact, redact_id
+from .redact import redact, redact_id, redact_text
 from .store_api import (
     PreparedStep,
     STORE_SCHEMA_VERSION,
@@ -53,6 +53,8 @@ from .store_api import (
     prepare_steps,
     prepared,
     step_row,
+    stored_ids,
+    stored_link,
     summary_from_row,
     trace_from_row,
     trace_row,
@@ -308,7 +310,7 @@ class PostgresStore:
 
     def save_span_links(self, trace_id: str, rows: Iterable[dict[str, Any]]) -> None:
         trace_id = redact_id(trace_id)
-        values = [[_clean(trace_id), *(_clean(row.get(c)) for c in self._LINK_COLUMNS)] for row in rows]
+        values = [[_clean(trace_id), *(_clean(link.get(c)) for c in self._LINK_COLUMNS)] for link in map(stored_link, rows)]
         if not values:
             return
         with self._write() as conn, conn.cursor() as cur:
@@ -318,13 +320,13 @@ class PostgresStore:
         self, trace_id: str, *, span_ids: list[str] | None = None, parent_id: str | None = None, describing: bool = False, with_task: bool = False
     ) -> list[dict[str, Any]]:
         """Stored links of a run: those of `span_ids`, the children of `parent_id`, those that name or describe agents, or those that state a task."""
-        where, params = ["trace_id = %s"], [_clean(trace_id)]
+        where, params = ["trace_id = %s"], [_clean(redact_id(trace_id))]
         if parent_id is not None:
             where.append("parent_id = %s")
-            params.append(_clean(parent_id))
+            params.append(_clean(redact_id(parent_id)))
         if span_ids is not None:
             where.append("span_id = ANY(%s)")
-            params.append([_clean(i) for i in span_ids])
+            params.append([_clean(i) for i in stored_ids(span_ids)])
         if with_task:
             where.append("task IS NOT NULL")
         columns = ", ".join(self._LINK_COLUMNS)
@@ -345,7 +347,7 @@ class PostgresStore:
             rows = conn.execute(
                 "SELECT a.n, l.span_id FROM unnest(%s::text[]) WITH ORDINALITY AS a(agent, n) CROSS JOIN LATERAL"
                 " (SELECT span_id FROM span_links WHERE trace_id = %s AND agent = a.agent ORDER BY start_ns, span_id LIMIT 1) AS l",
-                [[_clean(a) for a in agents], _clean(redact_id(trace_id))],
+                [[_clean(a) for a in stored_ids(agents)], _clean(redact_id(trace_id))],
             ).fetchall()
         # By position, so the names come back as given (a NUL in one is stored as U+FFFD).
         return {agents[n - 1]: span_id for n, span_id in rows}
@@ -355,7 +357,7 @@ class PostgresStore:
         trace_id = redact_id(trace_id)
         with self._read() as conn:
             rows = conn.execute("SELECT span_id, waiting_on FROM span_links WHERE trace_id = %s AND waiting_on = ANY(%s)",
-                                [_clean(trace_id), [_clean(i) for i in span_ids]]).fetchall()
+                                [_clean(trace_id), [_clean(i) for i in stored_ids(span_ids)]]).fetchall()
         return [(a, b) for a, b in rows]
 
     def set_step_agents(self, trace_id: str, agents: dict[str, str], waiting: dict[str, str | None]) -> None:
@@ -364,7 +366,10 @@ class PostgresStore:
         trace_id = _clean(trace_id)
         with self._write() as conn:
             for span_id, waiting_on in waiting.items():
-                conn.execute("UPDATE span_links SET waiting_on = %s WHERE trace_id = %s AND span_id = %s", [_clean(waiting_on), trace_id, _clean(span_id)])
+                link = stored_link({"span_id": span_id, "waiting_on": waiting_on})
+                conn.execute("UPDATE span_links SET waiting_on = %s WHERE trace_id = %s AND span_id = %s",
+                             [_clean(link["waiting_on"]), trace_id, _clean(link["span_id"])])
+            agents = dict(zip(stored_ids(agents), stored_ids(agents.values())))
             if agents:
                 # JSON is kept as text (see the module docstring), so the agent is set in Python, not with jsonb.
                 found = conn.execute("SELECT key, data FROM steps WHERE trace_id = %s AND key = ANY(%s) FOR UPDATE",
@@ -380,7 +385,7 @@ class PostgresStore:
         """Remove one step (by span id), e.g. a chain step that turned out to repeat its tool's output."""
         trace_id = redact_id(trace_id)
         with self._write() as conn:
-            conn.execute("DELETE FROM steps WHERE trace_id = %s AND key = %s", [_clean(trace_id), _clean(key)])
+            conn.execute("DELETE FROM steps WHERE trace_id = %s AND key = %s", [_clean(trace_id), _clean(redact_id(key))])
 
     def set_run_agents(self, trace_id: str, agents: list[AgentInfo]) -> None:
         trace_id = redact_id(trace_id)
@@ -584,6 +589,6 @@ class PostgresStore:
             cursor = conn.execute(
                 "UPDATE jobs SET state = %s, error = %s, runs = runs + 1, lease_until = NULL, finished_at = %s, not_before = %s"
                 " WHERE trace_id = %s AND state = 'running' AND worker = %s AND attempts = %s",
-                [state, _clean(error), now, now + (retry_in or 0.0), _clean(job.trace_id), job.worker, job.attempts],
+                [state, _clean(None if error is None else redact_text(error)), now, now + (retry_in or 0.0), _clean(job.trace_id), job.worker, job.attempts],
             )
             return cursor.rowcount == 1

@@ -53,8 +53,35 @@ def _detect_secrets_patterns() -> list[_Pattern]:
         if RegexBasedDetector not in plugin.__mro__ or plugin is IPPublicDetector:
             continue
         for regex in plugin().denylist:
-            out.append((regex, tuple(range(1, regex.groups + 1))))
+            groups = tuple(range(1, regex.groups + 1))
+            # A short group is a token's tag, not its secret (GitLab's `(glpat|...)-...`, GitHub's
+            # `(ghp|...)_...`): detect-secrets reports the tag alone; redact the whole match.
+            if any(width < 10 for width in _group_widths(regex).values()):
+                groups = ()
+            out.append((regex, groups))
     return out
+
+
+def _group_widths(pattern: re.Pattern[str]) -> dict[int, int]:
+    """Each capturing group's longest possible match."""
+    widths: dict[int, int] = {}
+
+    def walk(items: Any) -> None:
+        for op, arg in items:
+            if op is regex_parser.SUBPATTERN:
+                if arg[0] is not None:
+                    widths[arg[0]] = int(arg[-1].getwidth()[1])
+                walk(arg[-1])
+            elif op in (regex_parser.MAX_REPEAT, regex_parser.MIN_REPEAT, regex_parser.POSSESSIVE_REPEAT):
+                walk(arg[2])
+            elif op is regex_parser.BRANCH:
+                for branch in arg[1]:
+                    walk(branch)
+            elif op in (regex_parser.ASSERT, regex_parser.ASSERT_NOT):
+                walk(arg[1])
+
+    walk(regex_parser.parse(pattern.pattern, pattern.flags))
+    return widths
 
 
 # detect-secrets' keyword list (password, passwd, pwd, secret, api_key, db_pass,
@@ -62,7 +89,10 @@ def _detect_secrets_patterns() -> list[_Pattern]:
 # (one per language's assignment syntax) cost several times all the other
 # patterns together; one pattern over the same words finds the same
 # assignments: `password=abc12`, `"password": "..."`, `token: xyz`.
-_KEYWORDS = "|".join([*SECRET_KEYWORDS, "access_?key", "secret_?key", "access_?token", "auth_?token", "refresh_?token", "token", "auth"])
+# Header spellings (`x-api-key: ...`, `X-Auth-Token: ...`) join their words with a hyphen, which
+# detect-secrets' `api_?key` does not allow.
+_KEYWORDS = "|".join([*SECRET_KEYWORDS, "access_?key", "secret_?key", "access_?token", "auth_?token", "refresh_?token", "token", "auth",
+                      "api-key", "auth-key", "access-key", "secret-key", "access-token", "auth-token", "refresh-token"])
 _ASSIGNMENT = re.compile(
     rf"(?<![A-Za-z])(?:{_KEYWORDS})(?![A-Za-z])[\w.-]*[\"'\]]?\s*(?:=|:|=>|:=)\s*"
     rf"(?:\"([^\"\n]+)\"|'([^'\n]+)'|(?!\d+(?:[\s,;}}\"')]|$))([^\s\"',;&}}<>]{{3,}}))",
@@ -98,8 +128,21 @@ _EXTRA: list[_Pattern] = [
     (re.compile(r"\bsk-(?:(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{6,}|[A-Za-z0-9_-]{16,})"), ()),
     (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), ()),
     (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}\b"), ()),
-    (re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"), ()),
+    (re.compile(r"\bxox[a-z]-[A-Za-z0-9-]{10,}"), ()),
     (re.compile(r"\bAIza[0-9A-Za-z_-]{30,}"), ()),
+    # Prefixed keys of services agents commonly call that detect-secrets has no plugin for: GitHub
+    # fine-grained tokens, Hugging Face, Groq, Replicate, Perplexity, Tavily, LangSmith, Pinecone,
+    # npm, DigitalOcean, Databricks, Google OAuth access tokens, Slack app tokens, Stripe test and
+    # restricted keys (its plugin knows only the 24-character live ones).
+    (re.compile(
+        r"\b(?:github_pat_[A-Za-z0-9_]{20,}|hf_[A-Za-z0-9]{30,}|gsk_[A-Za-z0-9]{30,}|r8_[A-Za-z0-9]{30,}|pplx-[A-Za-z0-9]{30,}"
+        r"|tvly-[A-Za-z0-9-]{20,}|lsv2_(?:pt|sk)_[0-9a-f]{32}_[0-9a-f]{10}|pcsk_[A-Za-z0-9_]{30,}|npm_[A-Za-z0-9]{36}"
+        r"|dop_v1_[0-9a-f]{64}|dapi[0-9a-f]{32}|ya29\.[0-9A-Za-z_-]{20,}|xapp-[0-9A-Za-z-]{10,}|[rs]k_(?:live|test)_[0-9A-Za-z]{10,})"
+    ), ()),
+    # The credential of an `Authorization:` header whatever its scheme (Bearer and the like are
+    # matched above; a bare key is not), and a whole `Cookie:` / `Set-Cookie:` header's value.
+    (re.compile(r"\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:[A-Za-z0-9-]+\s+(?=\S))?([^\s\"',;]{3,})", re.I), (1,)),
+    (re.compile(r"\b(?:set-)?cookie[\"']?\s*:\s*[\"']?([^\r\n\"']{3,})", re.I), (1,)),
     # key=value / key: value with a secret-sounding key, quoted or not (a plain count such as max_tokens=512 is not one).
     (_ASSIGNMENT, (1, 2, 3)),
     # A whole JSON Web Token, signature included.

@@ -37,7 +37,7 @@ import sqlite_utils
 from .jobs import JOB_COLUMNS, Job, job_row, next_submission
 from .model import AgentInfo, Attribution, GoldLabel, Lesson, Outcome, Step, Trace
 from .pg_store import PostgresStore
-from .redact import redact, redact_id
+from .redact import redact, redact_id, redact_text
 from .writer_lock import WriterLock
 from .store_api import (
     DEFAULT_DB,
@@ -56,6 +56,8 @@ from .store_api import (
     prepare_steps,
     prepared,
     step_row,
+    stored_ids,
+    stored_link,
     store_url,
     summary_from_row,
     trace_from_row,
@@ -310,7 +312,7 @@ class SQLiteStore:
 
     def save_span_links(self, trace_id: str, rows: Iterable[dict[str, Any]]) -> None:
         trace_id = redact_id(trace_id)
-        values = [(trace_id, *map(row.get, self._LINK_COLUMNS)) for row in rows]
+        values = [(trace_id, *map(stored_link(row).get, self._LINK_COLUMNS)) for row in rows]
         if not values:
             return
         with self._write() as db:
@@ -320,13 +322,13 @@ class SQLiteStore:
         self, trace_id: str, *, span_ids: list[str] | None = None, parent_id: str | None = None, describing: bool = False, with_task: bool = False
     ) -> list[dict[str, Any]]:
         """Stored links of a run: those of `span_ids`, the children of `parent_id`, those that name or describe agents, or those that state a task."""
-        where, params = ["trace_id = ?"], [trace_id]
+        where, params = ["trace_id = ?"], [redact_id(trace_id)]
         if parent_id is not None:
             where.append("parent_id = ?")
-            params.append(parent_id)
+            params.append(redact_id(parent_id))
         if span_ids is not None:
             where.append(f"span_id IN ({', '.join('?' for _ in span_ids)})")
-            params += span_ids
+            params += stored_ids(span_ids)
         if with_task:
             where.append("task IS NOT NULL")
         columns = ", ".join(self._LINK_COLUMNS)
@@ -344,9 +346,9 @@ class SQLiteStore:
         trace_id = redact_id(trace_id)
         found = {}
         db = self._db()
-        for agent in agents:
+        for agent, stored in zip(agents, stored_ids(agents)):
             row = db.execute(
-                "SELECT span_id FROM span_links WHERE trace_id = ? AND agent = ? ORDER BY start_ns, span_id LIMIT 1", [trace_id, agent]
+                "SELECT span_id FROM span_links WHERE trace_id = ? AND agent = ? ORDER BY start_ns, span_id LIMIT 1", [trace_id, stored]
             ).fetchone()
             if row is not None:
                 found[agent] = row[0]
@@ -355,6 +357,7 @@ class SQLiteStore:
     def steps_waiting_on(self, trace_id: str, span_ids: list[str]) -> list[tuple[str, str]]:
         """(step span id, the ancestor it waits on) for steps waiting on any of `span_ids`."""
         trace_id = redact_id(trace_id)
+        span_ids = stored_ids(span_ids)
         found: list[tuple[str, str]] = []
         for start in range(0, len(span_ids), 500):  # SQLite's bound-parameter limit
             chunk = span_ids[start : start + 500]
@@ -369,8 +372,9 @@ class SQLiteStore:
         trace_id = redact_id(trace_id)
         with self._write() as db:
             for span_id, waiting_on in waiting.items():
-                db.execute("UPDATE span_links SET waiting_on = ? WHERE trace_id = ? AND span_id = ?", [waiting_on, trace_id, span_id])
-            for span_id, agent in agents.items():
+                link = stored_link({"span_id": span_id, "waiting_on": waiting_on})
+                db.execute("UPDATE span_links SET waiting_on = ? WHERE trace_id = ? AND span_id = ?", [link["waiting_on"], trace_id, link["span_id"]])
+            for span_id, agent in zip(stored_ids(agents), stored_ids(agents.values())):
                 db.execute(
                     "UPDATE steps SET agent = ?, data = json_set(data, '$.agent', ?) WHERE trace_id = ? AND key = ?",
                     [agent, agent, trace_id, span_id],
@@ -381,7 +385,7 @@ class SQLiteStore:
         """Remove one step (by span id), e.g. a chain step that turned out to repeat its tool's output."""
         trace_id = redact_id(trace_id)
         with self._write() as db:
-            db.execute("DELETE FROM steps WHERE trace_id = ? AND key = ?", [trace_id, key])
+            db.execute("DELETE FROM steps WHERE trace_id = ? AND key = ?", [trace_id, redact_id(key)])
 
     def set_run_agents(self, trace_id: str, agents: list[AgentInfo]) -> None:
         trace_id = redact_id(trace_id)
@@ -604,7 +608,7 @@ class SQLiteStore:
             cursor = db.execute(
                 "UPDATE jobs SET state = ?, error = ?, runs = runs + 1, lease_until = NULL, finished_at = ?, not_before = ?"
                 " WHERE trace_id = ? AND state = 'running' AND worker = ? AND attempts = ?",
-                [state, error, now, now + (retry_in or 0.0), job.trace_id, job.worker, job.attempts],
+                [state, None if error is None else redact_text(error), now, now + (retry_in or 0.0), job.trace_id, job.worker, job.attempts],
             )
             return cursor.rowcount == 1
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 from .errors import FaultlensError, NotFound
 from .jobs import JobStore
 from .model import AgentInfo, Attribution, GoldLabel, Lesson, Outcome, Step, Trace
-from .redact import redact, redact_id
+from .redact import redact, redact_id, redact_text
 from .step_json import PreparedStep, stored_step
 
 DEFAULT_DB = Path(".faultlens") / "faultlens.db"
@@ -211,6 +211,31 @@ def step_row(trace_id: str, step: Step, seq: int, position: float) -> dict[str, 
         "error": p.error,
         "data": p.data,
     }
+
+
+def stored_link(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A `span_links` row (see `spans.SpanLink.row`) as stored, secrets redacted the way `steps` and `traces` keep the same strings.
+
+    Span ids, the agent and `waiting_on` are ids (`redact_id`, so look-ups by them keep
+    working); the task and output are text; the agents a span describes are kept as
+    `traces.agents` keeps them. Ids read back are already stored ids (`redact_id` leaves
+    them as they are), so a row may go through this more than once.
+    """
+    out = dict(row)
+    for column in ("span_id", "parent_id", "agent", "waiting_on"):
+        if out.get(column) is not None:
+            out[column] = redact_id(out[column])
+    for column in ("task", "output"):
+        if out.get(column) is not None:
+            out[column] = redact_text(out[column])
+    if out.get("describes"):
+        out["describes"] = json.dumps(redact(json.loads(out["describes"])), sort_keys=True)
+    return out
+
+
+def stored_ids(values: Iterable[str]) -> list[str]:
+    """Span ids or agent names as `stored_link` keeps them, for looking them up."""
+    return [redact_id(v) for v in values]
 
 
 def trace_from_row(trace_id: str, row: Any, step_data: Iterable[str]) -> Trace:

@@ -34,6 +34,45 @@ SECRETS = [
     ("slack xoxb-123456789012-abcdefghijkl", "xoxb-123456789012"),
     ("access_token: s3cr3tvalue", "s3cr3tvalue"),
 ]
+# Issue #33: shapes detect-secrets misses (or reports only the tag of) that spans commonly carry.
+GITHUB_PAT = "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456"
+MORE_SECRETS = [
+    (GITHUB_PAT, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456"),
+    ("x-api-key: 0123456789abcdef0123", "0123456789abcdef0123"),
+    ("X-Api-Key: abc123secretvalue", "abc123secretvalue"),
+    ("headers={'x-api-key': 'abc123secretvalue'}", "abc123secretvalue"),
+    ('curl -H "x-goog-api-key: AbC123xyz987" https://example.org', "AbC123xyz987"),
+    ("api-key: abcd1234efgh", "abcd1234efgh"),
+    ("X-Auth-Token: abcdef123456", "abcdef123456"),
+    ("Authorization: abcdef0123456789", "abcdef0123456789"),
+    ("Proxy-Authorization: Digest username42", "username42"),
+    ("Cookie: sessionid=abcdef123456; csrftoken=zyx987", "abcdef123456"),
+    ("glpat-abcdefghijklmnopqrst", "abcdefghijklmnopqrst"),
+    ("hf_abcdefghijklmnopqrstuvwxyzABCDEFGH", "abcdefghijklmnopqrstuvwxyzABCDEFGH"),
+    ("xoxe-1-abcdefghijklmnop", "abcdefghijklmnop"),
+    ("xapp-1-A0123456789-1234567890123-abcdef0123456789", "abcdef0123456789"),
+    ("gsk_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyzABCDEF"),
+    ("r8_abcdefghijklmnopqrstuvwxyzABCDEFGHIJK", "abcdefghijklmnopqrstuvwxyzABCDEFGHIJK"),
+    ("pplx-abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUV", "abcdefghijklmnopqrstuvwxyz"),
+    ("tvly-dev-abcdefghijklmnopqrstuvwxyz", "abcdefghijklmnopqrstuvwxyz"),
+    ("lsv2_pt_0123456789abcdef0123456789abcdef_0123456789", "0123456789abcdef0123456789abcdef"),
+    ("pcsk_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMN", "abcdefghijklmnopqrstuvwxyz"),
+    ("npm_abcdefghijklmnopqrstuvwxyzABCDEFGHIJ", "abcdefghijklmnopqrstuvwxyzABCDEFGHIJ"),
+    ("dop_v1_" + "0123456789abcdef" * 4, "0123456789abcdef" * 4),
+    ("dapi0123456789abcdef0123456789abcdef", "0123456789abcdef0123456789abcdef"),
+    ("ya29.a0AfH6SMBabcdefghijklmnopqrstuvwxyz", "a0AfH6SMBabcdefghijklmnopqrstuvwxyz"),
+    ("sk_test_abcdefghijklmnopqrstuvwx", "abcdefghijklmnopqrstuvwx"),
+]
+
+
+@pytest.mark.parametrize("text, secret", MORE_SECRETS)
+def test_shapes_detect_secrets_misses_are_redacted(text, secret):
+    out = R.redact_text(text)
+    assert secret not in out and R.REDACTED in out
+    assert R.redact_text(out) == out
+    assert R.redact_id(f"agent {text}").startswith(R.ID_PREFIX)
+
+
 CLEAN = [
     "The answer is 391. Calculator returned 17 * 23 = 391.",
     "trace 0af7651916cd43dd8448eb211c80319c span b7ad6b7169203331",

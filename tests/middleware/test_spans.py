@@ -5,6 +5,7 @@ import json
 import pytest
 
 from faultlens.middleware import InputError, StepKind, open_store
+from faultlens.middleware.redact import redact_id
 from faultlens.middleware.spans import SpanLink, SpanRecord, agent_of, ingest, link_of, maybe_json, resolve_agent, run_agents, span_to_step, traces_from_records
 
 TRACE = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -238,3 +239,57 @@ def test_maybe_json_reads_what_json_loads_reads(text):
 
     new, old = maybe_json(text), _maybe_json_with_loads(text)
     assert json.dumps(new, sort_keys=True) == json.dumps(old, sort_keys=True) or (isinstance(old, float) and math.isnan(old) and math.isnan(new))
+
+
+# -- issue #33: the span tree (span_links) holds no secret, and is found under the run's stored id ----------
+AWS_KEY = "AKIAIOSFODNN7EXAMPLE"
+
+
+def _chat(span_id: str, parent: str | None, start: int, conversation: str, **attributes) -> SpanRecord:
+    return SpanRecord(trace_id=TRACE, span_id=span_id, parent_id=parent, name="chat", start_ns=start, end_ns=start + 1,
+                      attributes={"gen_ai.operation.name": "chat", "gen_ai.conversation.id": conversation, **attributes})
+
+
+def _agent(span_id: str, name: str, start: int, conversation: str) -> SpanRecord:
+    return SpanRecord(trace_id=TRACE, span_id=span_id, parent_id=None, name=f"invoke_agent {name}", start_ns=start, end_ns=start + 100,
+                      attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name, "gen_ai.conversation.id": conversation})
+
+
+def _link_text(store) -> str:
+    from tests.middleware.test_store import raw
+
+    return "\n".join(map(str, raw(store, "SELECT * FROM span_links")))
+
+
+def test_span_links_hold_no_secret_in_agent_or_task(store_target):
+    store = open_store(store_target)
+    agent = f"planner {AWS_KEY}"
+    question = json.dumps([{"role": "user", "parts": [{"type": "text", "content": f"deploy with {AWS_KEY}"}]}])
+    ingest(store, [_chat("c" * 16, "a" * 16, 5, "run-links", **{"gen_ai.input.messages": question}), _agent("a" * 16, agent, 1, "run-links")])
+    assert _link_text(store).count("run-links") >= 2  # the links are there...
+    assert AWS_KEY not in _link_text(store)  # ...without the key
+    trace = store.get_trace("run-links")
+    assert [s.agent for s in trace.steps] == [redact_id(agent)] and trace.agent_names == [redact_id(agent)]
+
+
+def test_a_step_finds_its_agent_in_an_earlier_batch_when_the_run_id_holds_a_secret(store_target):
+    """The links are written under the run's stored (hashed) id and must be read under it too."""
+    store = open_store(store_target)
+    run = f"conv {AWS_KEY}"
+    ingest(store, [_agent("a" * 16, "Planner", 1, run)])
+    ingest(store, [_chat("c" * 16, "a" * 16, 5, run)])  # its agent span came in the batch before
+    trace = store.get_trace(run)
+    assert trace.id == redact_id(run)
+    assert [s.agent for s in trace.steps] == ["Planner"] and trace.agent_names == ["Planner"]
+
+
+def test_a_step_given_its_agent_later_gets_the_agents_hashed_name(store_target):
+    """A step stored before its agent span is given the agent when it arrives: hashed like every stored agent name."""
+    from tests.middleware.test_store import raw
+
+    store = open_store(store_target)
+    agent = f"planner {AWS_KEY}"
+    ingest(store, [_chat("c" * 16, "a" * 16, 5, "run-late")])
+    ingest(store, [_agent("a" * 16, agent, 1, "run-late")])
+    assert [s.agent for s in store.get_trace("run-late").steps] == [redact_id(agent)]
+    assert AWS_KEY not in "\n".join(map(str, raw(store, "SELECT * FROM steps")))

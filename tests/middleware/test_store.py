@@ -348,3 +348,88 @@ def test_add_steps_numbers_a_batch_and_keeps_a_repeated_span_in_its_place(store)
     store.add_steps("batched", again)
     assert [s.content for s in store.get_trace("batched").steps] == ["s0", "s1 again", "s2", "s3 last"]
     assert sorted(seq for (seq,) in raw(store, "SELECT seq FROM steps WHERE trace_id = 'batched'")) == [0, 1, 2, 3]
+
+
+# -- issue #33: no secret in any text column of any table, on both backends ----------------------
+# One secret of a different shape in each place, so a leak names its place.
+SECRETS = {
+    "run id": "AKIAIOSFODNN7EXAMPLE",
+    "agent": "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456",
+    "task": "sk-ant-api03-taskTASKtask0123456789",
+    "answer": "hf_answerANSWERanswerANSWERanswer0123",
+    "tool arguments": "ghp_toolargsTOOLARGStoolargsTOOLARGS0123",
+    "tool result": "x-api-key: resultRESULT0123",
+    "attribute": "password=attributeATTR0123",
+    "service": "xoxb-123456789012-serviceSERVICE",
+    "description": "AIzaSyDdescriptionDESCRIPTIONdescription01",
+    "error": "sk-proj-errorERRORerror0123456789",
+    "outcome": "Authorization: Bearer outcomeOUTCOME0123",
+    "attribution": "glpat-attributionATTRIBUTION01",
+    "lesson": "r8_lessonLESSONlessonLESSONlessonLESSON01",
+    "job error": "gsk_joberrorJOBERRORjoberrorJOBERRORjoberror0123",
+}
+# What must not remain of each (a leak of its distinctive part, not of a redacted copy's prefix).
+MARKS = {place: secret.split(" ")[-1].split("=")[-1].split("-")[-1][-12:] for place, secret in SECRETS.items()}
+
+
+def text_columns(store) -> list[tuple[str, str]]:
+    if isinstance(store, PostgresStore):
+        sql = ("SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = current_schema()"
+               " AND data_type IN ('text', 'character varying') ORDER BY table_name, column_name")
+        return [tuple(r) for r in raw(store, sql)]
+    tables = [name for (name,) in raw(store, "SELECT name FROM sqlite_master WHERE type = 'table'")]
+    return [(t, c[1]) for t in tables for c in raw(store, f"PRAGMA table_info({t})") if c[2].upper() == "TEXT"]
+
+
+def test_a_run_sent_with_secrets_everywhere_leaves_none_in_any_text_column(store):
+    import json
+
+    from faultlens.middleware import GoldLabel
+    from faultlens.middleware.jobs import JobQueue
+    from faultlens.middleware.spans import SpanRecord, ingest
+
+    s = SECRETS
+    run, trace = f"conv {s['run id']}", "4bf92f3577b34da6a3ce929d0e0e4736"
+    common = {"gen_ai.conversation.id": run, "app.note": s["attribute"]}
+    resource = {"service.name": f"svc {s['service']}"}
+    agent = SpanRecord(trace_id=trace, span_id="a" * 16, parent_id=None, name="invoke_agent", start_ns=1, end_ns=100, resource=resource,
+                       attributes={**common, "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": f"planner {s['agent']}",
+                                   "gen_ai.agent.description": f"plans; {s['description']}"})
+    chat = SpanRecord(trace_id=trace, span_id="c" * 16, parent_id="a" * 16, name="chat", start_ns=2, end_ns=3, resource=resource, attributes={
+        **common, "gen_ai.operation.name": "chat",
+        "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": f"the task: {s['task']}"}]}]),
+        "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": f"use {s['answer']}"}]}])})
+    tool = SpanRecord(trace_id=trace, span_id="d" * 16, parent_id="a" * 16, name="execute_tool", start_ns=4, end_ns=5, resource=resource,
+                      status="error", status_message=f"failed: {s['error']}", attributes={
+                          **common, "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "deploy",
+                          "gen_ai.tool.call.arguments": json.dumps({"note": s["tool arguments"]}),
+                          "gen_ai.tool.call.result": s["tool result"]})
+    # Steps in one batch, their agent span in the next (the stored tree is read), then the rest of the run's life.
+    ingest(store, [chat, tool])
+    ingest(store, [agent])
+    store.set_outcome(run, Outcome(success=False, detail=s["outcome"]))
+    stored = store.get_trace(run)
+    store.set_gold(run, GoldLabel(agent=stored.steps[0].agent, step=0, reason=f"label {s['outcome']}"))
+    store.save_attribution(Attribution(trace_id=run, method="heuristic", agent=f"planner {s['agent']}", step=0, reason=s["attribution"],
+                                       raw=[s["attribution"]], details={"why": s["attribution"]}))
+    store.save_lesson(Lesson(agent=f"planner {s['agent']}", situation=s["lesson"], mistake=s["lesson"], advice=s["lesson"], trace_id=run))
+
+    def fail(job):
+        raise RuntimeError(f"model call failed with {s['job error']}")
+
+    queue = JobQueue(store, fail, workers=0, max_attempts=1)
+    queue.submit(run)
+    queue.run_one("w")
+    assert store.get_job(run).state == "error"
+
+    columns = text_columns(store)
+    tables = {t for t, _ in columns}
+    assert {"traces", "steps", "span_links", "attributions", "lessons", "jobs"} <= tables
+    for table, column in columns:
+        for (value,) in raw(store, f"SELECT {column} FROM {table}"):
+            for place, mark in MARKS.items():
+                assert value is None or mark not in value, f"{table}.{column} holds the {place}'s secret: {value[:200]!r}"
+    # ...and the run still reads back whole: its steps found their (hashed) agent across batches.
+    stored = store.get_trace(run)
+    assert len(stored.steps) == 2 and {st.agent for st in stored.steps} == {stored.agents[0].name}
+    assert stored.agents[0].name.startswith("redacted-")
