@@ -1,10 +1,12 @@
 """The server's gatekeeping, as ASGI middleware: who may talk to it, from which origin, how often they may guess, and the headers every answer carries.
 
-- No token: only requests addressed to a loopback name are answered, and a
-  state-changing request that a browser marks as coming from another origin is
-  refused (a page on evil.example could otherwise POST to 127.0.0.1).
+- Both modes: a state-changing request that a browser marks as coming from
+  another origin is refused (a page on evil.example, or on another port of
+  127.0.0.1, which SameSite cookies do not tell apart, could otherwise POST).
+- No token: only requests addressed to a loopback name are answered.
 - A token: every request needs it (header or the login cookie), and a client
-  that presents a wrong one too often is told to wait (429).
+  that presents a wrong one too often is told to wait (429). The right token
+  is never refused, so a guesser cannot lock out the clients that hold it.
 - Every response carries a strict Content-Security-Policy, X-Frame-Options and
   nosniff; media files get a CSP that forbids everything (`sandbox`).
 """
@@ -51,7 +53,7 @@ SECURITY_HEADERS = {
 
 
 class FailedLogins:
-    """At most `limit` wrong tokens per client address in any `window` seconds."""
+    """At most `limit` wrong tokens per client address in any `window` seconds (the right token is never counted or refused)."""
 
     def __init__(self, limit: int = 10, window: float = 60.0):
         self.limit = limit
@@ -77,7 +79,9 @@ class FailedLogins:
     def failed(self, client: str) -> None:
         now = time.monotonic()
         with self._lock:
-            self._recent(client, now).append(now)
+            failures = self._recent(client, now)
+            if len(failures) < self.limit:  # more would only grow the list: the client waits for the oldest to expire
+                failures.append(now)
             if len(self._failures) > 10_000:  # forget the oldest clients rather than grow without bound
                 self._failures.pop(next(iter(self._failures)))
 
@@ -108,6 +112,13 @@ def cross_origin(request: Request) -> bool:
 
 def refusal(request: Request, token: str | None, logins: FailedLogins) -> Response | None:
     """The answer that refuses `request`, or None if it may go on to the app."""
+    # A token does not make a browser's cross-origin write safe: the login cookie goes along with
+    # a form another port of 127.0.0.1 submits (SameSite compares sites, not ports).
+    if request.method not in _SAFE_METHODS and cross_origin(request):
+        return JSONResponse(
+            {"detail": "cross-origin request refused: this server only accepts changes from its own pages and from non-browser clients"},
+            status_code=403,
+        )
     if not token:
         # Without a token the server trusts whoever can reach it, i.e. this
         # machine. A web page that rebinds its own DNS name to 127.0.0.1
@@ -117,27 +128,22 @@ def refusal(request: Request, token: str | None, logins: FailedLogins) -> Respon
                 {"detail": "this server has no token, so it only answers requests addressed to 127.0.0.1, ::1 or localhost"},
                 status_code=403,
             )
-        # Without a token nothing proves the caller is the user; a browser's
-        # Origin header at least proves a cross-site page is not.
-        if request.method not in _SAFE_METHODS and cross_origin(request):
-            return JSONResponse(
-                {"detail": "cross-origin request refused: this server has no token, so it only accepts changes from its own pages and from non-browser clients"},
-                status_code=403,
-            )
         return None
     path = request.url.path
     if path in OPEN_PATHS or path.startswith("/static/"):
         return None
     authorization = request.headers.get("authorization")
     cookie = request.cookies.get(TOKEN_COOKIE)
-    client = client_of(request)
-    wait = logins.retry_after(client)
-    if wait:
-        return too_many(wait)
+    # The right token first: the limit slows guesses, it must never refuse the clients that hold
+    # the token (every local process shares 127.0.0.1, the OTLP exporter included).
     if token_matches(token, authorization, cookie):
         return None
-    if authorization or cookie:
-        logins.failed(client)  # a wrong token is a guess; a missing one is not
+    if authorization or cookie:  # a wrong token is a guess; a missing one is not
+        client = client_of(request)
+        wait = logins.retry_after(client)
+        if wait:
+            return too_many(wait)
+        logins.failed(client)
     wants_html = "text/html" in request.headers.get("accept", "") and request.method == "GET"
     if wants_html and not path.startswith(("/api/", "/v1/")):
         return RedirectResponse(f"/login?next={path}", status_code=303)

@@ -238,10 +238,10 @@ async def login(request: Request, services: Services = Depends(get_services)):
     expected = services.token
     if expected:
         logins = request.app.state.failed_logins
-        wait = logins.retry_after(client_of(request))
-        if wait:
-            return too_many(wait)
-        if not token_matches(expected, f"Bearer {given}"):
+        if not token_matches(expected, f"Bearer {given}"):  # the right token is never refused (security.refusal)
+            wait = logins.retry_after(client_of(request))
+            if wait:
+                return too_many(wait)
             logins.failed(client_of(request))
             return page(request, "login.html", next=target, error="wrong token")
     response = RedirectResponse(target, status_code=303)

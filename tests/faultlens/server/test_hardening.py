@@ -264,10 +264,12 @@ def test_11_failed_logins_are_limited(store):
     for _ in range(3):
         assert client.post("/login", data={"token": "wrong", "next": "/"}, follow_redirects=False).status_code == 200  # the form again
     assert client.post("/login", data={"token": "wrong"}, follow_redirects=False).status_code == 429
-    # Even the right token waits now, and so do bearer-token guesses from the same address.
-    assert client.post("/login", data={"token": "t" * 20}, follow_redirects=False).status_code == 429
-    limited = client.get("/api/runs", headers={"Authorization": "Bearer " + "t" * 20})
+    # Bearer-token guesses from the same address wait too; the right token never does (issue #33: the
+    # limit must not lock out the exporter or the user who holds the token).
+    limited = client.get("/api/runs", headers={"Authorization": "Bearer nope"})
     assert limited.status_code == 429 and int(limited.headers["retry-after"]) >= 1
+    assert client.post("/login", data={"token": "t" * 20}, follow_redirects=False).status_code == 303
+    assert client.get("/api/runs", headers={"Authorization": "Bearer " + "t" * 20}).status_code == 200
 
 
 def test_11_wrong_bearer_tokens_count_but_missing_ones_do_not(store):
@@ -278,6 +280,49 @@ def test_11_wrong_bearer_tokens_count_but_missing_ones_do_not(store):
     for _ in range(2):
         assert client.get("/api/runs", headers={"Authorization": "Bearer nope"}).status_code == 401
     assert client.get("/api/runs", headers={"Authorization": "Bearer nope"}).status_code == 429
+
+
+def test_33_wrong_tokens_never_lock_out_a_client_that_has_the_right_one(store):
+    """Ten wrong tokens from one local process: every client holding the token, the OTLP exporter included, goes on."""
+    token = "t" * 20
+    app = create_app(store, token=token)
+    guesser = TestClient(app, base_url="http://127.0.0.1")
+    for _ in range(10):
+        assert guesser.get("/api/runs", headers={"Authorization": "Bearer wrong"}).status_code == 401
+    assert guesser.get("/api/runs", headers={"Authorization": "Bearer wrong"}).status_code == 429
+    exporter = TestClient(app, base_url="http://127.0.0.1")  # the same address, as every local client has
+    ok = exporter.post("/v1/traces", content=json.dumps(export(span())), headers={**JSON_HEADERS, "Authorization": f"Bearer {token}"})
+    assert ok.status_code == 200 and store.has_trace(TRACE)
+    assert exporter.get("/api/runs", headers={"Authorization": f"Bearer {token}"}).status_code == 200
+    browser = TestClient(app, base_url="http://127.0.0.1")
+    assert browser.get("/", headers={"Accept": "text/html"}, follow_redirects=False).status_code == 303  # to the login form, not a 429
+    assert browser.post("/login", data={"token": token, "next": "/"}, follow_redirects=False).status_code == 303
+    assert browser.get("/").status_code == 200  # the login cookie
+    assert guesser.get("/api/runs", headers={"Authorization": "Bearer wrong"}).status_code == 429  # the guesser still waits
+
+
+def test_33_with_a_token_a_cross_origin_change_is_refused_too(store):
+    """SameSite=Strict does not separate ports of 127.0.0.1: a page on another port must not write, even with the cookie."""
+    token = "t" * 20
+    store.save_trace(Trace(id="r", task=Task(query="q"), source=Source(format="native"), steps=[Step(index=0, agent="a", kind=StepKind.message, content="c")]))
+    client = TestClient(create_app(store, token=token), base_url="http://127.0.0.1")
+    bearer = {"Authorization": f"Bearer {token}"}
+    assert client.post("/api/runs/r/outcome", json={"success": False}, headers=bearer).status_code == 200
+    client.cookies.set("faultlens_token", token)
+    other_port = {"Origin": "http://127.0.0.1:8000"}
+    assert client.post("/runs/r/label", data={"step": "0"}, headers=other_port).status_code == 403
+    assert client.post("/api/runs/r/attribute", headers=other_port).status_code == 403
+    assert client.post("/api/runs/r/attribute", headers={**bearer, "Sec-Fetch-Site": "same-site"}).status_code == 403
+    assert client.put("/api/runs/r/label", json={"step": 0}, headers={"Origin": "null"}).status_code == 403
+    assert client.delete("/api/runs/r/label", headers={"Origin": "http://evil.example"}).status_code == 403
+    assert client.post("/api/runs/r/outcome", json={"success": True}, headers=other_port).status_code == 403
+    assert client.post("/v1/traces", content=json.dumps(export(span())), headers={**JSON_HEADERS, **bearer, **other_port}).status_code == 403
+    assert client.post("/login", data={"token": token}, headers=other_port, follow_redirects=False).status_code == 403
+    assert store.get_trace("r").gold is None and store.get_trace("r").failed
+    # Its own pages, and clients that send no Origin (SDKs, curl), still may; reads are guarded by CORS.
+    assert client.post("/runs/r/label", data={"step": "0"}, headers={"Origin": "http://127.0.0.1"}, follow_redirects=False).status_code == 303
+    assert client.post("/api/runs/r/attribute", headers=bearer).status_code == 200
+    assert client.get("/api/runs", headers=other_port).status_code == 200
 
 
 @pytest.mark.parametrize("path", ["/", "/lessons", "/reports", "/api/runs", "/api/health", "/does-not-exist"])
