@@ -21,6 +21,8 @@ from .registry import DEFAULT_METHOD, build, factory, names, parse_options, uses
 def _load(source: str, db_path: str | None) -> tuple[Trace, bool]:
     """The trace named by SOURCE: a file (JSON or JSONL with one trace) or a stored trace id. True if it came from a file."""
     path = Path(source)
+    if path.is_dir():
+        raise InputError(str(path), None, None, "is a directory; give one trace file (JSON, or JSONL holding one trace) or a stored trace id")
     if path.is_file():
         from faultlens.middleware.jsonl import load_jsonl, parse_trace, read_utf8
 
@@ -82,7 +84,7 @@ def attribute(source, method, model, api_base, with_reference, budget_usd, max_c
 
     SOURCE is a stored trace id or a trace file (one JSON trace, or a JSONL
     file holding one). The attribution is stored; a trace read from a file is
-    stored too. Offline methods (heuristic, learned, baseline:*) need no model
+    stored too, unless the attribution failed (then nothing is). Offline methods (heuristic, learned, baseline:*) need no model
     or key: the heuristic (default) is rules that carry over to any framework;
     learned is a trained model, far better on the frameworks it was trained on
     (our environments, AG2, AutoGen, OpenAI Agents SDK, smolagents, tau-bench)
@@ -116,18 +118,25 @@ def attribute(source, method, model, api_base, with_reference, budget_usd, max_c
     attributor = build(method, model, **options, **parse_options(method_options))
     trace, from_file = _load(source, db_path)
     result = attributor.attribute(attributor_view(trace))  # never the gold label or an answer key the trace keeps
-    store = open_store(db_path)
-    if from_file:
-        store.save_trace(trace)
-    store.save_attribution(result)
+    failed = result.status.value == "error"
+    # A failed attribution of a file stores nothing (neither the run nor the error: fix the file and run
+    # again); of a stored run it is kept beside the run, with what the attempt cost.
+    store = open_store(db_path) if not (failed and from_file) else None
+    if store is not None:
+        if from_file:
+            store.save_trace(trace)
+        store.save_attribution(result)
     if as_json:
         click.echo(json.dumps(result.model_dump(mode="json"), ensure_ascii=False, indent=2))
     else:
         if result.step is not None:
             print_trace(trace, console, highlight=result.step, context=context)
         console.print(attribution_panel(result))
-        console.print(f"[dim]stored attribution {result.id} for trace {trace.id} in {store.location}[/]")
-    if result.status.value == "error":
+        if store is not None:
+            console.print(f"[dim]stored attribution {result.id} for trace {trace.id} in {store.location}[/]")
+        else:
+            console.print(f"[dim]attribution failed: nothing stored from {source}[/]")
+    if failed:
         raise SystemExit(1)
 
 

@@ -73,19 +73,28 @@ def parse_trace(text: str, source: str = "<string>", record: str | int | None = 
         raise from_validation_error(source, record, exc) from None
 
 
-def read_jsonl(path: str | Path) -> Iterator[Trace]:
+def read_jsonl(path: str | Path, *, unique_ids: bool = False) -> Iterator[Trace]:
     """Yield traces from a JSONL file (optionally .gz). Records are numbered from line 1.
 
     A file that is not UTF-8, not gzip though named .gz, or a gzip stream cut
-    short raises InputError naming the line where reading stopped.
+    short raises InputError naming the line where reading stopped. unique_ids:
+    a record repeating an earlier one's id raises InputError too (a store keeps
+    one run per id, so importing both would silently keep only the last).
     """
     path = Path(path)
     number = 0
+    seen: dict[str, int] = {}
     try:
         with _open(path, "r") as handle:
             for number, line in enumerate(handle, start=1):
                 if line.strip():
-                    yield parse_trace(line, str(path), f"line {number}")
+                    trace = parse_trace(line, str(path), f"line {number}")
+                    if unique_ids:
+                        first = seen.setdefault(trace.id, number)
+                        if first != number:
+                            raise InputError(str(path), f"line {number}", "id",
+                                             f"repeats the id {trace.id!r} of line {first}; a file to import holds each run once")
+                    yield trace
     except UnicodeDecodeError as exc:
         raise InputError(str(path), f"line {number + 1}", None, f"not UTF-8 text ({exc.reason} at byte {exc.start} of the line's chunk); is this a binary or latin-1 file?") from None
     except gzip.BadGzipFile as exc:

@@ -85,7 +85,7 @@ def _existing(path: str) -> Path:
 def load_jsonl_spec(arg: str) -> Iterable[Trace]:
     from .jsonl import read_jsonl
 
-    return read_jsonl(_existing(arg))
+    return read_jsonl(_existing(arg), unique_ids=True)
 
 
 def load_otlp_spec(arg: str) -> Iterable[Trace]:

@@ -34,6 +34,7 @@ from typing import Any
 
 import sqlite_utils
 
+from .errors import FaultlensError
 from .jobs import JOB_COLUMNS, Job, job_row, next_submission
 from .model import AgentInfo, Attribution, GoldLabel, Lesson, Outcome, Step, Trace
 from .pg_store import PostgresStore
@@ -152,9 +153,15 @@ class SQLiteStore:
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self._lock = threading.RLock()
+        if not self._memory and Path(self.path).is_dir():
+            raise FaultlensError(f"cannot open the SQLite store at {self.path}: it is a directory; give a file, e.g. {Path(self.path) / 'faultlens.db'}")
         self._writer = None if self._memory else WriterLock(self.path)
         self._shared: sqlite_utils.Database | None = None
-        self._create_tables()
+        try:
+            self._create_tables()
+        except sqlite3.DatabaseError as exc:  # not a SQLite file, unreadable, a broken one
+            self.close()
+            raise FaultlensError(f"cannot open the SQLite store at {self.path}: {exc} (is it a faultlens store?)") from None
 
     # -- connections -----------------------------------------------------
     def _db(self) -> sqlite_utils.Database:

@@ -179,3 +179,56 @@ def test_a_lone_surrogate_in_a_native_trace_is_a_message_naming_the_field(tmp_pa
     assert result.exit_code != 0 and str(path) in result.output
     assert "steps[0].content" in result.output and "line 1" in result.output
     assert stored(db) == 1
+
+
+# -- issue #33 items 6 and 7: a --db that is no store, and the smaller CLI findings ---------------------
+@pytest.fixture
+def not_stores(tmp_path):
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    text = tmp_path / "notes.db"
+    text.write_text("these are my notes, not a database\n")
+    return {"folder": str(folder), "not sqlite": str(text)}
+
+
+@pytest.mark.parametrize("kind", ["folder", "not sqlite"])
+@pytest.mark.parametrize("command", ["traces import", "traces list", "serve", "attribute"])
+def test_a_db_that_is_a_folder_or_not_sqlite_is_a_message(tmp_path, not_stores, kind, command):
+    good = tmp_path / "good.jsonl"
+    write_jsonl([GOOD], good)
+    target = not_stores[kind]
+    before = open(target).read() if kind == "not sqlite" else None
+    args = {"traces import": ["traces", "import", str(good)], "traces list": ["traces", "list"], "serve": ["serve", "--port", "1"],
+            "attribute": ["attribute", str(good)]}[command]
+    result = run(*args, "--db", target)
+    assert result.exit_code != 0 and "Traceback" not in result.output
+    assert f"cannot open the SQLite store at {target}" in result.output, result.output
+    assert ("directory" if kind == "folder" else "not a database") in result.output
+    if before is not None:
+        assert open(target).read() == before  # left as it was
+
+
+def test_attribute_of_a_file_with_no_steps_exits_non_zero_and_stores_nothing(tmp_path, db):
+    path = tmp_path / "no_steps.json"
+    path.write_text(GOOD.model_copy(update={"id": "no-steps", "steps": []}).model_dump_json())
+    result = run("attribute", "--db", db, str(path))
+    assert result.exit_code == 1 and "no steps" in result.output and "nothing stored" in result.output
+    assert stored(db) == 1
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM attributions").fetchone()[0] == 0
+
+
+def test_attribute_of_a_directory_says_so(tmp_path, db):
+    result = run("attribute", "--db", db, str(tmp_path))
+    assert result.exit_code != 0 and str(tmp_path) in result.output and "is a directory" in result.output
+    assert "no trace with id" not in result.output
+
+
+def test_a_file_holding_one_id_twice_is_refused_naming_both_lines(tmp_path, db):
+    path = tmp_path / "twice.jsonl"
+    other = GOOD.model_copy(update={"id": "other"})
+    write_jsonl([other, GOOD.model_copy(update={"id": "again"}), GOOD.model_copy(update={"id": "again", "steps": []})], path)
+    result = run("traces", "import", "--db", db, str(path))
+    assert result.exit_code != 0 and "imported" not in result.output
+    assert "line 3" in result.output and "line 2" in result.output and "'id'" in result.output and "again" in result.output
+    assert stored(db) == 1  # nothing of the file, the earlier good trace intact
