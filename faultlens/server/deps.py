@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 from fastapi import HTTPException, Request
+from starlette.convertors import PathConvertor, register_url_convertor
 
 from faultlens.middleware.model import Trace
 from faultlens.middleware.store import Store, TraceNotFound
 from .services import Services
 from .worker import FailureWorker
+
+
+class RunIdConvertor(PathConvertor):
+    """`{trace_id:run_id}`: a run id as the caller gave it, '/' and line breaks included (`:path`'s `.*` stops at a newline)."""
+
+    regex = "(?s:.*)"
+
+
+register_url_convertor("run_id", RunIdConvertor())
 
 
 def get_services(request: Request) -> Services:

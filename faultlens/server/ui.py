@@ -130,7 +130,7 @@ def runs_page(request: Request, status: str = "", agent: str = "", since: str = 
                 labelled=labelled)
 
 
-@router.get("/runs/{trace_id:path}", response_class=HTMLResponse)
+@router.get("/runs/{trace_id:run_id}", response_class=HTMLResponse)
 def trace_page(request: Request, trace_id: str, services: Services = Depends(get_services)):
     store, worker = services.store, services.worker
     trace = trace_or_404(store, trace_id)
@@ -160,7 +160,7 @@ def trace_page(request: Request, trace_id: str, services: Services = Depends(get
     )
 
 
-@router.post("/runs/{trace_id:path}/label")
+@router.post("/runs/{trace_id:run_id}/label")
 async def label_run(request: Request, trace_id: str, services: Services = Depends(get_services)):
     """The trace page's label form: the decisive step, and optionally its mode and a reason."""
     trace = trace_or_404(services.store, trace_id)
@@ -176,7 +176,7 @@ async def label_run(request: Request, trace_id: str, services: Services = Depend
     return RedirectResponse(f"/runs/{quote(trace.id)}#label", status_code=303)
 
 
-@router.get("/media/{trace_id:path}/{step}/{position}")
+@router.get("/media/{trace_id:run_id}/{step}/{position}")
 def media_file(trace_id: str, step: int, position: int, services: Services = Depends(get_services)):
     root = services.media_root
     try:

@@ -452,3 +452,21 @@ def test_otlp_fast_path_answers_with_the_route_s_code_behind_the_same_gate(store
     # Errors keep the route's bodies.
     bad = open_client.post("/v1/traces", content=b"{not json", headers=headers)
     assert bad.status_code == 400 and bad.json()["field"] == "body"
+
+
+def test_33_a_run_id_holding_a_newline_is_reachable_on_every_run_route(client, store):
+    from urllib.parse import quote
+
+    run = "conv\nline two/part"
+    store.save_trace(Trace(id=run, task=Task(query="q"), source=Source(format="native"), steps=[Step(index=0, agent="a", kind=StepKind.message, content="c")]))
+    path = quote(run, safe="")
+    assert client.post(f"/api/runs/{path}/outcome", json={"success": False}).status_code == 200
+    assert store.get_trace(run).failed
+    assert client.get(f"/api/runs/{path}").json()["id"] == run
+    assert client.get(f"/api/runs/{path}/attribution").json()["trace_id"] == run
+    assert client.post(f"/api/runs/{path}/attribute").status_code == 200
+    assert client.put(f"/api/runs/{path}/label", json={"step": 0}).status_code == 200
+    assert client.delete(f"/api/runs/{path}/label").status_code == 200
+    assert client.get(f"/runs/{path}").status_code == 200
+    assert client.post(f"/runs/{path}/label", data={"step": "0"}, follow_redirects=False).status_code == 303
+    assert store.get_trace(run).gold is not None
