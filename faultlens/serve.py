@@ -13,13 +13,15 @@ behaviour as callables; this module builds them:
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import click
 
 from faultlens.middleware.model import Outcome
-from faultlens.server import DEFAULT_MAX_BODY, check_bind, create_app, otlp_http_exporter, resolve_token, run_server
+from faultlens.server import DEFAULT_MAX_BODY, TOKEN_ENV, check_bind, create_app, otlp_http_exporter, resolve_token, run_server
+from faultlens.server.auth import TOKEN_ARGUMENT_WARNING
 from faultlens.server.interop import EvaluationExporter
 from faultlens.middleware.options import db_option
 from faultlens.middleware.store import Store, open_store
@@ -93,11 +95,28 @@ def build_app(
     )
 
 
+EXPORT_TOKEN_ENV = "FAULTLENS_EXPORT_TOKEN"
+
+
+def _token(option: str, given: str | None, file: Path | None, env: str) -> str | None:
+    """A token from the command line (said loudly: `ps` shows it), its file, or the environment."""
+    if given is not None and file is not None:
+        raise click.UsageError(f"give {option} or {option}-file, not both")
+    if given:
+        click.secho(TOKEN_ARGUMENT_WARNING.format(option=option, env=f"${env}"), fg="red", bold=True, err=True)
+    if given is None and file is None:
+        return os.environ.get(env) or None
+    return resolve_token(given, file=file)
+
+
 @click.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on. Anything but loopback needs a token.")
 @click.option("--port", default=4318, show_default=True, help="Port (4318 is the OTLP/HTTP default, so exporters need only the host).")
 @db_option()
-@click.option("--token", default=None, help="Require 'Authorization: Bearer TOKEN' on every request [default: $FAULTLENS_TOKEN].")
+@click.option("--token", default=None, help="Require 'Authorization: Bearer TOKEN' on every request [default: $FAULTLENS_TOKEN]. "
+                                            "Visible in `ps`: prefer $FAULTLENS_TOKEN or --token-file.")
+@click.option("--token-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Read the token from the first line of this file (not shown by `ps`, unlike --token).")
 @click.option("--method", default=DEFAULT_METHOD, show_default=True, help="Attribution method for failed runs (see `faultlens attribute --help`).")
 @click.option("--model", default=None, help="litellm model for LLM attribution methods, e.g. openai/gpt-4o-mini.")
 @click.option("--option", "-O", "method_options", multiple=True, metavar="KEY=VALUE",
@@ -106,12 +125,16 @@ def build_app(
 @click.option("--reports", "reports_dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="A `faultlens bench report` output directory to show at /reports.")
 @click.option("--media-root", type=click.Path(file_okay=False, path_type=Path), default=None, help="Serve step images given as file paths only from under this directory.")
 @click.option("--export-otlp", "export_endpoint", default=None, help="Also send each attribution to this OTLP/HTTP endpoint (…/v1/traces) as a gen_ai.evaluation.result event on the blamed span.")
-@click.option("--export-token", default=None, help="Bearer token for --export-otlp.")
+@click.option("--export-token", default=None, help="Bearer token for --export-otlp [default: $FAULTLENS_EXPORT_TOKEN]. Visible in `ps`: prefer "
+                                                   "$FAULTLENS_EXPORT_TOKEN or --export-token-file.")
+@click.option("--export-token-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Read the --export-otlp token from the first line of this file.")
 @click.option("--max-body", default=DEFAULT_MAX_BODY, show_default=True, help="Largest accepted /v1/traces body in bytes (also after decompression).")
 @click.option("--queue", "max_queue", default=1000, show_default=True, help="How many failed runs may wait for attribution.")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(min=0),
               help="Threads attributing failed runs in this process; 0 leaves them to `faultlens worker` processes on the same store.")
-def serve(db_path, host, port, token, method, model, method_options, reflector, reports_dir, media_root, export_endpoint, export_token, max_body, max_queue, workers):
+def serve(db_path, host, port, token, token_file, method, model, method_options, reflector, reports_dir, media_root, export_endpoint, export_token,
+          export_token_file, max_body, max_queue, workers):
     """Run the faultlens service: OTLP/HTTP ingest, background attribution, REST API and web UI.
 
     Point any OpenTelemetry SDK or Collector at it
@@ -119,7 +142,8 @@ def serve(db_path, host, port, token, method, model, method_options, reflector, 
     POST /api/runs/ID/outcome, and open http://127.0.0.1:4318/ in a browser.
     The API is described at /docs.
     """
-    token = resolve_token(token)
+    token = _token("--token", token, token_file, TOKEN_ENV)
+    export_token = _token("--export-token", export_token, export_token_file, EXPORT_TOKEN_ENV)
 
     check_bind(host, token)  # before opening the store: refuse early and plainly
     store = open_store(db_path)

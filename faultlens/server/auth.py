@@ -28,10 +28,32 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def resolve_token(token: str | None) -> str | None:
-    """The token given explicitly, else $FAULTLENS_TOKEN, else None. Empty means none."""
+def resolve_token(token: str | None, *, file: str | os.PathLike[str] | None = None) -> str | None:
+    """The token given explicitly, else the one in `file`, else $FAULTLENS_TOKEN, else None. Empty means none."""
+    if token is None and file is not None:
+        token = read_token_file(file)
     value = token if token is not None else os.environ.get(TOKEN_ENV)
     return value or None
+
+
+def read_token_file(path: str | os.PathLike[str]) -> str:
+    """The token kept in a file (its first line, without the line break): a token that `ps` does not show."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            line = handle.readline()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UnsafeBind(f"cannot read the token file {os.fspath(path)}: {getattr(exc, 'strerror', None) or exc}") from None
+    token = line.rstrip("\r\n")
+    if not token:
+        raise UnsafeBind(f"the token file {os.fspath(path)} is empty; put the token on its first line")
+    return token
+
+
+# Said on stderr whenever a token comes from the command line (`--token`, `--export-token`).
+TOKEN_ARGUMENT_WARNING = (
+    "WARNING: {option} puts the token on the command line, where every user of this machine can read it "
+    "(`ps`, /proc/PID/cmdline) and your shell history keeps it. Use {env} or {option}-file instead."
+)
 
 
 # A token guards everything a public server holds; shorter ones can be guessed

@@ -145,6 +145,37 @@ def test_serve_refuses_a_public_bind_without_a_token(tmp_path, monkeypatch):
     assert not (tmp_path / "x.db").exists()  # refused before opening anything
 
 
+def _served_tokens(monkeypatch) -> list:
+    """Stand-in for run_server: records the token `serve` would listen with, and listens on nothing."""
+    seen: list = []
+    monkeypatch.setattr("faultlens.serve.run_server", lambda app, *, host, port, token: seen.append(token))
+    return seen
+
+
+def test_serve_takes_its_token_from_a_file_or_the_environment_and_warns_when_it_is_an_argument(tmp_path, monkeypatch):
+    """Issue #33: a token on the command line is visible in `ps`; a file or the environment is not."""
+    monkeypatch.delenv("FAULTLENS_TOKEN", raising=False)
+    seen = _served_tokens(monkeypatch)
+    token = "file-token-of-24-chars-ok"
+    (tmp_path / "token").write_text(token + "\n")
+    runner = CliRunner()
+    by_file = runner.invoke(serve, ["--host", "0.0.0.0", "--token-file", str(tmp_path / "token"), "--db", str(tmp_path / "a.db"), "--workers", "0"])
+    assert by_file.exit_code == 0, by_file.output
+    monkeypatch.setenv("FAULTLENS_TOKEN", "env-token-of-24-chars-okay")
+    by_env = runner.invoke(serve, ["--host", "0.0.0.0", "--db", str(tmp_path / "b.db"), "--workers", "0"])
+    assert by_env.exit_code == 0, by_env.output
+    assert seen == [token, "env-token-of-24-chars-okay"]
+    assert "WARNING" not in by_file.output + by_env.output
+    by_argument = runner.invoke(serve, ["--token", "argument-token-24-chars", "--db", str(tmp_path / "c.db"), "--workers", "0"])
+    assert by_argument.exit_code == 0 and seen[-1] == "argument-token-24-chars"
+    assert "WARNING: --token" in by_argument.output and "ps" in by_argument.output and "--token-file" in by_argument.output
+    both = runner.invoke(serve, ["--token", "x" * 20, "--token-file", str(tmp_path / "token"), "--db", str(tmp_path / "d.db")])
+    assert both.exit_code != 0 and "not both" in both.output
+    (tmp_path / "empty").write_text("")
+    empty = runner.invoke(serve, ["--host", "0.0.0.0", "--token-file", str(tmp_path / "empty"), "--db", str(tmp_path / "e.db")])
+    assert empty.exit_code != 0 and "is empty" in empty.output + str(empty.exception) and len(seen) == 3
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
