@@ -302,7 +302,7 @@ class FeedbackLoop:
                                 min_confidence=self.min_confidence, key=job.key)
         except Exception as exc:  # recorded here once the queue gives up on it; the queue retries before that
             log.exception("feedback loop failed on trace %s", job.trace_id)
-            if job.attempts >= self.queue.max_attempts:
+            if job.failures >= self.queue.max_attempts:
                 with self._results_lock:
                     self.results.append(LoopResult(job.trace_id, None, None, error=f"{type(exc).__name__}: {exc}"))
             raise

@@ -13,7 +13,10 @@ LOCKED``, so two workers never claim the same one) and holds a *lease* on it
 that a heartbeat renews while the handler runs. A worker that dies (SIGKILL,
 lost machine) stops renewing; when the lease runs out the job is claimed
 again. A handler that raises is retried after a backoff, up to
-`max_attempts`, then the job is marked ``error``.
+`max_attempts`, then the job is marked ``error``. A lease that ran out is not
+the handler's failure (a killed worker says nothing about the run): those are
+counted apart (`Job.lost`), and only `max_attempts` of them in a row of claims
+give the job up (a run that kills every worker that takes it).
 
 That is at-least-once delivery, so handlers write idempotently: `Job.key` is
 the same for every attempt of one job (and changes when a run is queued
@@ -51,7 +54,7 @@ _KEY_NAMESPACE = uuid.UUID("6f1c3f52-2b7e-4d55-9a57-1d3f0e6b8a11")
 
 JOB_COLUMNS = (
     "trace_id", "state", "generation", "attempts", "runs", "worker",
-    "lease_until", "not_before", "queued_at", "started_at", "finished_at", "error",
+    "lease_until", "not_before", "queued_at", "started_at", "finished_at", "error", "lost",
 )
 
 
@@ -62,7 +65,7 @@ class Job:
     trace_id: str
     state: str
     generation: int = 1  # +1 each time a finished run is queued again on purpose
-    attempts: int = 0  # claims of this generation (a retry or a lost worker adds one)
+    attempts: int = 0  # claims of this generation (a retry or a lost worker adds one; the fencing token)
     runs: int = 0  # attempts that finished (done or error)
     worker: str | None = None
     lease_until: float | None = None
@@ -71,6 +74,12 @@ class Job:
     started_at: float | None = None
     finished_at: float | None = None
     error: str | None = None
+    lost: int = 0  # claims of this generation whose lease ran out (their worker died or stalled)
+
+    @property
+    def failures(self) -> int:
+        """Claims that were the handler's to fail: the current one and those that raised, not those whose worker was lost."""
+        return self.attempts - self.lost
 
     @classmethod
     def from_row(cls, row: Any) -> Job:
@@ -126,7 +135,7 @@ class JobQueue:
     workers: threads in this process (0: only submit; other processes attribute).
     lease: seconds a claim lasts without a heartbeat; a heartbeat renews it
         every lease/3 while the handler runs.
-    max_attempts: claims per job before it is marked error.
+    max_attempts: handler failures per job before it is marked error (and, apart, lost leases).
     poll: seconds an idle worker sleeps before looking again (a local
         `submit` wakes it at once).
     max_queued: `submit` drops a job when this many are already queued.
@@ -252,12 +261,12 @@ class JobQueue:
             heart.join()
             # (an exception's text may quote a key, e.g. a provider's answer to a bad one)
             log.error("job %s (trace %s, attempt %d) failed: %s\n%s", job.key, job.trace_id, job.attempts, redact_text(str(exc)), redact_text(traceback.format_exc()))
-            final = job.attempts >= self.max_attempts
+            final = job.failures >= self.max_attempts
             with self._counts_lock:
                 self.failed += 1
             self.store.finish_job(
                 job, error=f"{type(exc).__name__}: {exc}",
-                retry_in=None if final else self.retry_backoff * 2 ** (job.attempts - 1),
+                retry_in=None if final else self.retry_backoff * 2 ** (job.failures - 1),
             )
             return job
         beat.set()

@@ -111,6 +111,8 @@ _MIGRATIONS: dict[int, list[str]] = {
         "CREATE INDEX IF NOT EXISTS steps_trace_seq ON steps(trace_id, seq)",
         "CREATE INDEX IF NOT EXISTS span_links_agent ON span_links(trace_id, agent, start_ns, span_id) WHERE agent IS NOT NULL",
     ],
+    # Leases that ran out, counted apart from the handler's failures (jobs.py).
+    5: ["ALTER TABLE jobs ADD COLUMN IF NOT EXISTS lost INTEGER NOT NULL DEFAULT 0"],
 }
 
 # A step's seq is the one it already has (same span again) or the next; a live step
@@ -557,16 +559,17 @@ class PostgresStore:
         with self._write() as conn:
             now = _scalar(conn.execute(_NOW))
             conn.execute(
-                "UPDATE jobs SET state = 'error', finished_at = %(now)s, runs = runs + 1, lease_until = NULL,"
-                " error = 'gave up after ' || attempts || ' attempts: the lease of ' || worker || ' ran out'"
+                "UPDATE jobs SET state = 'error', finished_at = %(now)s, runs = runs + 1, lease_until = NULL, lost = lost + 1,"
+                " error = 'gave up after ' || attempts || ' attempts: the lease of ' || worker || ' ran out ' || (lost + 1) || ' time(s)'"
                 " WHERE trace_id IN (SELECT trace_id FROM jobs WHERE state = 'running' AND lease_until < %(now)s"
-                " AND attempts >= %(max)s FOR UPDATE SKIP LOCKED)",
+                " AND lost + 1 >= %(max)s FOR UPDATE SKIP LOCKED)",
                 {"now": now, "max": max_attempts},
             )
             row = conn.execute(
                 "WITH next AS (SELECT trace_id FROM jobs WHERE (state = 'queued' AND not_before <= %(now)s)"
                 " OR (state = 'running' AND lease_until < %(now)s) ORDER BY queued_at, trace_id LIMIT 1 FOR UPDATE SKIP LOCKED)"
                 " UPDATE jobs SET state = 'running', worker = %(worker)s, attempts = jobs.attempts + 1,"
+                " lost = jobs.lost + CASE WHEN jobs.state = 'running' THEN 1 ELSE 0 END,"
                 " lease_until = %(until)s, started_at = %(now)s FROM next WHERE jobs.trace_id = next.trace_id"
                 f" RETURNING {', '.join('jobs.' + c for c in JOB_COLUMNS)}",
                 {"now": now, "worker": worker, "until": now + lease},

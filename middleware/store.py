@@ -141,6 +141,8 @@ _SQLITE_MIGRATIONS: dict[int, list[str]] = {
         # Each agent's first span (first_agent_spans), found without reading the whole run.
         "CREATE INDEX IF NOT EXISTS span_links_agent ON span_links(trace_id, agent, start_ns, span_id) WHERE agent IS NOT NULL",
     ],
+    # Leases that ran out, counted apart from the handler's failures (jobs.py).
+    5: ["ALTER TABLE jobs ADD COLUMN lost INTEGER NOT NULL DEFAULT 0"],
 }
 
 
@@ -585,14 +587,14 @@ class SQLiteStore:
         now = time.time()
         with self._write() as db:
             db.execute(
-                "UPDATE jobs SET state = 'error', finished_at = ?, runs = runs + 1, lease_until = NULL,"
-                " error = 'gave up after ' || attempts || ' attempts: the lease of ' || worker || ' ran out'"
-                " WHERE state = 'running' AND lease_until < ? AND attempts >= ?",
+                "UPDATE jobs SET state = 'error', finished_at = ?, runs = runs + 1, lease_until = NULL, lost = lost + 1,"
+                " error = 'gave up after ' || attempts || ' attempts: the lease of ' || worker || ' ran out ' || (lost + 1) || ' time(s)'"
+                " WHERE state = 'running' AND lease_until < ? AND lost + 1 >= ?",
                 [now, now, max_attempts],
             )
             # One statement: the pick and the claim cannot be split by another writer.
             row = db.execute(
-                "UPDATE jobs SET state = 'running', worker = ?, attempts = attempts + 1, lease_until = ?, started_at = ?"
+                "UPDATE jobs SET state = 'running', worker = ?, attempts = attempts + 1, lost = lost + (state = 'running'), lease_until = ?, started_at = ?"
                 " WHERE trace_id = (SELECT trace_id FROM jobs WHERE (state = 'queued' AND not_before <= ?)"
                 " OR (state = 'running' AND lease_until < ?) ORDER BY queued_at, trace_id LIMIT 1)"
                 f" RETURNING {', '.join(JOB_COLUMNS)}",

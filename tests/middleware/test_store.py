@@ -278,6 +278,35 @@ def test_failures_are_retried_then_given_up(store):
     assert "gave up after 1 attempts" in store.get_job(lost.trace_id).error
 
 
+def test_leases_lost_with_their_worker_do_not_use_up_the_jobs_attempts(store):
+    """Issue #33: two workers killed mid-job leave the handler all of its three attempts."""
+    from faultlens.middleware.jobs import JobQueue
+
+    store.submit_job("t")
+    for _ in range(2):
+        assert store.claim_job("killed-worker", lease=0.05, max_attempts=3) is not None
+        time.sleep(0.1)
+    calls = []
+
+    def fail(job):
+        calls.append((job.attempts, job.lost, job.failures))
+        raise RuntimeError("boom")
+
+    queue = JobQueue(store, fail, workers=0, max_attempts=3, retry_backoff=0.0)
+    for expected in ("queued", "queued", "error"):
+        assert queue.run_one("w") is not None
+        assert store.get_job("t").state == expected
+    assert calls == [(3, 2, 1), (4, 2, 2), (5, 2, 3)]
+    # A run whose every worker dies is still given up: after max_attempts lost leases.
+    store.submit_job("poison")
+    for _ in range(3):
+        assert store.claim_job("killed-worker", lease=0.05, max_attempts=3).trace_id == "poison"
+        time.sleep(0.1)
+    assert store.claim_job("w", lease=30, max_attempts=3) is None
+    job = store.get_job("poison")
+    assert job.state == "error" and job.lost == 3 and "ran out 3 time(s)" in job.error
+
+
 def test_queueing_a_finished_run_again_is_a_new_generation(store):
     store.submit_job("t")
     job = store.claim_job("w", lease=30, max_attempts=3)
@@ -322,18 +351,21 @@ def test_a_version_3_store_gets_the_step_order_index(store_target):
     index = "SELECT indexname FROM pg_indexes WHERE indexname = 'steps_trace_seq'" if isinstance(store, PostgresStore) else \
         "SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'steps_trace_seq'"
     assert raw(store, index)
-    # Back to version 3: without the index and its row, as a store written before the migration.
+    # Back to version 3: without the index, the later migrations' column and their rows, as a store written before them.
     if isinstance(store, PostgresStore):
         with store._pool.connection() as conn:
             conn.execute("DROP INDEX steps_trace_seq")
-            conn.execute("DELETE FROM store_schema WHERE version = 4")
+            conn.execute("ALTER TABLE jobs DROP COLUMN lost")
+            conn.execute("DELETE FROM store_schema WHERE version >= 4")
     else:
         with store._write() as db:
             db.execute("DROP INDEX steps_trace_seq")
-            db.execute("DELETE FROM store_schema WHERE version = 4")
+            db.execute("ALTER TABLE jobs DROP COLUMN lost")
+            db.execute("DELETE FROM store_schema WHERE version >= 4")
     store.close()
     store = open_store(store_target)
-    assert store.schema_version() == 4 and raw(store, index)
+    assert store.schema_version() == STORE_SCHEMA_VERSION == 5 and raw(store, index)
+    assert store.submit_job("t").lost == 0  # migration 5's column
     store.close()
 
 
