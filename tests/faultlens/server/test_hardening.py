@@ -470,3 +470,20 @@ def test_33_a_run_id_holding_a_newline_is_reachable_on_every_run_route(client, s
     assert client.get(f"/runs/{path}").status_code == 200
     assert client.post(f"/runs/{path}/label", data={"step": "0"}, follow_redirects=False).status_code == 303
     assert store.get_trace(run).gold is not None
+
+
+def test_33_github_fine_grained_tokens_and_x_api_key_headers_are_not_stored_or_exported(client, store, db):
+    from faultlens.middleware.otlp import trace_to_otlp
+
+    pat = "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456"
+    step = span(attributes=attrs(gen_ai__operation__name="chat", gen_ai__agent__name=f"agent {pat}",
+                                 faultlens__content="curl -H 'x-api-key: 0123456789abcdef0123' https://api.example"),
+                status={"code": 2, "message": f"push failed with {pat}"})
+    assert post(client, export(step)).status_code == 200
+    leaks = ["abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456", "0123456789abcdef0123"]
+    with sqlite3.connect(db) as conn:
+        dump = "\n".join(str(row) for table in ("traces", "steps", "span_links") for row in conn.execute(f"SELECT * FROM {table}"))
+    (run,) = store.list_traces()
+    exported = json.dumps(trace_to_otlp(store.get_trace(run.id))) + client.get(f"/api/runs/{run.id}").text + client.get(f"/runs/{run.id}").text
+    for leak in leaks:
+        assert leak not in dump and leak not in exported, leak
