@@ -32,7 +32,7 @@ from .serve import failure_handler
 @click.option("--reflector", default=None, help="How lessons are written: offline (default), or a litellm model name.")
 @click.option("--lease", default=60.0, show_default=True, type=click.FloatRange(min=0.1),
               help="Seconds a claimed job stays ours without a heartbeat; a dead worker's job is claimed again after it.")
-@click.option("--max-attempts", default=3, show_default=True, type=click.IntRange(min=1), help="Claims per job before it is marked error.")
+@click.option("--max-attempts", default=3, show_default=True, type=click.IntRange(min=1), help="Failures per job before it is marked error (leases lost with their worker are counted apart).")
 @click.option("--poll", default=0.5, show_default=True, type=click.FloatRange(min=0.01), help="Seconds between looks at an empty queue.")
 @click.option("--exit-when-idle", is_flag=True, help="Stop once the queue is empty (for batch jobs and scripts).")
 def worker(db_path, threads, method, model, method_options, reflector, lease, max_attempts, poll, exit_when_idle):
