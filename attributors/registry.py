@@ -19,12 +19,11 @@ from faultlens.middleware.errors import FaultlensError, UnknownName
 from .base import Attributor
 
 # What every entry point uses when no method is named (`faultlens attribute`, `serve`, `worker`, `lessons learn`,
-# `FeedbackLoop`); offline, no key. `learned` wins where its training reached (step accuracy against the heuristic:
-# bundled test 0.761 / 0.151, TRAIL holdout 0.526 / 0.158, AgentRx holdout 0.364 / 0.273), the heuristic where it
-# did not: leaving one framework out, 29.3% against 22.6% (README), and on docs/serve.md's run, whose failing tool
-# call the heuristic blames and `learned` does not (it names the final answer). A user's framework is one it did
-# not see, so the heuristic stays the default; `-m learned` is one option away.
-DEFAULT_METHOD = "heuristic"
+# `FeedbackLoop`, the demo); offline, no key. A user's first verdict is on a system faultlens never saw, so the default
+# is the offline method with the best mean step accuracy leave-one-system-out (`faultlens train --loso`, README):
+# `blend` (learned's step scores, the heuristic's signals, a lateness term in long runs), against the heuristic that was
+# the default before it, `learned` alone and every label-free baseline.
+DEFAULT_METHOD = "blend"
 
 
 class UnknownMethod(UnknownName):

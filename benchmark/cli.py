@@ -143,6 +143,33 @@ def build(out, seed, agent_model, generator, seeds, per_seed, min_per_mode, topu
                   f"to {out} in {time.time() - started:.0f} s; datasheet: {out / 'README.md'}")
 
 
+def _loso(realdev: Path, seed: int, json_out: Path | None) -> None:
+    """`faultlens train --loso`: the leave-one-system-out tables, with a progress bar over systems."""
+    import json
+
+    from rich.progress import Progress
+
+    from faultlens.attributors.registry import DEFAULT_METHOD
+
+    from .loso import leave_one_system_out, loso_tables
+
+    if not (realdev / "trail").is_dir() or not (realdev / "agentrx").is_dir():
+        raise click.UsageError(f"--realdev {realdev}: expected the folders trail/ and agentrx/ of the real datasets there")
+    with Progress(console=console, transient=True) as progress:
+        task = progress.add_task("features, then one fit per system", total=None)
+
+        def done(system: str) -> None:
+            progress.update(task, description=f"held out {system}: done")
+        report = leave_one_system_out(realdev, seed=seed, default=DEFAULT_METHOD, progress=done)
+    wide = Console(width=max(console.width, 170))
+    for table in loso_tables(report):
+        wide.print(table)
+    if json_out is not None:
+        json_out.parent.mkdir(parents=True, exist_ok=True)
+        json_out.write_text(json.dumps(report.summary(), indent=2))
+        console.print(f"wrote {json_out}")
+
+
 @click.command("train")
 @click.option("--dataset", "dataset", multiple=True, default=("bundled:dev",), show_default=True,
               help="Training dataset spec, repeatable (traces pooled); a test split or a real dataset's holdout half is refused.")
@@ -159,9 +186,15 @@ def build(out, seed, agent_model, generator, seeds, per_seed, min_per_mode, topu
 @click.option("--cross-validate", "folds", type=click.IntRange(min=2), default=None, metavar="K",
               help="Evaluate instead of writing a model: cut the last --dataset's labelled runs (yours) into K folds and "
                    "score each with a model trained on the other datasets and folds, beside heuristic and every baseline.")
+@click.option("--loso", is_flag=True,
+              help="Evaluate instead of writing a model: the measure of record. For every system (each bundled framework, "
+                   "our own environments, TRAIL, AgentRx), train as the shipped model is but without any run of it, and "
+                   "score it beside heuristic, every label-free baseline, random choice and the frozen rows of docs/loso/frozen/.")
+@click.option("--realdev", type=click.Path(file_okay=False, path_type=Path), default=Path("../shared/realdev"), show_default=True,
+              help="With --loso: the folder holding the real datasets (trail/, agentrx/).")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="With --loeo or --cross-validate: also write the numbers (per group, averages with 95% CIs) as JSON.")
-def train(dataset, out, seed, loeo, by, test_dataset, folds, json_out):
+              help="With --loeo, --loso or --cross-validate: also write the numbers (per group, averages with 95% CIs) as JSON.")
+def train(dataset, out, seed, loeo, by, test_dataset, folds, loso, realdev, json_out):
     """Train the `learned` attributor's model on DATASET (never on a test trace); see benchmark/train.py.
 
     \b
@@ -173,9 +206,14 @@ def train(dataset, out, seed, loeo, by, test_dataset, folds, json_out):
       faultlens train --loeo --by framework --dataset bundled:dev --test-dataset bundled:test
     How learned would do on your system, from your labelled runs (`faultlens traces label`):
       faultlens train --cross-validate 5 --dataset bundled:dev --dataset store:.faultlens/faultlens.db
+    Leave-one-system-out, the measure every modelling choice is made on (about 10 minutes here):
+      faultlens train --loso --realdev ../shared/realdev
     """
-    if loeo and folds:
-        raise click.UsageError("choose --loeo or --cross-validate")
+    if sum(map(bool, (loeo, folds, loso))) > 1:
+        raise click.UsageError("choose one of --loeo, --loso and --cross-validate")
+    if loso:
+        _loso(realdev, seed, json_out)
+        return
     if loeo or folds:
         import json
 
@@ -219,7 +257,7 @@ def train(dataset, out, seed, loeo, by, test_dataset, folds, json_out):
                   f"({result.out.stat().st_size / 1e6:.2f} MB) in {time.perf_counter() - started:.0f} s")
     if len(result.sources) > 1:
         for spec, (runs, weight) in result.sources.items():
-            console.print(f"  {spec}: {runs} labelled run(s), each weighing {weight:.1f}")
+            console.print(f"  {spec}: {runs} labelled run(s), weighing {weight:.1f} each on average")
     if result.repeated:
         console.print(f"  {result.repeated} run(s) already in an earlier dataset were trained on once")
 

@@ -85,7 +85,8 @@ class TrainResult:
     environments: list[str]
     train_step_accuracy: float
     meta: dict[str, Any] = field(default_factory=dict)
-    # Per dataset spec: its runs trained on and the weight of each (`model.source_weights`; the largest weighs 1).
+    # Per dataset spec: its runs trained on and their mean weight (`model.source_weights`: one weight per system,
+    # a dataset's runs of one framework; the largest system weighs 1).
     sources: dict[str, tuple[int, float]] = field(default_factory=dict)
     repeated: int = 0  # runs already in an earlier dataset, trained on once
 
@@ -134,8 +135,8 @@ def train_learned(dataset_spec: str | Sequence[str] = "bundled:dev", out: Path |
     blamed = LearnedAttributor(model=model).blamed_steps(traces, features)
     train_step_accuracy = float(np.mean([b == _gold(t).step for t, b in zip(traces, blamed)]))
     weights = source_weights(traces, model.meta["source_balance"], sources)
-    per_source = {spec: (sum(1 for t in traces if sources[t.id] == spec),
-                         next((weights[t.id] for t in traces if sources[t.id] == spec), 0.0)) for spec in specs}
+    per_source = {spec: (len(runs), float(np.mean([weights[t.id] for t in runs])) if runs else 0.0)
+                  for spec in specs for runs in [[t for t in traces if sources[t.id] == spec]]}
     return TrainResult(path, model.meta["traces"], model.meta["steps"], model.meta["environments"], train_step_accuracy,
                        model.meta, per_source, repeated)
 

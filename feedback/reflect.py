@@ -2,9 +2,12 @@
 
 Three reflectors, one interface (`reflect(trace, attribution) -> Reflection`):
 
-- `OfflineReflector` (method ``offline``): no model. The lesson is assembled
-  from the failure mode's definition in `middleware.taxonomy`, a piece of advice
-  per mode written by us (`ADVICE`), and the blamed step's own content.
+- `OfflineReflector` (method ``offline``): no model. When the trace shows the
+  concrete slip at the blamed step (`attributors.evidence`: a failed lookup
+  left out, a call that failed, a repeat), the lesson names it and what to do
+  instead; otherwise it is assembled from the failure mode's definition in
+  `middleware.taxonomy`, a piece of advice per mode written by us (`ADVICE`),
+  and the blamed step's own content.
 - `LLMReflector` (method ``llm:<model>``): asks a model through litellm for a
   JSON object {situation, mistake, advice}. An answer that cannot be read as
   that object gives *no* lesson and status ``unparsed``, with the raw text kept;
@@ -25,6 +28,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from faultlens.attributors.evidence import evidence
 from faultlens.middleware.model import Attribution, AttributionStatus, Cost, Lesson, Step, Trace
 from faultlens.middleware.taxonomy import get_mode, is_mode
 from faultlens.middleware.text import one_line
@@ -136,13 +140,20 @@ class OfflineReflector:
         agent, step = _blamed(trace, attribution)
         mode = get_mode(attribution.mode) if is_mode(attribution.mode) else None
         did = f"At step {step.index} you {_step_action(step)}." if step is not None else ""
-        if mode is not None:
+        # The concrete slip, when the trace shows it (a failed lookup left out, a call that failed), gives the
+        # lesson; the mode's generic advice is the fallback.
+        found = evidence(trace, step.index) if step is not None else []
+        if found and mode is not None:
+            mistake = f"{did} {found[0].text}. That was {mode.code} {mode.name}: {mode.definition}"
+        elif found:
+            mistake = f"{did} {found[0].text}."
+        elif mode is not None:
             mistake = f"{did} That was {mode.code} {mode.name}: {mode.definition}".strip()
         else:
             mistake = f"{did} This was the decisive error of a failed run.".strip()
-        if attribution.reason:
+        if attribution.reason and not found:
             mistake += f" ({one_line(attribution.reason, 200)})"
-        advice = ADVICE.get(mode.code, GENERIC_ADVICE) if mode is not None else GENERIC_ADVICE
+        advice = found[0].advice if found else ADVICE.get(mode.code, GENERIC_ADVICE) if mode is not None else GENERIC_ADVICE
         lesson = Lesson(
             agent=agent,
             mode=mode.code if mode is not None else None,

@@ -12,10 +12,12 @@ for why). Importing this package registers the `learned` attributor. The model f
 
 from ..registry import register
 from .attributor import LearnedAttributor
+from .blend import Blend
 from .features import dense_feature_names, feature_names, trace_features
 from .model import DEFAULT_MODEL_PATH, LearnedModel, ModelMissingError, fit, load, save
 
 register("learned", LearnedAttributor)
+register("blend", Blend)
 
-__all__ = ["DEFAULT_MODEL_PATH", "LearnedAttributor", "LearnedModel", "ModelMissingError", "dense_feature_names",
+__all__ = ["Blend", "DEFAULT_MODEL_PATH", "LearnedAttributor", "LearnedModel", "ModelMissingError", "dense_feature_names",
            "feature_names", "fit", "load", "save", "trace_features"]

@@ -19,6 +19,7 @@ import numpy as np
 from faultlens.middleware.model import Attribution, AttributionStatus, Candidate, Cost, Trace
 
 from ..base import BaseAttributor
+from ..evidence import evidence, reason
 from ..steptext import blameable
 from .features import trace_features
 from .model import LearnedModel, load
@@ -46,30 +47,43 @@ class LearnedAttributor(BaseAttributor):
         if self.ignored:
             details["ignored_options"] = self.ignored
         if not trace.steps:
-            return Attribution(trace_id=trace.id, method=self.name, backend="learned", status=AttributionStatus.error,
+            return Attribution(trace_id=trace.id, method=self.name, backend=self.name, status=AttributionStatus.error,
                                error="the trace has no steps to attribute", details=details)
         X = features if features is not None else trace_features(trace)
-        scores = self.model.step_scores(X)
         # Only decisions (and environment faults) are candidates: a tool result or an executor's
         # output is evidence, already in its cause's features (`err.own_result`, ...).
         allowed = blameable(trace)
-        order = _ranked(scores, allowed)
+        scores = self.scores(trace, X, allowed, details)
+        order = self.rank(trace, scores, allowed, details)
         best = order[0]
         mode, mode_p = self.model.mode(X[best])
+        # The why comes from the evidence around the step, in words; the features that ranked it stay in `details`.
+        found = evidence(trace, best)
+        if found:
+            details["classifier_mode"] = mode
+            mode = found[0].mode
+        details["evidence"] = [e.as_dict() for e in found]
         top = self.model.contributions(X, best)[:TOP_FEATURES]
         details["top_features"] = [{"feature": n, "contribution": round(c, 4)} for n, c in top]
         details["mode_probability"] = round(mode_p, 4)
+        details["step_score"] = round(float(scores[best]), 4)
         total = float(np.sum(scores[allowed]))
         ranking = [Candidate(step=i, score=round(float(scores[i]), 4), agent=trace.steps[i].agent) for i in order[:RANKING_SIZE]]
-        why = ", ".join(n for n, c in top[:3] if c > 0) or "no feature stood out"
         return Attribution(
-            trace_id=trace.id, method=self.name, backend="learned", status=AttributionStatus.ok,
-            agent=trace.steps[best].agent, step=best, mode=mode,
-            reason=f"highest learned step score ({scores[best]:.2f}); strongest features: {why}",
+            trace_id=trace.id, method=self.name, backend=self.name, status=AttributionStatus.ok,
+            agent=trace.steps[best].agent, step=best, mode=mode, reason=reason(trace, best, found),
             confidence=round(float(scores[best]) / total, 4) if total > 0 else 0.0,
             ranking=ranking, cost=Cost(seconds=round(time.monotonic() - started, 4)), details=details,
             prompt_version=PROMPT_VERSION,
         )
+
+    def scores(self, trace: Trace, X: np.ndarray, allowed: list[int], details: dict[str, Any]) -> np.ndarray:
+        """A score per step; the highest allowed one is blamed (`blend` overrides this)."""
+        return self.model.step_scores(X)
+
+    def rank(self, trace: Trace, scores: np.ndarray, allowed: list[int], details: dict[str, Any]) -> list[int]:
+        """The allowed steps, most to least likely the decisive one (`blend` overrides this)."""
+        return _ranked(scores, allowed)
 
     def blamed_steps(self, traces: list[Trace], features: dict[str, np.ndarray]) -> list[int | None]:
         """The step `attribute` blames in each trace (None for a trace with no step), all scored in one call.
@@ -90,7 +104,8 @@ class LearnedAttributor(BaseAttributor):
         """The mode classifier's failure mode for any step of the trace (used by `counterfactual` for its candidates)."""
         if not 0 <= step < len(trace.steps):
             return None
-        return self.model.mode(trace_features(trace)[step])[0]
+        found = evidence(trace, step)
+        return found[0].mode if found else self.model.mode(trace_features(trace)[step])[0]
 
 
 def _ranked(scores: np.ndarray, allowed: list[int]) -> list[int]:

@@ -4,8 +4,8 @@
     faultlens demo --db demo.db
 
 It ends the way faultlens is meant to be used: the failed run is attributed
-offline by the best offline method, `learned` (who, when, why), and turned into
-a lesson for the agent that erred.
+offline by the default method (who, when, why: the evidence in words), and
+turned into a lesson for the agent that erred.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import os
 import click
 from rich.console import Console
 
+from faultlens.attributors.registry import DEFAULT_METHOD
 from faultlens.demo import sim_llm
 from faultlens.demo.team import TASKS, CityTeam
 from faultlens.middleware import Trace, Tracer
@@ -34,8 +35,8 @@ def run_team(tracer: Tracer) -> list[Trace]:
 
 @click.command("demo")
 @db_option()
-@click.option("--method", default="learned", show_default=True,
-              help="Attribution method for the failed run (default: the best offline method, no key or network).")
+@click.option("--method", default=DEFAULT_METHOD, show_default=True,
+              help="Attribution method for the failed run (default: the default offline method, no key or network).")
 def demo(db_path: str | None, method: str) -> None:
     """Run a small multi-agent team offline, store its traces, and show the failed one.
 

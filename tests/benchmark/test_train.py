@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from rich.console import Console
 
 from faultlens.attributors.learned import LearnedAttributor, load
+from faultlens.attributors.learned.model import SOURCE_BALANCE
 from faultlens.benchmark import train as train_module
 from faultlens.benchmark.train import (TestTraceError, assert_no_test_traces, leave_one_out, loeo_average, loeo_tables,
                              train_learned)
@@ -206,7 +207,7 @@ def test_train_on_runs_labelled_in_a_store(train_file: Path, tmp_path: Path, mon
     assert result.traces == len(train) + 6  # the six labelled runs; the run in both datasets once
     assert result.meta["dataset"] == f"jsonl:{train_file} + store:{db}"
     assert result.repeated == 1
-    assert result.sources == {f"jsonl:{train_file}": (len(train), 1.0), f"store:{db}": (6, pytest.approx((len(train) / 6) ** 0.5))}
+    assert result.sources == {f"jsonl:{train_file}": (len(train), 1.0), f"store:{db}": (6, pytest.approx((len(train) / 6) ** SOURCE_BALANCE))}
     with pytest.raises(Exception, match="no traces with a gold step"):
         train_learned([f"store:{tmp_path / 'empty.db'}"], out=tmp_path / "n.joblib")
 

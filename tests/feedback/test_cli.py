@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
+from faultlens.attributors.registry import DEFAULT_METHOD
 from faultlens.feedback.cli import lessons
 from faultlens.feedback.memory import LessonMemory
 from faultlens.middleware.store import open_store
@@ -26,7 +27,7 @@ def test_learn_then_list_show_and_for(tmp_path):
 
     learnt = runner.invoke(lessons, ["learn", trace.id, "--db", str(db)])
     assert learnt.exit_code == 0, learnt.output
-    assert "attribution (heuristic, ok)" in learnt.output and "reflection (offline): ok" in learnt.output
+    assert f"attribution ({DEFAULT_METHOD}, ok)" in learnt.output and "reflection (offline): ok" in learnt.output
     [lesson] = LessonMemory(open_store(db)).lessons()
     assert store.attributions(trace.id)[0].agent == lesson.agent
 

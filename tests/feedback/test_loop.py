@@ -8,6 +8,7 @@ import litellm
 import pytest
 from litellm import CustomLLM
 
+from faultlens.attributors.registry import DEFAULT_METHOD
 from faultlens.feedback import FeedbackLoop, LessonMemory, attribute_and_reflect, completion
 from faultlens.feedback.hooks import LESSONS_HEADER
 from faultlens.feedback.reflect import LLMReflector
@@ -132,8 +133,8 @@ def test_record_outcome_without_a_tracer(store):
 def test_attribute_and_reflect_with_the_offline_defaults(store):
     trace = failed_trace()
     store.save_trace(trace)
-    attribution, lessons = attribute_and_reflect(store, trace.id)  # heuristic + offline reflector
-    assert attribution is not None and attribution.method == "heuristic"
+    attribution, lessons = attribute_and_reflect(store, trace.id)  # the default method + offline reflector
+    assert attribution is not None and attribution.method == DEFAULT_METHOD
     assert store.attributions(trace.id)[0].id == attribution.id
     if attribution.status == AttributionStatus.ok:
         assert lessons and all(l.agent == attribution.agent and l.attribution_id == attribution.id for l in lessons)
