@@ -139,8 +139,8 @@ def _own_call_failed(trace: Trace, step: Step) -> Evidence | None:
         mode = "A.2" if ARGUMENT_ERROR.search(error) else "V.3"
         return Evidence("own_call_failed", mode, [result.index],
                         f"{_what(step)} with {args} failed: {one_line(error, _QUOTE)}",
-                        f"Check the arguments of {step.tool_name} against the task and earlier results before calling it "
-                        f"(here {args} failed: {one_line(error, 60)}).")
+                        f"Copy tool arguments exactly from the task or earlier results and check them before the call: "
+                        f"here {step.tool_name}({args}) failed with {one_line(error, 60)}.")
     return None
 
 

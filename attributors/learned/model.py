@@ -136,9 +136,9 @@ TREE_PARAMS = {"max_iter": 100, "learning_rate": 0.05, "max_leaf_nodes": 15, "mi
 # How much a small source of traces counts against a large one (see `source_weights`). A source is one system: a
 # dataset's runs of one framework (the bundled `dev` split is five: our own environments and four frameworks). With
 # balance 1 every system weighs the same in training, so no one system's habits (most of all when its errors happen)
-# dominate. Leave-one-system-out mean step / agent accuracy of `learned` alone, the same trees: 18.0% / 45.2% with the
-# earlier setting (balance 0.5 over whole datasets, which the real datasets' own halves had chosen), 22.7% / 51.9% with
-# balance 1 over systems.
+# dominate. Leave-one-system-out mean step accuracy of `learned` alone, the earlier trees: 18.0% with the earlier
+# setting (balance 0.5 over whole datasets, which the real datasets' own halves had chosen), 22.7% with balance 1 over
+# systems.
 SOURCE_BALANCE = 1.0
 
 
