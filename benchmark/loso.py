@@ -161,7 +161,7 @@ def _verdict(trace: Trace, attribution: Attribution) -> Verdict:
     return Verdict(step=float(ok and step_correct(predicted, gold)),
                    agent=float(ok and agent_correct(predicted, gold)) if agent_applies(record) else None,
                    top3=float(gold["step"] in ranked) if attribution.ranking else None,
-                   early=float(ok and attribution.step < EARLY_STEPS), mode=attribution.mode if ok else None,
+                   early=float(attribution.step is not None and ok and attribution.step < EARLY_STEPS), mode=attribution.mode if ok else None,
                    picked={"step": attribution.step, "agent": attribution.agent, "mode": attribution.mode, "top3": ranked}
                    if ok else None)
 
@@ -321,8 +321,8 @@ def loso_tables(report: LosoReport) -> list[Any]:
     for system in labelled_modes:
         table.add_column(system, justify="right")
     for method in report.methods:
-        cells = [report.mode_f1(s, method) for s in labelled_modes]
+        f1s = [report.mode_f1(s, method) for s in labelled_modes]
         if any(report.verdicts[s][method][0].mode for s in labelled_modes if report.verdicts[s][method]):
-            table.add_row(method, *(_pct(c) for c in cells))
+            table.add_row(method, *(_pct(f) for f in f1s))
     tables.append(table)
     return tables
