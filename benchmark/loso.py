@@ -35,7 +35,7 @@ from faultlens.middleware.model import Attribution, Trace
 from faultlens.middleware.roles import candidates
 
 from .datasets import load_dataset
-from .metrics import agent_applies, agent_correct, mode_scores, normalize_agent, step_correct
+from .metrics import agent_applies, agent_correct, macro_mean, mode_scores, normalize_agent, step_correct
 from .runner import MostCommonStep, baseline_names, gold_of, trace_meta
 from .train import assert_no_test_traces, training_set
 
@@ -106,38 +106,16 @@ class LosoReport:
 
     def mean(self, method: str, what: str, samples: int = SAMPLES) -> dict[str, Any]:
         """The mean over systems (each weighs the same) and its 95% bootstrap interval (traces resampled per system)."""
-        rng = np.random.default_rng(SEED)
-        means, boots = [], []
-        for system in self.systems:
-            values = self.values(system, method, what)
-            if values.size == 0:
-                continue
-            means.append(values.mean())
-            if samples:
-                boots.append(values[rng.integers(0, values.size, size=(samples, values.size))].mean(axis=1))
-        if not means:
-            return {"value": None, "ci": None, "systems": 0}
-        ci = None
-        if samples:
-            avg = np.mean(boots, axis=0)
-            ci = [float(np.percentile(avg, 2.5)), float(np.percentile(avg, 97.5))]
-        return {"value": float(np.mean(means)), "ci": ci, "systems": len(means)}
+        found = macro_mean((self.values(system, method, what) for system in self.systems), samples, SEED)
+        return {"value": found["value"], "ci": found["ci"], "systems": found["groups"]}
 
     def mean_difference(self, method: str, other: str, what: str, samples: int = SAMPLES) -> dict[str, Any]:
         """Mean over systems of `method` minus `other`, with a paired bootstrap interval (the same traces for both)."""
-        rng = np.random.default_rng(SEED)
-        diffs, boots = [], []
-        for system in self.systems:
+        def delta(system: str) -> np.ndarray:
             pairs = [(getattr(a, what), getattr(b, what)) for a, b in zip(self.verdicts[system][method], self.verdicts[system][other])]
-            delta = np.asarray([x - y for x, y in pairs if x is not None and y is not None], dtype=float)
-            if delta.size == 0:
-                continue
-            diffs.append(delta.mean())
-            boots.append(delta[rng.integers(0, delta.size, size=(samples, delta.size))].mean(axis=1))
-        if not diffs:
-            return {"value": None, "ci": None}
-        avg = np.mean(boots, axis=0)
-        return {"value": float(np.mean(diffs)), "ci": [float(np.percentile(avg, 2.5)), float(np.percentile(avg, 97.5))]}
+            return np.asarray([x - y for x, y in pairs if x is not None and y is not None], dtype=float)
+        found = macro_mean((delta(system) for system in self.systems), samples, SEED)
+        return {"value": found["value"], "ci": found["ci"]}
 
     def summary(self) -> dict[str, Any]:
         """Plain numbers (JSON-ready): per system and method, and the means with their intervals."""

@@ -165,6 +165,26 @@ def _rates(pairs: dict[str, tuple[np.ndarray, np.ndarray]], samples: int, seed: 
     return out
 
 
+def macro_mean(groups: Iterable[np.ndarray], samples: int = BOOTSTRAP_SAMPLES, seed: int = BOOTSTRAP_SEED) -> dict:
+    """The mean over groups of each group's mean (every group weighs the same, an empty one is skipped), with a 95%
+    percentile bootstrap interval that resamples within each group: {"value", "ci", "groups"}."""
+    rng = np.random.default_rng(seed)
+    means, boots = [], []
+    for values in groups:
+        if values.size == 0:
+            continue
+        means.append(values.mean())
+        if samples:
+            boots.append(values[rng.integers(0, values.size, size=(samples, values.size))].mean(axis=1))
+    if not means:
+        return {"value": None, "ci": None, "groups": 0}
+    ci = None
+    if samples:
+        avg = np.mean(boots, axis=0)
+        ci = [float(np.percentile(avg, 2.5)), float(np.percentile(avg, 97.5))]
+    return {"value": float(np.mean(means)), "ci": ci, "groups": len(means)}
+
+
 def _f1_parts(tp: np.ndarray, fp: np.ndarray, fn: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     with np.errstate(invalid="ignore", divide="ignore"):
         precision = np.where(tp + fp > 0, tp / (tp + fp), 0.0)

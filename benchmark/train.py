@@ -32,7 +32,7 @@ from faultlens.middleware.jsonl import read_jsonl
 from faultlens.middleware.model import GoldLabel, Trace
 
 from .datasets import bundled_path, load_dataset
-from .metrics import normalize_agent
+from .metrics import macro_mean, normalize_agent
 
 
 # What the shipped model (attributors/learned/model.joblib) is trained on, from the repository root.
@@ -197,40 +197,20 @@ class LoeoReport:
 
     def average(self, method: str, what: str, samples: int = 1000, seed: int = 0) -> dict[str, Any]:
         """Macro average over held-out environments, with a 95% bootstrap CI (traces resampled within each environment)."""
-        rng = np.random.default_rng(seed)
-        per_env, boots = [], []
-        for env in self.environments:
+        def values(env: str) -> np.ndarray:
             h = self.hits[env][method]
-            values = h[what][h["applies"]] if what == "agent" else h[what]
-            if values.size == 0:
-                continue
-            per_env.append(values.mean())
-            if samples:
-                boots.append(values[rng.integers(0, values.size, size=(samples, values.size))].mean(axis=1))
-        if not per_env:
-            return {"value": None, "ci": None, "environments": 0}
-        ci = None
-        if samples:
-            avg = np.mean(boots, axis=0)
-            ci = [float(np.percentile(avg, 2.5)), float(np.percentile(avg, 97.5))]
-        return {"value": float(np.mean(per_env)), "ci": ci, "environments": len(per_env)}
+            return h[what][h["applies"]] if what == "agent" else h[what]
+        found = macro_mean((values(env) for env in self.environments), samples, seed)
+        return {"value": found["value"], "ci": found["ci"], "environments": found["groups"]}
 
     def difference(self, method: str, other: str, what: str, samples: int = 1000, seed: int = 0) -> dict[str, Any]:
         """Macro-average accuracy of `method` minus `other`, with a paired 95% bootstrap CI (the same traces resampled for both)."""
-        rng = np.random.default_rng(seed)
-        diffs, boots = [], []
-        for env in self.environments:
+        def delta(env: str) -> np.ndarray:
             h, g = self.hits[env][method], self.hits[env][other]
             mask = h["applies"] if what == "agent" else np.ones_like(h["step"])
-            if not mask.any():
-                continue
-            delta = h[what][mask].astype(float) - g[what][mask].astype(float)
-            diffs.append(delta.mean())
-            boots.append(delta[rng.integers(0, delta.size, size=(samples, delta.size))].mean(axis=1))
-        if not diffs:
-            return {"value": None, "ci": None}
-        avg = np.mean(boots, axis=0)
-        return {"value": float(np.mean(diffs)), "ci": [float(np.percentile(avg, 2.5)), float(np.percentile(avg, 97.5))]}
+            return h[what][mask].astype(float) - g[what][mask].astype(float)
+        found = macro_mean((delta(env) for env in self.environments), samples, seed)
+        return {"value": found["value"], "ci": found["ci"]}
 
     def strongest_other(self, what: str, method: str = "learned") -> str:
         """The comparison method with the highest macro-average accuracy (what `method` has to beat)."""
