@@ -3,6 +3,10 @@
     .venv/bin/python scripts/model_select.py [--realdev ../shared/realdev] [--folds 5]
         [--balance 0.5 ...] [--trees '{"max_iter": 400, "max_leaf_nodes": 31}' ...] [--lofo]
 
+Superseded as the measure of record by `faultlens train --loso` (leave one
+system out: every choice of the shipped model is made on its mean); this
+script's in-domain cross-validation says what labelled runs of a system buy.
+
 Reads the bundled `dev` split and the `train` halves of TRAIL and AgentRx,
 never the bundled `test` split or a `holdout` half. For each setting (every
 `--balance` with every `--trees`, each a JSON object laid over

@@ -2,9 +2,11 @@
 
 Trained on the bundled benchmark's `dev` split and the `train` halves of TRAIL
 (real smolagents runs) and AgentRx (tau-bench retail conversations), so that
-the model has seen real frameworks' traces; a small source weighs more per
-trace than a large one (`model.SOURCE_BALANCE` = 0.5, see `model.source_weights`
-for why). Importing this package registers the `learned` attributor. The model file (`model.joblib`) ships next to this module;
+the model has seen real frameworks' traces; every system (a dataset's runs of
+one framework) weighs the same in training (`model.SOURCE_BALANCE` = 1, see
+`model.source_weights` for why). Importing this package registers the
+`learned` attributor and `blend` (learned with the heuristic's signals, the
+default method; `blend.py`). The model file (`model.joblib`) ships next to this module;
 `faultlens train --dataset bundled:dev --dataset trail:../shared/realdev/trail:train
 --dataset taubench:../shared/realdev/agentrx:train --out PATH` rebuilds it
 (see `benchmark.train`).
