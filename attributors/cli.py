@@ -86,7 +86,7 @@ def attribute(source, method, model, api_base, with_reference, budget_usd, max_c
     file holding one). The attribution is stored; a trace read from a file is
     stored too, unless the attribution failed (then nothing is). Offline methods (blend, heuristic, learned, baseline:*)
     need no model or key. The default, blend, is the one with the best mean step accuracy on systems it never saw
-    (leave-one-system-out, `faultlens train --loso`: 30.7% against 25.4% for the heuristic and 17.9% for random
+    (leave-one-system-out, `faultlens train --loso`: 31.6% against 25.4% for the heuristic and 17.9% for random
     choice; the README has the table); it blends learned's step scores with the heuristic's signals. On your own
     system, labelled runs buy far more: label failed runs (`faultlens traces label`), train on them
     (`faultlens train --dataset bundled:dev --dataset store:PATH --out M`) and pass -O model_path=M.
