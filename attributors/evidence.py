@@ -24,6 +24,7 @@ import re
 from dataclasses import asdict, dataclass, field
 
 from faultlens.middleware.model import Step, StepKind, StepRole, Trace
+from faultlens.middleware.roles import cause_of
 from faultlens.middleware.text import one_line
 
 from .steptext import ARGUMENT_ERROR, NUMBER, environment_fault, final_step, norm, numbers, step_text
@@ -77,7 +78,13 @@ def _failed(step: Step) -> str | None:
 
 
 def _failed_calls_before(trace: Trace, index: int) -> list[Step]:
-    return [s for s in trace.steps[:index] if s.tool_name and _failed(s)]
+    """Failed tool steps before `index` that another decision caused (the step's own calls are `_own_call_failed`'s)."""
+    return [s for s in trace.steps[:index] if s.tool_name and _failed(s) and cause_of(trace, s.index) != index]
+
+
+def _own_failed_calls(trace: Trace, step: Step) -> list[Step]:
+    """The failed tool steps this decision caused: itself if it is a failed call, and the results of its calls."""
+    return [s for s in trace.steps if s.tool_name and _failed(s) and (s.index == step.index or cause_of(trace, s.index) == step.index)]
 
 
 def _mentions(text: str, item: str) -> bool:
@@ -123,24 +130,23 @@ def _silent_after_failure(trace: Trace, step: Step) -> Evidence | None:
 
 
 def _own_call_failed(trace: Trace, step: Step) -> Evidence | None:
-    if step.kind != StepKind.tool_call or not step.tool_name:
+    if step.role != StepRole.decision and not (step.tool_name and _failed(step)):
         return None
-    results = [step] + [s for s in trace.steps[step.index + 1:step.index + 3]
-                        if s.kind == StepKind.tool_result and s.tool_name in (None, step.tool_name)]
-    for result in results:
-        error = _failed(result)
-        if error is None:
-            continue
-        args = one_line(json.dumps(step.tool_arguments, ensure_ascii=False, default=str), _QUOTE)
+    for result in _own_failed_calls(trace, step):
+        error = _failed(result) or ""
+        tool = result.tool_name or step.tool_name
+        call = step if step.tool_name == tool and step.tool_arguments is not None else result
+        args = one_line(json.dumps(call.tool_arguments, ensure_ascii=False, default=str), _QUOTE)
+        what = _what(step) if step.kind == StepKind.tool_call else f"{_what(step)}: its {tool} call"
         if environment_fault(result):
             return Evidence("own_call_failed", "V.3", [result.index],
-                            f"{_what(step)} failed on the environment's side: {one_line(error, _QUOTE)}",
-                            f"When {step.tool_name} fails on its own (timeouts, outages), retry or report it; never go on without its result.")
+                            f"{what} failed on the environment's side: {one_line(error, _QUOTE)}",
+                            f"When {tool} fails on its own (timeouts, outages), retry or report it; never go on without its result.")
         mode = "A.2" if ARGUMENT_ERROR.search(error) else "V.3"
         return Evidence("own_call_failed", mode, [result.index],
-                        f"{_what(step)} with {args} failed: {one_line(error, _QUOTE)}",
+                        f"{what} with {args} failed: {one_line(error, _QUOTE)}",
                         f"Copy tool arguments exactly from the task or earlier results and check them before the call: "
-                        f"here {step.tool_name}({args}) failed with {one_line(error, 60)}.")
+                        f"here {tool}({args}) failed with {one_line(error, 60)}.")
     return None
 
 

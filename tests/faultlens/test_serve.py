@@ -18,6 +18,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import Status, StatusCode
 
+from faultlens.attributors.registry import DEFAULT_METHOD
 from faultlens.serve import build_app, serve
 from faultlens.server import ServerThread
 from faultlens.middleware.store import open_store
@@ -231,7 +232,7 @@ def test_the_ui_shows_the_heuristic_blame_and_the_lesson(tmp_path):
             blamed = wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "li.step.blamed")))
             assert blamed.get_attribute("data-step") == "1"
             assert "converter" in blamed.text and "A.2" in blamed.text
-            assert "heuristic" in driver.find_element(By.ID, "attribution").text
+            assert DEFAULT_METHOD in driver.find_element(By.ID, "attribution").text
             driver.execute_script("window.scrollTo(0, 0)")
             shot = tmp_path / "ui-trace.png"
             driver.save_screenshot(str(shot))
