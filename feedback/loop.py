@@ -1,6 +1,6 @@
 """The live feedback loop: a failed run becomes lessons, off the agent's thread.
 
-    loop = FeedbackLoop(tracer, "heuristic", LessonMemory(store))   # offline defaults
+    loop = FeedbackLoop(tracer, "blend", LessonMemory(store))   # offline defaults
     ...                                   # agents run under the tracer, with lessons (feedback.hooks)
     loop.record_outcome(trace_id, Outcome(success=False, detail="..."))
     loop.wait()                           # in tests and scripts: let the worker finish
@@ -12,7 +12,7 @@ When a run's outcome is recorded:
 2. if the run failed, it becomes a job in the store's failed-run queue
    (`middleware.jobs`, the same queue `faultlens serve` and `faultlens worker`
    use). A worker thread claims it, attributes the trace (`attributor`,
-   default ``heuristic``), saves the attribution, reflects (`reflector`,
+   default ``blend``, `attributors.registry.DEFAULT_METHOD`), saves the attribution, reflects (`reflector`,
    default `OfflineReflector`) and adds the lessons to memory (merging
    near-duplicates). A job is retried if it raises, and claimed again if its
    worker died; the attribution and lessons of one job are keyed by the job
@@ -197,7 +197,7 @@ class FeedbackLoop:
 
     tracer: the faultlens tracer the agents run under (its `store` is used) or
         None with `store=` given.
-    attributor: a name for `attributors.get` (default ``heuristic``, offline),
+    attributor: a name for `attributors.get` (default ``blend``, offline: `DEFAULT_METHOD`),
         an attributor object, or None to reflect on the outcome alone.
     memory: where lessons go (default: `LessonMemory` over the store).
     reflector: a `Reflector` or a `get_reflector` spec (default: offline).
