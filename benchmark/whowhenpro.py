@@ -107,7 +107,7 @@ def media_dirs(path: Path, top: Path) -> list[Path]:
 def detect_shape(trajectory: list) -> str:
     """The file's trajectory shape, from its entries' `kind`s and keys."""
     entries = [e for e in trajectory if isinstance(e, dict)]
-    kinds = {e.get("kind") for e in entries}
+    kinds = {e["kind"] for e in entries if isinstance(e.get("kind"), str)}
     if kinds & {"planning", "action"}:
         return PLANNING
     if "agent" in kinds:
@@ -245,8 +245,8 @@ class _Parser:
             function = call.get("function")
             fn = function if isinstance(function, dict) else call
             name = fn.get("name")
-            if not name:
-                raise self.fail(record, f"tool_calls[{i}].name", "missing")
+            if not name or not isinstance(name, str):
+                raise self.fail(record, f"tool_calls[{i}].name", f"expected the tool's name, got {name!r}")
             args = fn.get("arguments", {})
             if isinstance(args, str):
                 try:
@@ -391,6 +391,8 @@ class _Parser:
     def _step(self, entry: Any, i: int, default_agent: str, record: str, shape: str) -> Step:
         if not isinstance(entry, dict):
             raise self.fail(record, None, f"expected an object, got {type(entry).__name__}")
+        if entry.get("kind") is not None and not isinstance(entry["kind"], str):
+            raise self.fail(record, "kind", f"expected a string such as 'user', got {type(entry['kind']).__name__}")
         if shape != CHAT:
             kind = entry.get("kind")
             if kind is None and shape == GRAPH:
@@ -508,7 +510,7 @@ class _Parser:
             field = "ground_truth" if shape == GRAPH else "ground_truth.step"
             raise self.fail(None, field, f"no trajectory entry has step id {native!r} (ids: {sample}{', ...' if len(ids) > 8 else ''})")
         mode = gold.get("mode")
-        if mode is not None and mode not in BY_CODE:
+        if mode is not None and (not isinstance(mode, str) or mode not in BY_CODE):
             raise self.fail(None, "ground_truth.mode", f"{mode!r} is not a taxonomy code (e.g. R.2, A.1)")
         gold_agent = gold.get("agent")
         if gold_agent is not None and not isinstance(gold_agent, bool) and isinstance(gold_agent, int):
