@@ -7,7 +7,8 @@ some of `agents` [{id, role}], `topology` {layers, sink_nodes}, `final_answer`,
 `termination`, `eval_status`, `eval_error_preview`, `video_context`.
 
 In a folder laid out as published (`data/traces/*.json` beside `assets/`),
-only `data/traces/` is read. One file uses one trajectory shape, told from its entries. Each entry becomes
+only `data/traces/` is read, and media paths are relative to the site root (the
+parent of `data/`). One file uses one trajectory shape, told from its entries. Each entry becomes
 one `Step` and keeps a native step id (`Step.native_id`), which is what the
 gold label points at and what the scorer compares:
 
@@ -19,21 +20,25 @@ gold label points at and what the scorer compares:
                      id: "ROUND.POSITION" (the gold `step` is written "R.P")
     graph nodes      {kind: user}, {agent_id, role, stage, output}, {kind: final_answer}
                      id: "AGENT:LAYER.POSITION", LAYER the agent's layer in
-                     `topology.layers`, POSITION the entry's rank among that agent's
+                     `topology.layers` (node number i is the agent `node_i`; the
+                     sink sits in no layer: LAYER "sink"), POSITION the entry's
+                     rank among that agent's
 
 Entries the gold label cannot point at (the user's, a final answer) get "#INDEX".
 The shapes of the paper's description (a planning/action entry with
 `step_number` and no `kind`, an agent turn {agent, round, position} with id
 "ROUND:POSITION") are still read.
 
-Fields that give the gold answer away (`ground_truth`, `eval_error_preview`,
-an entry's `injected`, `is_injected`, `is_replayed`, and `phase` when it is
-replayed/injected/live) are kept under `metadata["answer_key"]`, which
-`middleware.answer_key.attributor_view` removes before any attributor sees the trace.
+Fields that give the gold answer away (`ground_truth`, the mode code in `id`,
+an entry's `injected`, `is_injected`, `is_replayed` and `phase`, a list) are kept
+under `metadata["answer_key"]`, which `middleware.answer_key.attributor_view`
+removes before any attributor sees the trace; the trace's id drops the mode
+segment. `task.answer` is the reference answer, which the runner hides unless
+asked. `task.options` is an object {"A": text, ...}, shown as "A. text" choices.
 
 Media are a path, a `data:` URI or an object {path | data | uri, mime_type?,
 index?, time_s?}. A relative path is looked up in the trace's folder, then each
-parent up to the dataset folder and its parent, then `media_root` if given; one
+parent up to the dataset folder and its parent, the site root, then `media_root` if given; one
 found nowhere is an error naming the file, the entry and the field. An entry of
 an unknown shape is an error too, never skipped.
 """
@@ -515,6 +520,8 @@ class _Parser:
         gold_agent = gold.get("agent")
         if gold_agent is not None and not isinstance(gold_agent, bool) and isinstance(gold_agent, int):
             gold_agent = str(gold_agent)
+        if gold_agent is not None and not isinstance(gold_agent, str):
+            raise self.fail(None, "ground_truth.agent", f"expected an agent id or null, got {type(gold_agent).__name__}")
         step_agents = {s.agent for s in steps}
         if gold_agent is not None and gold_agent not in step_agents:
             raise self.fail(None, "ground_truth.agent", f"{gold_agent!r} produced no step (agents: {', '.join(sorted(step_agents))})")
