@@ -448,6 +448,24 @@ class _Parser:
             out.append(AgentInfo(name=str(name).strip(), role=_text(agent.get("role")), description=_text(agent.get("description"))))
         return out
 
+    def gold_mode_and_agent(self, gold: dict, steps: list[Step], blamed: Step, native: str) -> tuple[str | None, str | None]:
+        """The gold label's mode (a taxonomy code) and agent (one that produced the entry it points at)."""
+        mode = gold.get("mode")
+        if mode is not None and (not isinstance(mode, str) or mode not in BY_CODE):
+            raise self.fail(None, "ground_truth.mode", f"{mode!r} is not a taxonomy code (e.g. R.2, A.1)")
+        gold_agent = gold.get("agent")
+        if gold_agent is not None and not isinstance(gold_agent, bool) and isinstance(gold_agent, int):
+            gold_agent = str(gold_agent)
+        if gold_agent is not None and not isinstance(gold_agent, str):
+            raise self.fail(None, "ground_truth.agent", f"expected an agent id or null, got {type(gold_agent).__name__}")
+        step_agents = {s.agent for s in steps}
+        if gold_agent is not None and gold_agent not in step_agents:
+            raise self.fail(None, "ground_truth.agent", f"{gold_agent!r} produced no step (agents: {', '.join(sorted(step_agents))})")
+        if gold_agent is not None and blamed.agent != gold_agent:
+            raise self.fail(None, "ground_truth.agent", f"{gold_agent!r}, but the entry the label points at "
+                            f"(trajectory[{blamed.index}], step id {native!r}) is by {blamed.agent!r}")
+        return mode, gold_agent
+
     def options(self, value: Any) -> list[str] | None:
         """The choices: a list, or as published an object {"A": "Horse", ...} shown as "A. Horse"."""
         if value is None:
@@ -514,22 +532,7 @@ class _Parser:
             sample = ", ".join(ids[:8])
             field = "ground_truth" if shape == GRAPH else "ground_truth.step"
             raise self.fail(None, field, f"no trajectory entry has step id {native!r} (ids: {sample}{', ...' if len(ids) > 8 else ''})")
-        mode = gold.get("mode")
-        if mode is not None and (not isinstance(mode, str) or mode not in BY_CODE):
-            raise self.fail(None, "ground_truth.mode", f"{mode!r} is not a taxonomy code (e.g. R.2, A.1)")
-        gold_agent = gold.get("agent")
-        if gold_agent is not None and not isinstance(gold_agent, bool) and isinstance(gold_agent, int):
-            gold_agent = str(gold_agent)
-        if gold_agent is not None and not isinstance(gold_agent, str):
-            raise self.fail(None, "ground_truth.agent", f"expected an agent id or null, got {type(gold_agent).__name__}")
-        step_agents = {s.agent for s in steps}
-        if gold_agent is not None and gold_agent not in step_agents:
-            raise self.fail(None, "ground_truth.agent", f"{gold_agent!r} produced no step (agents: {', '.join(sorted(step_agents))})")
-        blamed = by_native[native]
-        if gold_agent is not None and blamed.agent != gold_agent:
-            raise self.fail(None, "ground_truth.agent", f"{gold_agent!r}, but the entry the label points at "
-                            f"(trajectory[{blamed.index}], step id {native!r}) is by {blamed.agent!r}")
-
+        mode, gold_agent = self.gold_mode_and_agent(gold, steps, by_native[native], native)
         options = self.options(task.get("options"))
         answer = task.get("answer")
         metadata: dict[str, Any] = {k: d[k] for k in ("topology", "final_answer", "termination", "eval_status", "eval_error_preview")
@@ -563,7 +566,7 @@ class _Parser:
                 outcome=Outcome(success=False, evaluator=FORMAT, detail=detail),
                 source=Source(framework=str(self.require(d, "framework", str)), benchmark=str(self.require(d, "benchmark", str)),
                               modality=modality, format=FORMAT, native_id=blind, subset=subset),
-                gold=GoldLabel(step=blamed.index, agent=gold_agent, mode=mode, native_step=native,
+                gold=GoldLabel(step=by_native[native].index, agent=gold_agent, mode=mode, native_step=native,
                                reason=_text(gold.get("reason")) or None),
                 metadata=metadata,
             )

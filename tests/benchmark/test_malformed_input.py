@@ -11,7 +11,6 @@ import functools
 import json
 import shutil
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +20,8 @@ from hypothesis import strategies as st
 
 from faultlens.benchmark import load_dataset
 from faultlens.middleware.errors import InputError
-from faultlens.middleware.jsonl import write_jsonl
 from faultlens.middleware.otlp import trace_to_otlp
+from faultlens.middleware.sources import load_traces
 from faultlens.middleware.store import open_store
 
 from .conftest import FIXTURES
@@ -89,11 +88,9 @@ def mutated(draw, text: str) -> str:
     return json.dumps(_mutate(doc, path, value))
 
 
-def _import_never_crashes(folder: Path, file: Path, text: str, spec: str, load: Callable[[str], Any] | None = None) -> None:
+def _import_never_crashes(folder: Path, file: Path, text: str, spec: str) -> None:
     """Write `text` to `file` in a copy of `folder`, import `spec` into a store holding one trace:
     either it imports, or it is an InputError naming the file, and the store is unchanged."""
-    from faultlens.middleware.sources import load_traces
-
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "in"
         shutil.copytree(folder, root)
@@ -102,7 +99,7 @@ def _import_never_crashes(folder: Path, file: Path, text: str, spec: str, load: 
         store.save_traces(load_dataset(f"whowhenpro:{PUBLISHED}").traces()[:1])
         before = [t.model_dump() for t in store.iter_traces()]
         try:
-            store.save_traces((load or load_traces)(spec.format(root=root)))
+            store.save_traces(load_traces(spec.format(root=root)))
         except InputError as err:
             # the file itself, or the file the mutated one no longer matches (a label naming a missing step)
             assert err.source.startswith(str(root)) or str(root) in err.source, str(err)
@@ -209,23 +206,18 @@ def _a_trace():
     return next(t for t in load_dataset(f"whowhenpro:{PUBLISHED}").traces() if t.metadata["trajectory_shape"] == "agent turns")
 
 
-@EXAMPLES
-@given(data=st.data())
-def test_jsonl_never_crashes(data):
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp) / "j"
-        folder.mkdir()
-        write_jsonl([_a_trace()], folder / "runs.jsonl")
-        line = (folder / "runs.jsonl").read_text().strip()
-        _import_never_crashes(folder, Path("runs.jsonl"), data.draw(mutated(line)) + "\n", "jsonl:{root}/runs.jsonl")
+NATIVE_FILES = {"jsonl": ("runs.jsonl", lambda t: t.model_dump_json() + "\n"), "otlp": ("spans.json", lambda t: json.dumps(trace_to_otlp(t)))}
 
 
+@pytest.mark.parametrize("source", ["jsonl", "otlp"])
 @EXAMPLES
 @given(data=st.data())
-def test_otlp_never_crashes(data):
+def test_jsonl_and_otlp_never_crash(source, data):
+    name, write = NATIVE_FILES[source]
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp) / "o"
+        folder = Path(tmp) / source
         folder.mkdir()
-        text = json.dumps(trace_to_otlp(_a_trace()))
-        (folder / "spans.json").write_text(text)
-        _import_never_crashes(folder, Path("spans.json"), data.draw(mutated(text)), "otlp:{root}/spans.json")
+        text = write(_a_trace())
+        (folder / name).write_text(text)
+        assert len(list(load_traces(f"{source}:{folder / name}"))) == 1  # the unmutated file imports
+        _import_never_crashes(folder, Path(name), data.draw(mutated(text.strip())) + "\n", f"{source}:{{root}}/{name}")
