@@ -68,7 +68,7 @@ def _steps(traj: Any, source: str, record: str) -> list[Step]:
         if not isinstance(message, dict):
             raise InputError(source, where, None, f"expected a message object, got {type(message).__name__}")
         role = message.get("role")
-        if role not in AGENTS:
+        if not isinstance(role, str) or role not in AGENTS:
             raise InputError(source, where, "role", f"{role!r} is not one of {', '.join(AGENTS)}")
         content = _text(message.get("content"))
         calls = message.get("tool_calls") or []
@@ -162,11 +162,15 @@ def read_taubench(directory: str | Path, split: str | None = None) -> Iterator[T
     for i, label in enumerate(labels_raw):
         if not isinstance(label, dict) or "trajectory_id" not in label:
             raise InputError(str(labels_path), f"[{i}]", "trajectory_id", "missing")
+        if isinstance(label["trajectory_id"], bool) or not isinstance(label["trajectory_id"], (int, str)):
+            raise InputError(str(labels_path), f"[{i}]", "trajectory_id", f"expected a task id, got {type(label['trajectory_id']).__name__}")
         labels[label["trajectory_id"]] = label
     ids = []
     for i, run in enumerate(runs):
         if not isinstance(run, dict) or "task_id" not in run:
             raise InputError(str(runs_path), f"[{i}]", "task_id", "missing")
+        if isinstance(run["task_id"], bool) or not isinstance(run["task_id"], (int, str)):
+            raise InputError(str(runs_path), f"[{i}]", "task_id", f"expected a task id, got {type(run['task_id']).__name__}")
         trial = run.get("trial")
         ids.append(f"taubench:{run['task_id']}" + (f"/trial-{trial}" if trial is not None else ""))
     keys = {trace_id: scenario(run, trace_id) for trace_id, run in zip(ids, runs)}

@@ -197,6 +197,8 @@ def _otlp_span(span: dict, trace_id: str, where: str, source: str) -> tuple[dict
     if span.get("status_message"):
         status["message"] = str(span["status_message"])
     events = []
+    if not isinstance(span.get("events") or [], list):
+        raise InputError(source, where, "events", "must be a list")
     for i, event in enumerate(span.get("events") or []):
         if not isinstance(event, dict):
             raise InputError(source, where, f"events[{i}]", "must be an object")

@@ -7,7 +7,8 @@ some of `agents` [{id, role}], `topology` {layers, sink_nodes}, `final_answer`,
 `termination`, `eval_status`, `eval_error_preview`, `video_context`.
 
 In a folder laid out as published (`data/traces/*.json` beside `assets/`),
-only `data/traces/` is read. One file uses one trajectory shape, told from its entries. Each entry becomes
+only `data/traces/` is read, and media paths are relative to the site root (the
+parent of `data/`). One file uses one trajectory shape, told from its entries. Each entry becomes
 one `Step` and keeps a native step id (`Step.native_id`), which is what the
 gold label points at and what the scorer compares:
 
@@ -19,21 +20,25 @@ gold label points at and what the scorer compares:
                      id: "ROUND.POSITION" (the gold `step` is written "R.P")
     graph nodes      {kind: user}, {agent_id, role, stage, output}, {kind: final_answer}
                      id: "AGENT:LAYER.POSITION", LAYER the agent's layer in
-                     `topology.layers`, POSITION the entry's rank among that agent's
+                     `topology.layers` (node number i is the agent `node_i`; the
+                     sink sits in no layer: LAYER "sink"), POSITION the entry's
+                     rank among that agent's
 
 Entries the gold label cannot point at (the user's, a final answer) get "#INDEX".
 The shapes of the paper's description (a planning/action entry with
 `step_number` and no `kind`, an agent turn {agent, round, position} with id
 "ROUND:POSITION") are still read.
 
-Fields that give the gold answer away (`ground_truth`, `eval_error_preview`,
-an entry's `injected`, `is_injected`, `is_replayed`, and `phase` when it is
-replayed/injected/live) are kept under `metadata["answer_key"]`, which
-`middleware.answer_key.attributor_view` removes before any attributor sees the trace.
+Fields that give the gold answer away (`ground_truth`, the mode code in `id`,
+an entry's `injected`, `is_injected`, `is_replayed` and `phase`, a list) are kept
+under `metadata["answer_key"]`, which `middleware.answer_key.attributor_view`
+removes before any attributor sees the trace; the trace's id drops the mode
+segment. `task.answer` is the reference answer, which the runner hides unless
+asked. `task.options` is an object {"A": text, ...}, shown as "A. text" choices.
 
 Media are a path, a `data:` URI or an object {path | data | uri, mime_type?,
 index?, time_s?}. A relative path is looked up in the trace's folder, then each
-parent up to the dataset folder and its parent, then `media_root` if given; one
+parent up to the dataset folder and its parent, the site root, then `media_root` if given; one
 found nowhere is an error naming the file, the entry and the field. An entry of
 an unknown shape is an error too, never skipped.
 """
@@ -69,9 +74,9 @@ SHAPE_KINDS = {PLANNING: ("user", "planning", "action", "final_answer"), TURNS: 
                GRAPH: ("user", "final_answer")}
 
 # What reveals the gold label (kept only under metadata["answer_key"]).
-LEAKING_TOP_FIELDS = ("ground_truth", "eval_error_preview")
-LEAKING_ENTRY_FIELDS = ("injected", "is_injected", "is_replayed")
-LEAKING_PHASES = frozenset({"replayed", "injected", "live"})
+LEAKING_TOP_FIELDS = ("ground_truth",)
+LEAKING_ENTRY_FIELDS = ("injected", "is_injected", "is_replayed", "phase")
+ID_SEPARATOR = "__"
 
 
 def read_whowhenpro(directory: str | Path, media_root: str | Path | None = None) -> Iterator[Trace]:
@@ -99,13 +104,15 @@ def media_dirs(path: Path, top: Path) -> list[Path]:
         current = current.parent
         dirs.append(current)
     dirs.append(stop.parent)
+    # As published, media paths are relative to the site root, the parent of `data/`.
+    dirs += [p.parent for p in path.resolve().parents if p.name == PUBLISHED_TRACES.parts[0]][:1]
     return list(dict.fromkeys(d.resolve() for d in dirs))
 
 
 def detect_shape(trajectory: list) -> str:
     """The file's trajectory shape, from its entries' `kind`s and keys."""
     entries = [e for e in trajectory if isinstance(e, dict)]
-    kinds = {e.get("kind") for e in entries}
+    kinds = {e["kind"] for e in entries if isinstance(e.get("kind"), str)}
     if kinds & {"planning", "action"}:
         return PLANNING
     if "agent" in kinds:
@@ -145,6 +152,7 @@ class _Parser:
         self.agent_layer: dict[str, int] = {}
         self.agent_turns: dict[str, int] = {}
         self.plans = 0
+        self.sinks: set[str] = set()
 
     def fail(self, record: str | None, field: str | None, message: str) -> InputError:
         return InputError(self.source, record, field, message)
@@ -242,8 +250,8 @@ class _Parser:
             function = call.get("function")
             fn = function if isinstance(function, dict) else call
             name = fn.get("name")
-            if not name:
-                raise self.fail(record, f"tool_calls[{i}].name", "missing")
+            if not name or not isinstance(name, str):
+                raise self.fail(record, f"tool_calls[{i}].name", f"expected the tool's name, got {name!r}")
             args = fn.get("arguments", {})
             if isinstance(args, str):
                 try:
@@ -330,8 +338,6 @@ class _Parser:
         text, media = self.content_and_parts(entry.get("output"), record)
         media += self.media_list(entry, "images", record) + self.media_list(entry, "frames", record, frames=True)
         metadata = {k: entry[k] for k in ("role", "round", "position", "ledger") if entry.get(k) is not None}
-        if entry.get("phase") is not None and entry["phase"] not in LEAKING_PHASES:
-            metadata["phase"] = entry["phase"]
         fields: dict[str, Any] = {"kind": StepKind.message}
         actions = entry.get("tool_actions")
         if actions:
@@ -349,9 +355,10 @@ class _Parser:
         if agent is None or isinstance(agent, bool) or not isinstance(agent, (int, str)) or not str(agent).strip():
             raise self.fail(record, "agent_id", f"expected the node's agent id, got {agent!r}")
         agent = str(agent).strip()
-        if agent not in self.agent_layer:
-            raise self.fail(record, "agent_id", f"agent {agent!r} is in no layer of topology.layers")
-        layer = self.agent_layer[agent]
+        if agent not in self.agent_layer and agent not in self.sinks:
+            raise self.fail(record, "agent_id", f"agent {agent!r} is in no layer of topology.layers and is no sink node")
+        # The sink (`node_out`) sits in no layer; the gold label never points at it.
+        layer: int | str = self.agent_layer.get(agent, "sink")
         position = self.agent_turns.get(agent, 0)
         self.agent_turns[agent] = position + 1
         text, media = self.content_and_parts(entry.get("output"), record)
@@ -368,9 +375,8 @@ class _Parser:
         if entry["kind"] == "user":
             return Step(index=i, agent="user", kind=StepKind.human, content=text, media=media, native_id=f"#{i}",
                         metadata={"kind": "user"})
-        sinks = (self.data.get("topology") or {}).get("sink_nodes") if isinstance(self.data.get("topology"), dict) else None
-        agent = str(sinks[0]) if isinstance(sinks, list) and len(sinks) == 1 else "system"
-        return Step(index=i, agent=entry.get("agent") or agent, kind=StepKind.final_answer, content=text, media=media,
+        agent = next(iter(self.sinks)) if len(self.sinks) == 1 else "system"
+        return Step(index=i, agent=_text(entry.get("agent")) or agent, kind=StepKind.final_answer, content=text, media=media,
                     native_id=f"#{i}", metadata={"kind": "final_answer"})
 
     def step(self, entry: Any, i: int, default_agent: str, shape: str) -> Step:
@@ -384,14 +390,14 @@ class _Parser:
 
     def keep_leaks(self, entry: dict, i: int) -> None:
         leaks = {k: entry[k] for k in LEAKING_ENTRY_FIELDS if k in entry}
-        if entry.get("phase") in LEAKING_PHASES:
-            leaks["phase"] = entry["phase"]
         if leaks:
             self.leaks[str(i)] = leaks
 
     def _step(self, entry: Any, i: int, default_agent: str, record: str, shape: str) -> Step:
         if not isinstance(entry, dict):
             raise self.fail(record, None, f"expected an object, got {type(entry).__name__}")
+        if entry.get("kind") is not None and not isinstance(entry["kind"], str):
+            raise self.fail(record, "kind", f"expected a string such as 'user', got {type(entry['kind']).__name__}")
         if shape != CHAT:
             kind = entry.get("kind")
             if kind is None and shape == GRAPH:
@@ -442,21 +448,60 @@ class _Parser:
             out.append(AgentInfo(name=str(name).strip(), role=_text(agent.get("role")), description=_text(agent.get("description"))))
         return out
 
-    def layers(self) -> None:
-        """Each agent's layer in `topology.layers` ({"0": [node ids], ...}), for graph-node traces."""
+    def gold_mode_and_agent(self, gold: dict, steps: list[Step], blamed: Step, native: str) -> tuple[str | None, str | None]:
+        """The gold label's mode (a taxonomy code) and agent (one that produced the entry it points at)."""
+        mode = gold.get("mode")
+        if mode is not None and (not isinstance(mode, str) or mode not in BY_CODE):
+            raise self.fail(None, "ground_truth.mode", f"{mode!r} is not a taxonomy code (e.g. R.2, A.1)")
+        gold_agent = gold.get("agent")
+        if gold_agent is not None and not isinstance(gold_agent, bool) and isinstance(gold_agent, int):
+            gold_agent = str(gold_agent)
+        if gold_agent is not None and not isinstance(gold_agent, str):
+            raise self.fail(None, "ground_truth.agent", f"expected an agent id or null, got {type(gold_agent).__name__}")
+        step_agents = {s.agent for s in steps}
+        if gold_agent is not None and gold_agent not in step_agents:
+            raise self.fail(None, "ground_truth.agent", f"{gold_agent!r} produced no step (agents: {', '.join(sorted(step_agents))})")
+        if gold_agent is not None and blamed.agent != gold_agent:
+            raise self.fail(None, "ground_truth.agent", f"{gold_agent!r}, but the entry the label points at "
+                            f"(trajectory[{blamed.index}], step id {native!r}) is by {blamed.agent!r}")
+        return mode, gold_agent
+
+    def options(self, value: Any) -> list[str] | None:
+        """The choices: a list, or as published an object {"A": "Horse", ...} shown as "A. Horse"."""
+        if value is None:
+            return None
+        if isinstance(value, dict):
+            for key, text in value.items():
+                if not isinstance(text, (str, int, float)) or isinstance(text, bool):
+                    raise self.fail(None, f"task.options.{key}", f"expected the option's text, got {type(text).__name__}")
+            return [f"{key}. {text}" for key, text in value.items()]
+        if isinstance(value, list):
+            return [_text(o) for o in value]
+        raise self.fail(None, "task.options", f"expected an object {{\"A\": text, ...}} or a list, got {type(value).__name__}")
+
+    def layers(self, agents: list[AgentInfo]) -> None:
+        """Each agent's layer in `topology.layers` ({"0": [node numbers], ...}), for graph-node traces.
+
+        As published, node number `i` is the agent `node_i`; an agent whose `agents[].role`
+        is a sink (`node_out`, role `sink_node`) sits in no layer."""
         topology = self.data.get("topology")
         layers = topology.get("layers") if isinstance(topology, dict) else None
         if not isinstance(layers, dict) or not layers:
-            raise self.fail(None, "topology.layers", "a graph-node trajectory needs its layers: {\"0\": [node ids], ...}")
+            raise self.fail(None, "topology.layers", "a graph-node trajectory needs its layers: {\"0\": [node numbers], ...}")
+        names = {a.name for a in agents}
+        self.sinks = {a.name for a in agents if a.role and "sink" in a.role.lower()}
         for key, nodes in layers.items():
             if not str(key).strip().isdigit():
                 raise self.fail(None, f"topology.layers.{key}", "a layer's key is its number (\"0\", \"1\", ...)")
             if not isinstance(nodes, list):
-                raise self.fail(None, f"topology.layers.{key}", "expected a list of node ids")
-            for node in nodes:
-                if str(node) in self.agent_layer:
-                    raise self.fail(None, f"topology.layers.{key}", f"node {node!r} is also in layer {self.agent_layer[str(node)]}")
-                self.agent_layer[str(node)] = int(key)
+                raise self.fail(None, f"topology.layers.{key}", "expected a list of node numbers")
+            for j, node in enumerate(nodes):
+                if isinstance(node, bool) or not isinstance(node, (int, str)):
+                    raise self.fail(None, f"topology.layers.{key}[{j}]", f"expected a node number, got {node!r}")
+                agent = f"node_{node}" if f"node_{node}" in names else str(node)
+                if agent in self.agent_layer:
+                    raise self.fail(None, f"topology.layers.{key}", f"node {node!r} is also in layer {self.agent_layer[agent]}")
+                self.agent_layer[agent] = int(str(key).strip())
 
     def trace(self, subset: str | None) -> Trace:
         d = self.data
@@ -473,7 +518,7 @@ class _Parser:
         default_agent = agents[0].name if len(agents) == 1 else "agent"
         shape = detect_shape(trajectory)
         if shape == GRAPH:
-            self.layers()
+            self.layers(agents)
         steps = [self.step(entry, i, default_agent, shape) for i, entry in enumerate(trajectory)]
 
         by_native: dict[str, Step] = {}
@@ -487,52 +532,61 @@ class _Parser:
             sample = ", ".join(ids[:8])
             field = "ground_truth" if shape == GRAPH else "ground_truth.step"
             raise self.fail(None, field, f"no trajectory entry has step id {native!r} (ids: {sample}{', ...' if len(ids) > 8 else ''})")
-        mode = gold.get("mode")
-        if mode is not None and mode not in BY_CODE:
-            raise self.fail(None, "ground_truth.mode", f"{mode!r} is not a taxonomy code (e.g. R.2, A.1)")
-        gold_agent = gold.get("agent")
-        if gold_agent is not None and not isinstance(gold_agent, bool) and isinstance(gold_agent, int):
-            gold_agent = str(gold_agent)
-        step_agents = {s.agent for s in steps}
-        if gold_agent is not None and gold_agent not in step_agents:
-            raise self.fail(None, "ground_truth.agent", f"{gold_agent!r} produced no step (agents: {', '.join(sorted(step_agents))})")
-        blamed = by_native[native]
-        if gold_agent is not None and blamed.agent != gold_agent:
-            raise self.fail(None, "ground_truth.agent", f"{gold_agent!r}, but the entry the label points at "
-                            f"(trajectory[{blamed.index}], step id {native!r}) is by {blamed.agent!r}")
-
-        options = task.get("options")
-        if options is not None and not isinstance(options, list):
-            raise self.fail(None, "task.options", "expected a list")
+        mode, gold_agent = self.gold_mode_and_agent(gold, steps, by_native[native], native)
+        options = self.options(task.get("options"))
         answer = task.get("answer")
-        metadata: dict[str, Any] = {k: d[k] for k in ("topology", "final_answer", "termination", "eval_status") if d.get(k) is not None}
+        metadata: dict[str, Any] = {k: d[k] for k in ("topology", "final_answer", "termination", "eval_status", "eval_error_preview")
+                                    if d.get(k) is not None}
         metadata["trajectory_shape"] = shape
         answer_key: dict[str, Any] = {k: d[k] for k in LEAKING_TOP_FIELDS if k in d}
+        blind = blind_id(str(trace_id), mode)
+        if blind != str(trace_id):
+            answer_key["id"] = str(trace_id)
         if self.leaks:
             answer_key["entries"] = self.leaks
         metadata[ANSWER_KEY] = answer_key
         task_metadata = {"video_context": d["video_context"]} if d.get("video_context") is not None else {}
+        if isinstance(task.get("options"), dict):
+            task_metadata["options"] = task["options"]
+        # eval_status / eval_error_preview are the outcome a user would see (not the label).
         detail = "Who&When Pro traces are failures by construction"
         if d.get("eval_status") is not None:
             detail += f" (eval_status: {_text(d['eval_status'])})"
+        if d.get("eval_error_preview") is not None:
+            detail += f"; evaluation output: {_text(d['eval_error_preview'])}"
         try:
             return Trace(
-                id=str(trace_id),
+                id=blind,
                 task=Task(query=_text(self.require(task, "query", str, "task.")),
                           reference_answer=_text(answer) if answer is not None else None,
-                          options=[_text(o) for o in options] if options is not None else None,
+                          options=options,
                           attachments=self.media_list(task, "images", "task"), metadata=task_metadata),
                 agents=agents,
                 steps=steps,
                 outcome=Outcome(success=False, evaluator=FORMAT, detail=detail),
                 source=Source(framework=str(self.require(d, "framework", str)), benchmark=str(self.require(d, "benchmark", str)),
-                              modality=modality, format=FORMAT, native_id=str(trace_id), subset=subset),
-                gold=GoldLabel(step=blamed.index, agent=gold_agent, mode=mode, native_step=native,
+                              modality=modality, format=FORMAT, native_id=blind, subset=subset),
+                gold=GoldLabel(step=by_native[native].index, agent=gold_agent, mode=mode, native_step=native,
                                reason=_text(gold.get("reason")) or None),
                 metadata=metadata,
             )
         except ValidationError as exc:
             raise from_validation_error(self.source, None, exc) from None
+
+
+def blind_id(trace_id: str, mode: Any) -> str:
+    """The trace's id without the failure-mode code the published ids carry
+    ("<framework>__<benchmark>__<mode>__<task>__<date>"): the code gives the label away."""
+    parts = trace_id.split(ID_SEPARATOR)
+    if len(parts) < 2:
+        return trace_id
+    def squash(text: str) -> str:
+        return "".join(c for c in text.lower() if c.isalnum())
+    code = squash(mode) if isinstance(mode, str) else None
+    kept = [p for p in parts if not (code and squash(p) == code)]
+    if len(kept) == len(parts) == 5 and squash(parts[2]) in {squash(c) for c in BY_CODE}:
+        kept = parts[:2] + parts[3:]
+    return ID_SEPARATOR.join(kept) or trace_id
 
 
 def parse_whowhenpro(data: Any, path: Path, subset: str | None = None, dirs: list[Path] | None = None) -> Trace:
