@@ -14,7 +14,6 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 import click
-from click.utils import make_default_short_help
 from rich.console import Console
 from rich.table import Table
 
@@ -59,10 +58,10 @@ class PluginGroup(click.Group):
         # First-party commands are listed from COMMAND_HELP: importing them for a line of help
         # would import litellm, scikit-learn and FastAPI just to print the list.
         limit = formatter.width - 6 - max((len(name) for name in self.list_commands(ctx)), default=0)
-        rows = []
+        rows: list[tuple[str, str]] = []
         for name in self.list_commands(ctx):
             if name in COMMAND_HELP and super().get_command(ctx, name) is None:
-                rows.append((name, make_default_short_help(COMMAND_HELP[name], limit)))
+                rows.append((name, click.Command(name, help=COMMAND_HELP[name]).get_short_help_str(limit)))
                 continue
             command = self.get_command(ctx, name)
             if command is not None and not command.hidden:
