@@ -17,7 +17,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from faultlens.middleware.errors import FaultlensError
+from faultlens.middleware.errors import FaultlensError, extra_needed
 from faultlens.middleware.options import db_option
 from faultlens.middleware.store import Store, open_store
 
@@ -43,7 +43,8 @@ class PluginGroup(click.Group):
             return command
         if name in COMMANDS:
             module, _, attr = COMMANDS[name].partition(":")
-            return getattr(import_module(module), attr)
+            with extra_needed(f"`faultlens {name}`"):
+                return getattr(import_module(module), attr)
         ep = self._plugins().get(name)
         if ep is None:
             return None
@@ -52,6 +53,22 @@ class PluginGroup(click.Group):
         except (ImportError, AttributeError) as exc:
             # A plugin that fails to import must not break every other command.
             return _unavailable(name, str(exc))
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # First-party commands are listed from COMMAND_HELP: importing them for a line of help
+        # would import litellm, scikit-learn and FastAPI just to print the list.
+        limit = formatter.width - 6 - max((len(name) for name in self.list_commands(ctx)), default=0)
+        rows: list[tuple[str, str]] = []
+        for name in self.list_commands(ctx):
+            if name in COMMAND_HELP and super().get_command(ctx, name) is None:
+                rows.append((name, click.Command(name, help=COMMAND_HELP[name]).get_short_help_str(limit)))
+                continue
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, command.get_short_help_str(limit)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def invoke(self, ctx: click.Context):
         # Our own errors already say what is wrong and what to do: print them
@@ -83,6 +100,18 @@ COMMANDS = {
     "lessons": "faultlens.feedback.cli:lessons",
     "demo": "faultlens.demo:demo",
     "proxy": "faultlens.proxy:proxy",
+}
+# Their short help, for `faultlens --help` without importing them (tests/faultlens/test_cli.py keeps it equal).
+COMMAND_HELP = {
+    "attribute": "Say who (agent), when (step) and why (failure mode) a run failed.",
+    "bench": "Score attributors on benchmark datasets and compare them.",
+    "train": "Train the `learned` attributor's model on DATASET (never on a test trace); see benchmark/train.py.",
+    "inject": "Make failure traces with exact labels by warm-start error injection.",
+    "serve": "Run the faultlens service: OTLP/HTTP ingest, background attribution, REST API and web UI.",
+    "worker": "Attribute failed runs queued in the store, until interrupted (Ctrl-C or SIGTERM finish the job in hand).",
+    "lessons": "Lessons learnt from failed runs: list them, learn from a run, see what an agent would be shown.",
+    "demo": "Run a small multi-agent team offline, store its traces, and show the failed one.",
+    "proxy": "Serve an OpenAI-compatible endpoint that records, replays or injects errors into any agent's model calls.",
 }
 
 

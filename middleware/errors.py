@@ -8,6 +8,7 @@ may already rely on a built-in class, the error derives from it too:
     ├── InputError (ValueError)       bad input: names the source, the record and the field
     ├── FieldError (ValueError)       one field of a record cannot be read (callers add source and record)
     ├── ConfigError (ValueError)      a call or setting that cannot work as given
+    ├── MissingExtra (ImportError)    an optional dependency is not installed: names the extra that brings it
     ├── NotFound (KeyError)           nothing stored or registered under this name
     │   ├── TraceNotFound             (middleware.store)
     │   └── UnknownName               an unknown method, environment, reflector, ...
@@ -16,6 +17,9 @@ may already rely on a built-in class, the error derives from it too:
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from pydantic import ValidationError
 
@@ -48,6 +52,49 @@ class FieldError(FaultlensError, ValueError):
 
 class ConfigError(FaultlensError, ValueError):
     """A call or setting that cannot work as given (a missing store, a wrong argument)."""
+
+
+# The optional dependencies, by the module a failed import names, and the extra (pyproject.toml) that brings each.
+EXTRAS = {
+    "litellm": "litellm", "tenacity": "litellm",
+    "langgraph": "langgraph", "langchain_core": "langgraph",
+    "fastapi": "server", "starlette": "server", "uvicorn": "server", "jinja2": "server", "httpx": "server",
+    "opentelemetry.exporter": "server", "opentelemetry.proto": "server", "google.protobuf": "server",
+    "psycopg": "postgres", "psycopg_pool": "postgres",
+    "sklearn": "learned", "joblib": "learned", "numpy": "learned",
+    "matplotlib": "plots",
+}
+
+
+def extra_for(module: str | None) -> str | None:
+    """The extra that installs `module` (or a package holding it), or None for a module no extra brings."""
+    parts = (module or "").split(".")
+    for end in range(len(parts), 0, -1):
+        extra = EXTRAS.get(".".join(parts[:end]))
+        if extra is not None:
+            return extra
+    return None
+
+
+class MissingExtra(FaultlensError, ImportError):
+    """A feature needs an optional dependency that is not installed; the message names the extra to install."""
+
+    def __init__(self, extra: str, feature: str, module: str | None = None):
+        self.extra, self.feature = extra, feature
+        needs = f"{module}, which is not installed" if module else f"the [{extra}] extra"
+        super().__init__(f"{feature} needs {needs}: pip install 'faultlens[{extra}]'", name=module)
+
+
+@contextmanager
+def extra_needed(feature: str) -> Iterator[None]:
+    """Turn a failed import of an optional dependency inside into a `MissingExtra` naming its extra; other errors pass."""
+    try:
+        yield
+    except ModuleNotFoundError as exc:
+        extra = extra_for(exc.name)
+        if extra is None:
+            raise
+        raise MissingExtra(extra, feature, exc.name) from exc
 
 
 class NotFound(FaultlensError, KeyError):

@@ -1,9 +1,10 @@
 """What the tracer and its instrumentations share about the run in progress.
 
 The run entered right now lives in a context variable (each thread and
-asyncio task has its own); `CallContext` says where a call made now belongs.
-Instrumentations (LangGraph, litellm) read them here rather than from the
-tracer, which imports them.
+asyncio task has its own); `CallContext` says where a call made now belongs;
+`Instrumentation` is all the tracer knows of an instrumentation (litellm,
+LangGraph). Instrumentations read the run here rather than from the tracer,
+which imports them only when asked to (`Tracer.instrument_litellm`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import json
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from opentelemetry import context as otel_context
 from pydantic import BaseModel
@@ -37,6 +38,24 @@ class CallContext:
     agent: str
     context: otel_context.Context
     lessons: list[str]
+
+
+@runtime_checkable
+class Instrumentation(Protocol):
+    """What the tracer asks of an instrumentation it was given (`Tracer.add_instrumentation`)."""
+
+    def call_context(self) -> CallContext | None:
+        """Where a call made now belongs when this instrumentation knows better than the tracer
+        (inside a LangGraph node: the node is the agent), else None."""
+        ...
+
+    def flush(self, run: Run, timeout: float = 5.0) -> bool:
+        """Before `run` ends, in sync code: wait (bounded) until what this records for it is recorded; False if not all was."""
+        ...
+
+    async def aflush(self, run: Run, timeout: float = 5.0) -> bool:
+        """The same in async code (`async with tracer.run(...)`), letting the event loop run."""
+        ...
 
 
 def to_text(value: Any) -> str:

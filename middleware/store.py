@@ -34,10 +34,9 @@ from typing import Any
 
 import sqlite_utils
 
-from .errors import FaultlensError
+from .errors import FaultlensError, extra_needed
 from .jobs import JOB_COLUMNS, Job, job_row, next_submission
 from .model import AgentInfo, Attribution, GoldLabel, Lesson, Outcome, Step, Trace
-from .pg_store import PostgresStore
 from .redact import redact, redact_id, redact_text
 from .writer_lock import WriterLock
 from .store_api import (
@@ -66,7 +65,7 @@ from .store_api import (
 )
 
 __all__ = [
-    "DEFAULT_DB", "STORE_SCHEMA_VERSION", "PostgresStore", "PreparedStep", "SQLiteStore", "SchemaTooNew", "Store", "TraceNotFound",
+    "DEFAULT_DB", "STORE_SCHEMA_VERSION", "PreparedStep", "SQLiteStore", "SchemaTooNew", "Store", "TraceNotFound",
     "TraceSummary", "default_db", "default_db_path", "describe", "open_store", "store_url",
 ]
 
@@ -631,4 +630,6 @@ def open_store(target: str | os.PathLike[str] | None = None) -> Store:
     url = store_url(target)
     if url is None:
         return SQLiteStore(target)
+    with extra_needed("a postgresql:// store"):  # psycopg is imported only for one
+        from .pg_store import PostgresStore
     return PostgresStore(url)

@@ -61,7 +61,7 @@ from pydantic import BaseModel
 from . import spans as S
 from .errors import InputError
 from .model import AgentInfo, Media, Outcome, Source, StepKind, StepRole, Task, Trace, new_id
-from .runstate import DEFAULT_AGENT, CallContext, returned_error, to_text
+from .runstate import DEFAULT_AGENT, CallContext, Instrumentation, returned_error, to_text
 from .runstate import current_run_var as _current_run
 from .store import Store, open_store
 
@@ -247,24 +247,16 @@ class RunScope:
                 log.exception("run listener %r failed for run %s", listener, self.run.id)
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
-        litellm = self._tracer._litellm
-        if litellm is not None and self.run is not None:
-            try:
-                import asyncio
-
-                asyncio.get_running_loop()
-            except RuntimeError:
-                # Sync code: litellm records on a worker thread; wait for it (bounded).
-                litellm.wait(self.run.id, timeout=5.0)
+        if self.run is not None:
+            self._tracer.flush_instrumentations(self.run)
         self._close(exc)
 
     async def __aenter__(self) -> Run:
         return self.__enter__()
 
     async def __aexit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
-        litellm = self._tracer._litellm
-        if litellm is not None and self.run is not None:
-            await litellm.await_recorded(self.run.id, timeout=5.0)
+        if self.run is not None:
+            await self._tracer.aflush_instrumentations(self.run)
         self._close(exc)
 
 
@@ -484,8 +476,9 @@ class Tracer:
         self.otel = self.provider.get_tracer("faultlens")
         if set_global:
             otel_trace.set_tracer_provider(self.provider)
-        self._litellm: Any = None
-        self._langgraph_handlers: weakref.WeakSet[Any] = weakref.WeakSet()
+        # Weak: a LangGraph handler lives as long as the graph call that was given it.
+        self._instrumentations: weakref.WeakSet[Instrumentation] = weakref.WeakSet()
+        self._litellm: Instrumentation | None = None
         self._run_listeners: list[Callable[[Run], None]] = []
 
     @property
@@ -597,9 +590,9 @@ class Tracer:
         # together; agent and tool spans do not carry them, so their decorators skip it.
         run = _current_run.get()
         agent = _current_agent.get()
-        if agent is None and self._langgraph_handlers:
-            for handler in list(self._langgraph_handlers):
-                found = handler.current_call_context()
+        if agent is None and self._instrumentations:
+            for instrumentation in list(self._instrumentations):
+                found = instrumentation.call_context()
                 if found is not None:
                     return found
         if run is None or run.tracer is not self:
@@ -751,11 +744,30 @@ class Tracer:
         span.set_attribute(S.MEDIA, to_json(existing + [m.model_dump(mode="json", exclude_none=True) for m in media]))
 
     # -- instrumentations ------------------------------------------------------
+    def add_instrumentation(self, instrumentation: Instrumentation) -> None:
+        """Ask `instrumentation` where calls belong and flush it before each run ends (see `runstate.Instrumentation`).
+
+        Held weakly: an instrumentation nobody else keeps is dropped.
+        """
+        self._instrumentations.add(instrumentation)
+
+    def remove_instrumentation(self, instrumentation: Instrumentation) -> None:
+        self._instrumentations.discard(instrumentation)
+
+    def flush_instrumentations(self, run: Run, timeout: float = 5.0) -> bool:
+        """Let every instrumentation record what it still holds of `run` (sync code); False if one could not in time."""
+        return all([instrumentation.flush(run, timeout) for instrumentation in list(self._instrumentations)])
+
+    async def aflush_instrumentations(self, run: Run, timeout: float = 5.0) -> bool:
+        """`flush_instrumentations` in async code."""
+        return all([await instrumentation.aflush(run, timeout) for instrumentation in list(self._instrumentations)])
+
     def instrument_litellm(self) -> Any:
         """Record every litellm completion made inside this tracer's runs as a `chat` step (idempotent)."""
         from .instrument.litellm import instrument
 
         self._litellm = instrument(self)
+        self.add_instrumentation(self._litellm)
         return self._litellm
 
     def uninstrument_litellm(self) -> None:
@@ -764,6 +776,7 @@ class Tracer:
         from .instrument.litellm import uninstrument
 
         uninstrument(self)
+        self.remove_instrumentation(self._litellm)
         self._litellm = None
 
     def langgraph_handler(self, task: Task | str | None = None, source: Source | None = None) -> Any:
@@ -775,5 +788,5 @@ class Tracer:
         from .instrument.langgraph import LangGraphCallbackHandler
 
         handler = LangGraphCallbackHandler(self, task=task, source=source)
-        self._langgraph_handlers.add(handler)
+        self.add_instrumentation(handler)
         return handler

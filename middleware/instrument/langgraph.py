@@ -18,7 +18,6 @@ running, from LangChain's own run context.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 from typing import TYPE_CHECKING, Any
@@ -31,7 +30,7 @@ from opentelemetry.trace import Status, StatusCode
 from .. import spans as S
 from ..model import Source, Task
 from ..runstate import DEFAULT_AGENT, CallContext, active_run, returned_error
-from .litellm import openai_to_genai
+from .messages import openai_to_genai
 
 if TYPE_CHECKING:
     from ..tracer import Run, Tracer
@@ -146,7 +145,15 @@ class LangGraphCallbackHandler(BaseCallbackHandler):
             span.set_status(Status(StatusCode.ERROR, f"{type(error).__name__}: {error}"))
         span.end()
 
-    def current_call_context(self) -> CallContext | None:
+    # -- the tracer's side (runstate.Instrumentation) ---------------------------
+    def flush(self, run: Run, timeout: float = 5.0) -> bool:
+        """Nothing to wait for: callbacks run inline (`run_inline`), so each span is ended when its callback returns."""
+        return True
+
+    async def aflush(self, run: Run, timeout: float = 5.0) -> bool:
+        return True
+
+    def call_context(self) -> CallContext | None:
         """The node running in this context, if it is one of ours (see `Tracer.call_context`)."""
         try:
             from langchain_core.runnables.config import var_child_runnable_config
@@ -233,13 +240,8 @@ class LangGraphCallbackHandler(BaseCallbackHandler):
                 self._parents.pop(child, None)
         run, owned = entry
         if owned:
-            litellm = self.tracer._litellm
-            if litellm is not None:
-                try:
-                    asyncio.get_running_loop()
-                except RuntimeError:
-                    # Sync invoke: litellm records on a worker thread; let it finish (bounded).
-                    litellm.wait(run.id, timeout=5.0)
+            # The other instrumentations (litellm's worker thread) record the run's last calls first.
+            self.tracer.flush_instrumentations(run)
             run.end(error)
 
     # -- tools -------------------------------------------------------------------

@@ -10,6 +10,7 @@ async success callbacks for it.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import weakref
@@ -21,55 +22,11 @@ from litellm.integrations.custom_logger import CustomLogger
 from opentelemetry.trace import Status, StatusCode
 
 from .. import spans as S
-from ..spans import maybe_json
+from .messages import content_parts, get_field, openai_to_genai, tool_call_parts
 
 if TYPE_CHECKING:
-    from ..tracer import CallContext, Tracer
-
-
-def _get(obj: Any, name: str, default: Any = None) -> Any:
-    if isinstance(obj, dict):
-        return obj.get(name, default)
-    return getattr(obj, name, default)
-
-
-def _content_parts(content: Any) -> list[dict[str, Any]]:
-    if content is None:
-        return []
-    if isinstance(content, str):
-        return [{"type": "text", "content": content}]
-    parts = []
-    for item in content if isinstance(content, list) else [content]:
-        kind = _get(item, "type")
-        if kind == "text":
-            parts.append({"type": "text", "content": _get(item, "text", "")})
-        elif kind == "image_url":
-            url = _get(item, "image_url")
-            parts.append({"type": "uri", "modality": "image", "uri": _get(url, "url", url) if not isinstance(url, str) else url})
-        else:
-            parts.append({"type": str(kind or "text"), "content": json.dumps(item, default=str) if not isinstance(item, str) else item})
-    return parts
-
-
-def _tool_call_parts(tool_calls: Any) -> list[dict[str, Any]]:
-    parts = []
-    for call in tool_calls or []:
-        fn = _get(call, "function", {})
-        parts.append({"type": "tool_call", "id": _get(call, "id"), "name": _get(fn, "name"), "arguments": maybe_json(_get(fn, "arguments"))})
-    return parts
-
-
-def openai_to_genai(messages: Any) -> list[dict[str, Any]]:
-    """OpenAI/litellm chat messages as GenAI-convention messages (role + typed parts)."""
-    out = []
-    for message in messages or []:
-        role = _get(message, "role", "user")
-        if role == "tool":
-            parts = [{"type": "tool_call_response", "id": _get(message, "tool_call_id"), "response": _get(message, "content")}]
-        else:
-            parts = _content_parts(_get(message, "content")) + _tool_call_parts(_get(message, "tool_calls"))
-        out.append({"role": role, "parts": parts})
-    return out
+    from ..runstate import CallContext
+    from ..tracer import Run, Tracer
 
 
 def _ns(moment: Any) -> int | None:
@@ -109,8 +66,6 @@ class LiteLLMInstrumentation(CustomLogger):
 
     async def await_recorded(self, run_id: str | None = None, timeout: float = 5.0) -> bool:
         """In async code: let litellm's logging worker run until the calls of a run are recorded."""
-        import asyncio
-
         from litellm.litellm_core_utils.logging_worker import GLOBAL_LOGGING_WORKER
 
         deadline = asyncio.get_running_loop().time() + timeout
@@ -125,7 +80,29 @@ class LiteLLMInstrumentation(CustomLogger):
             await asyncio.sleep(0.005)
         return True
 
+    # -- the tracer's side (runstate.Instrumentation) ---------------------------
     def call_context(self) -> CallContext | None:
+        """litellm knows nothing of where a call belongs (it asks the tracers): always None."""
+        return None
+
+    def flush(self, run: Run, timeout: float = 5.0) -> bool:
+        """In sync code, wait (bounded) until `run`'s calls are recorded: litellm records sync calls on a worker thread.
+
+        Inside a running event loop (a sync `with` in async code) it returns at
+        once: blocking there would stop the loop that records async calls.
+        """
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return self.wait(run.id, timeout=timeout)
+        return False
+
+    async def aflush(self, run: Run, timeout: float = 5.0) -> bool:
+        return await self.await_recorded(run.id, timeout=timeout)
+
+    # -- litellm's side --------------------------------------------------------
+    def caller_context(self) -> CallContext | None:
+        """Where a call made now belongs: the first instrumented tracer with a run here."""
         for tracer in list(self.tracers):
             here = tracer.call_context()
             if here is not None:
@@ -133,7 +110,7 @@ class LiteLLMInstrumentation(CustomLogger):
         return None
 
     def log_pre_api_call(self, model: str, messages: Any, kwargs: dict[str, Any]) -> None:
-        here = self.call_context()
+        here = self.caller_context()
         call_id = kwargs.get("litellm_call_id")
         if here is not None and call_id:
             with self._lock:
@@ -149,7 +126,7 @@ class LiteLLMInstrumentation(CustomLogger):
                 # Some providers (litellm CustomLLM handlers that do not call
                 # logging_obj.pre_call) skip the pre-call hook; litellm runs the
                 # callback in a copy of the caller's context, so look there.
-                here = self.call_context()
+                here = self.caller_context()
             if here is not None:
                 self._claimed[call_id] = here
             return here
@@ -202,20 +179,20 @@ class LiteLLMInstrumentation(CustomLogger):
         if here.lessons:
             attributes[S.LESSONS] = here.lessons
         if response is not None:
-            if _get(response, "model"):
-                attributes[S.RESPONSE_MODEL] = str(_get(response, "model"))
+            if get_field(response, "model"):
+                attributes[S.RESPONSE_MODEL] = str(get_field(response, "model"))
             output = []
             finish_reasons = []
-            for choice in _get(response, "choices", None) or []:
-                message = _get(choice, "message") or _get(choice, "delta") or {}
-                output.append({"role": _get(message, "role") or "assistant", "parts": _content_parts(_get(message, "content")) + _tool_call_parts(_get(message, "tool_calls"))})
-                finish_reasons.append(str(_get(choice, "finish_reason") or ""))
+            for choice in get_field(response, "choices", None) or []:
+                message = get_field(choice, "message") or get_field(choice, "delta") or {}
+                output.append({"role": get_field(message, "role") or "assistant", "parts": content_parts(get_field(message, "content")) + tool_call_parts(get_field(message, "tool_calls"))})
+                finish_reasons.append(str(get_field(choice, "finish_reason") or ""))
             attributes[S.OUTPUT_MESSAGES] = json.dumps(output, ensure_ascii=False, default=str)
             attributes["gen_ai.response.finish_reasons"] = finish_reasons
-            usage = _get(response, "usage")
+            usage = get_field(response, "usage")
             if usage is not None:
-                attributes[S.INPUT_TOKENS] = int(_get(usage, "prompt_tokens", 0) or 0)
-                attributes[S.OUTPUT_TOKENS] = int(_get(usage, "completion_tokens", 0) or 0)
+                attributes[S.INPUT_TOKENS] = int(get_field(usage, "prompt_tokens", 0) or 0)
+                attributes[S.OUTPUT_TOKENS] = int(get_field(usage, "completion_tokens", 0) or 0)
         cost = kwargs.get("response_cost")
         if cost is not None:
             attributes[S.COST_USD] = float(cost)
