@@ -1,0 +1,711 @@
+"""The live gateway: an OpenAI-compatible endpoint that forwards every call upstream and records it as a step of a run.
+
+The live mode of the proxy (`middleware.proxy` records, replays and injects;
+this forwards and records). Any framework, in any language, takes part by
+pointing its OpenAI base URL at it; nothing else in the program changes:
+
+- **forward**: each chat completion goes to the upstream (any litellm model,
+  `{agent}` replaced by the calling agent's name), streamed back as it arrives
+  when the client asks for a stream. An upstream error reaches the client
+  with the upstream's status and body, unchanged.
+- **record**: each call becomes one `llm_call` step of a run (agent, the
+  messages sent, the reply and its tool calls, usage, latency, error), in the
+  tracer's trace model (the step fields `spans.span_to_step` gives an LLM
+  span). Steps are written by a background writer, redacted by the store; a
+  store that is down never fails a call: the step waits in a bounded queue
+  and is written when the store is back, or is dropped and counted.
+- **runs**: a call with a W3C `traceparent` header belongs to the run of that
+  trace id (the id the OTLP ingest gives the OpenInference spans of the same
+  trace, so the gateway's steps and the spans join in one run); otherwise
+  the run id is the path's (`/run/<id>/agent/<name>/v1`) or the header
+  `X-Faultlens-Run`'s; otherwise the gateway's default run.
+- **lessons at the door**: with a `lessons` provider, the lessons it returns
+  for (agent, task) are added to the system message in one marked block
+  (`LESSONS_BEGIN` ... `LESSONS_END`) before the call is forwarded, and the
+  step records their ids. Only the system message's text changes: a
+  request's tools, response format and every other field are forwarded as
+  sent. The provider decides which agents get lessons (`feedback.gateway`:
+  none until enabled).
+
+The task of a run (what lessons are retrieved for) is the `X-Faultlens-Task`
+header if sent, else the first user message of the run's first call.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import threading
+import time
+import uuid
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from starlette.concurrency import run_in_threadpool
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, wait_exponential
+
+from .instrument.messages import content_parts, openai_to_genai, tool_call_parts
+from .model import AgentInfo, Source, Step, StepKind, Task, Trace, Usage
+from .proxy import DEFAULT_AGENT, sse_chunks
+from .spans import messages_text
+
+__all__ = [
+    "LESSONS_BEGIN",
+    "LESSONS_END",
+    "CallableUpstream",
+    "Gateway",
+    "GatewayUpstream",
+    "LessonsShown",
+    "LiteLLMUpstream",
+    "StepWriter",
+    "UpstreamError",
+    "create_gateway_app",
+    "gateway_router",
+    "inject_lessons",
+    "parse_traceparent",
+]
+
+log = logging.getLogger(__name__)
+
+JSON = Any
+LESSONS_BEGIN = "<faultlens-lessons>"
+LESSONS_END = "</faultlens-lessons>"
+RUN_HEADER = "x-faultlens-run"
+AGENT_HEADER = "x-faultlens-agent"
+TASK_HEADER = "x-faultlens-task"
+FRAMEWORK = "gateway"
+_TRACEPARENT = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
+
+
+# -- upstream -------------------------------------------------------------------
+
+class UpstreamError(Exception):
+    """The upstream refused or failed a call: its HTTP status and body, passed back to the client as they are."""
+
+    def __init__(self, status: int, body: bytes, media_type: str = "application/json"):
+        super().__init__(f"upstream answered {status}: {body[:200].decode('utf-8', 'replace')}")
+        self.status = status
+        self.body = body
+        self.media_type = media_type
+
+
+class GatewayUpstream(Protocol):
+    """Where the gateway forwards calls: a whole completion, or its stream of chunks."""
+
+    def complete(self, agent: str, request: dict[str, Any]) -> dict[str, Any]: ...
+
+    def stream(self, agent: str, request: dict[str, Any]) -> Iterator[dict[str, Any]]: ...
+
+
+def _forwarded_body(request: Mapping[str, Any]) -> dict[str, Any]:
+    # The model is the gateway's to choose (per agent); streaming is asked for by the method called.
+    return {k: v for k, v in request.items() if k not in ("model", "stream", "stream_options")}
+
+
+def upstream_error(exc: BaseException) -> UpstreamError:
+    """A litellm (or other) exception as the status and body the client gets.
+
+    litellm keeps the provider's HTTP response on the exception when there was
+    one: its status and bytes are passed on unchanged. Otherwise the body is an
+    OpenAI-style error object built from the exception (status 502 when it
+    names none: the gateway could not get an answer).
+    """
+    response = getattr(exc, "response", None)
+    content = getattr(response, "content", None) if response is not None else None
+    status = getattr(exc, "status_code", None) or getattr(response, "status_code", None) or 502
+    if isinstance(content, bytes) and content:
+        media = (getattr(response, "headers", None) or {}).get("content-type", "application/json")
+        return UpstreamError(int(status), content, media)
+    message = str(getattr(exc, "message", None) or exc)
+    body = {"error": {"message": message, "type": type(exc).__name__, "code": int(status)}}
+    return UpstreamError(int(status), json.dumps(body).encode())
+
+
+class LiteLLMUpstream:
+    """Forward to `model` through litellm (any provider, or a local/offline one); `{agent}` in it is the caller's name."""
+
+    def __init__(self, model: str, **completion_kwargs: Any):
+        self.model = model
+        self.kwargs = completion_kwargs
+
+    def _model(self, agent: str) -> str:
+        return self.model.replace("{agent}", agent)
+
+    def complete(self, agent: str, request: dict[str, Any]) -> dict[str, Any]:
+        import litellm
+
+        try:
+            response = litellm.completion(model=self._model(agent), **_forwarded_body(request), **self.kwargs)
+        except Exception as exc:
+            raise upstream_error(exc) from exc
+        return response.model_dump(exclude_none=True)
+
+    def stream(self, agent: str, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        import litellm
+
+        try:
+            chunks = litellm.completion(model=self._model(agent), **_forwarded_body(request), stream=True,
+                                        stream_options={"include_usage": True}, **self.kwargs)
+        except Exception as exc:
+            raise upstream_error(exc) from exc
+
+        def each() -> Iterator[dict[str, Any]]:
+            try:
+                for chunk in chunks:
+                    yield chunk.model_dump(exclude_none=True)
+            except Exception as exc:
+                raise upstream_error(exc) from exc
+
+        return each()
+
+
+class CallableUpstream:
+    """An upstream given as a function `(agent, request) -> chat completion` (tests, simulated agents);
+    a stream is the completion cut into chunks (`proxy.sse_chunks`)."""
+
+    def __init__(self, call: Callable[[str, dict[str, Any]], dict[str, Any]]):
+        self.call = call
+
+    def complete(self, agent: str, request: dict[str, Any]) -> dict[str, Any]:
+        return self.call(agent, request)
+
+    def stream(self, agent: str, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        completion = self.call(agent, request)
+        return (json.loads(line[len("data: "):]) for line in sse_chunks(completion, include_usage=True)
+                if line.startswith("data: {"))
+
+
+# -- lessons --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class LessonsShown:
+    """What a lessons provider gives for one call: the ids shown and the text of the block."""
+
+    ids: list[str]
+    text: str
+
+
+LessonsProvider = Callable[[str, str], LessonsShown | None]  # (agent, task) -> lessons to show, or None
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, list):
+        return "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+    return "" if content is None else str(content)
+
+
+def inject_lessons(messages: list[dict[str, Any]], text: str) -> list[dict[str, Any]]:
+    """`messages` with `text` added to the system message as one marked block (a system message is
+    put first if there is none). The input is not modified; nothing but that message's text changes."""
+    block = f"{LESSONS_BEGIN}\n{text}\n{LESSONS_END}"
+    out = [dict(m) for m in messages]
+    for message in out:
+        if message.get("role") in ("system", "developer"):
+            content = message.get("content")
+            if isinstance(content, list):  # list-of-parts content: the block is one more text part
+                message["content"] = [*content, {"type": "text", "text": block}]
+            else:
+                message["content"] = f"{_text_of(content)}\n\n{block}" if content else block
+            return out
+    return [{"role": "system", "content": block}, *out]
+
+
+def first_user_text(messages: list[dict[str, Any]]) -> str:
+    for message in messages:
+        if message.get("role") == "user":
+            return _text_of(message.get("content"))
+    return ""
+
+
+# -- runs -----------------------------------------------------------------------
+
+def parse_traceparent(value: str | None) -> tuple[str, str] | None:
+    """(trace id, parent span id) of a W3C `traceparent` header, or None if absent or invalid (all-zero ids are invalid)."""
+    if not value:
+        return None
+    match = _TRACEPARENT.match(value.strip().lower())
+    if match is None or match[1] == "ff" or set(match[2]) == {"0"} or set(match[3]) == {"0"}:
+        return None
+    return match[2], match[3]
+
+
+@dataclass
+class CallRun:
+    """Which run a call belongs to, and how that was decided."""
+
+    id: str
+    by: str  # traceparent, path, header or default
+    parent_span_id: str | None = None
+
+
+def resolve_run(headers: Mapping[str, str], path_run: str | None, default_run: str) -> CallRun:
+    parsed = parse_traceparent(headers.get("traceparent"))
+    if parsed is not None:
+        return CallRun(parsed[0], "traceparent", parsed[1])
+    if path_run:
+        return CallRun(path_run, "path")
+    if headers.get(RUN_HEADER):
+        return CallRun(headers[RUN_HEADER], "header")
+    return CallRun(default_run, "default")
+
+
+# -- recording ------------------------------------------------------------------
+
+@dataclass
+class _Write:
+    run_id: str
+    header: Trace  # the run's header, written if the store has no such run yet
+    step: Step
+    new_agent: bool
+
+
+class StepWriter:
+    """Writes the gateway's steps to the store on its own thread, so a slow or down store never holds up a call.
+
+    A write that fails is retried (backing off up to `max_wait` seconds)
+    while the steps behind it wait; at most `max_pending` steps wait, and a
+    step beyond that is dropped (the oldest first) and counted.
+    """
+
+    def __init__(self, store: Any, *, max_pending: int = 10_000, max_wait: float = 2.0):
+        self.store = store
+        self.max_pending = max_pending
+        self.max_wait = max_wait
+        self.recorded = 0
+        self.dropped = 0
+        self.store_errors = 0
+        self.last_error: str | None = None
+        self._pending: deque[_Write] = deque()
+        self._known: set[str] = set()  # runs this writer has seen in the store (header written or found)
+        self._agents: dict[str, list[str]] = {}
+        self._cond = threading.Condition()
+        self._busy = False
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+
+    def submit(self, write: _Write) -> None:
+        with self._cond:
+            if len(self._pending) >= self.max_pending:
+                self._pending.popleft()
+                self.dropped += 1
+            self._pending.append(write)
+            self._cond.notify_all()
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, name="faultlens-gateway-writer", daemon=True)
+                self._thread.start()
+
+    @property
+    def queued(self) -> int:
+        with self._cond:
+            return len(self._pending)  # the step being written is still the first of them
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._pending and not self._stopping:
+                    self._cond.wait()
+                if not self._pending:
+                    return
+                write = self._pending[0]
+                self._busy = True
+            done = self._write_with_retries(write)
+            with self._cond:
+                if self._pending and self._pending[0] is write:
+                    self._pending.popleft()
+                    if done:
+                        self.recorded += 1
+                    else:
+                        self.dropped += 1
+                self._busy = False
+                self._cond.notify_all()
+
+    def _failed(self, state: RetryCallState) -> None:
+        exc = state.outcome.exception() if state.outcome else None
+        with self._cond:
+            self.store_errors += 1
+            self.last_error = f"{type(exc).__name__}: {exc}" if exc else "unknown"
+        log.warning("gateway: the store refused a step (%s); retrying", self.last_error)
+
+    def _write_with_retries(self, write: _Write) -> bool:
+        retrying = Retrying(
+            retry=retry_if_exception_type(Exception),
+            wait=wait_exponential(multiplier=0.05, max=self.max_wait),
+            stop=lambda _state: self._stopping,
+            after=self._failed,
+            reraise=False,
+            retry_error_callback=lambda _state: False,
+        )
+        return bool(retrying(self._write, write))
+
+    def _write(self, write: _Write) -> bool:
+        store, run_id = self.store, write.run_id
+        if run_id not in self._known:
+            if store.has_trace(run_id):
+                store.fill_run_query(run_id, write.header.task.query)
+            else:
+                store.begin_trace(write.header)
+            self._known.add(run_id)
+            self._agents[run_id] = [write.step.agent]
+        elif write.new_agent and write.step.agent not in self._agents.setdefault(run_id, []):
+            self._agents[run_id].append(write.step.agent)
+        store.add_steps(run_id, [write.step])
+        if write.new_agent and len(self._agents[run_id]) > 1:
+            # The run's header names its agents (a trace read back lists every step's agent either way).
+            store.set_run_agents(run_id, [AgentInfo(name=a) for a in self._agents[run_id]])
+        return True
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every submitted step is written or dropped; False if `timeout` ran out first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while self._pending or self._busy:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    return False
+                self._cond.wait(left)
+        return True
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Write what is queued (waiting up to `timeout`), then stop; steps still waiting are dropped and counted."""
+        self.flush(timeout)
+        with self._cond:
+            self._stopping = True
+            self.dropped += len(self._pending)
+            self._pending.clear()
+            self._cond.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+
+# -- the gateway ----------------------------------------------------------------
+
+@dataclass
+class Answer:
+    """The gateway's answer to one call: a completion, a stream of SSE lines, or an error."""
+
+    status: int = 200
+    body: bytes = b""
+    media_type: str = "application/json"
+    stream: Iterator[str] | None = None
+
+
+@dataclass
+class _RunInfo:
+    task: str
+    agents: set[str] = field(default_factory=set)
+
+
+@dataclass
+class Gateway:
+    """Forwards chat completions to `upstream`, records each as a step, and shows agents their lessons.
+
+    store: where steps go (any faultlens `Store`); None records nothing.
+    lessons: (agent, task) -> `LessonsShown` or None (`feedback.gateway.GatewayLessons`).
+    default_run: the run of calls that name none (default: a new id per gateway).
+    """
+
+    upstream: GatewayUpstream
+    store: Any = None
+    lessons: LessonsProvider | None = None
+    default_run: str = field(default_factory=lambda: f"gateway-{uuid.uuid4().hex[:12]}")
+    max_pending: int = 10_000
+    max_runs: int = 10_000
+    calls: int = 0
+    upstream_errors: int = 0
+    lesson_errors: int = 0
+    lessons_shown: int = 0
+    _runs: OrderedDict[str, _RunInfo] = field(default_factory=OrderedDict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    writer: StepWriter | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.store is not None and self.writer is None:
+            self.writer = StepWriter(self.store, max_pending=self.max_pending)
+
+    # -- one call ---------------------------------------------------------------
+    def _run_info(self, run: CallRun, agent: str, headers: Mapping[str, str], messages: list[dict[str, Any]]) -> tuple[_RunInfo, bool]:
+        with self._lock:
+            self.calls += 1
+            info = self._runs.get(run.id)
+            if info is None:
+                info = self._runs[run.id] = _RunInfo(task=headers.get(TASK_HEADER) or first_user_text(messages))
+                while len(self._runs) > self.max_runs:  # the oldest runs' tasks are forgotten, not the calls
+                    self._runs.popitem(last=False)
+            else:
+                self._runs.move_to_end(run.id)
+            new_agent = agent not in info.agents
+            info.agents.add(agent)
+            return info, new_agent
+
+    def _shown(self, agent: str, task: str) -> LessonsShown | None:
+        if self.lessons is None or not task:
+            return None
+        try:
+            shown = self.lessons(agent, task)
+        except Exception as exc:  # lessons are a help, never a reason to fail the call
+            log.warning("gateway: no lessons for %s (%s: %s)", agent, type(exc).__name__, exc)
+            with self._lock:
+                self.lesson_errors += 1
+            return None
+        return shown if shown is not None and shown.ids else None
+
+    def handle(self, agent: str, body: dict[str, Any], headers: Mapping[str, str], path_run: str | None = None) -> Answer:
+        """Answer one chat completion request (already parsed) and record it."""
+        messages = list(body.get("messages") or [])
+        run = resolve_run(headers, path_run, self.default_run)
+        info, new_agent = self._run_info(run, agent, headers, messages)
+        shown = self._shown(agent, info.task)
+        request = dict(body)
+        if shown is not None:
+            request["messages"] = inject_lessons(messages, shown.text)
+            with self._lock:
+                self.lessons_shown += 1
+        started = time.time()
+        clock = time.perf_counter()
+        recording = _Recording(self, run, agent, info, new_agent, request, shown, started, clock)
+        if body.get("stream"):
+            return self._stream(agent, body, request, recording)
+        try:
+            completion = self.upstream.complete(agent, request)
+        except UpstreamError as exc:
+            recording.done(None, exc)
+            return Answer(exc.status, exc.body, exc.media_type)
+        recording.done(completion, None)
+        return Answer(200, json.dumps(completion, ensure_ascii=False).encode())
+
+    def _stream(self, agent: str, body: dict[str, Any], request: dict[str, Any], recording: _Recording) -> Answer:
+        wants_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        try:
+            chunks = iter(self.upstream.stream(agent, request))
+            first = next(chunks, None)
+        except UpstreamError as exc:  # refused before the first chunk: the client gets the status and body
+            recording.done(None, exc)
+            return Answer(exc.status, exc.body, exc.media_type)
+        merged = _StreamMerge()
+
+        def lines() -> Iterator[str]:
+            error: UpstreamError | None = None
+            try:
+                chunk = first
+                while chunk is not None:
+                    merged.add(chunk)
+                    if wants_usage or chunk.get("choices"):
+                        yield f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
+                    chunk = next(chunks, None)
+                yield "data: [DONE]\n\n"
+            except UpstreamError as exc:  # failed mid-stream: what the upstream said, as the stream's last event
+                error = exc
+                yield f"data: {exc.body.decode('utf-8', 'replace')}\n\n"
+            finally:
+                # Recorded whether the stream ended, failed or the client went away.
+                recording.done(merged.completion(), error)
+
+        return Answer(200, media_type="text/event-stream", stream=lines())
+
+    def status(self) -> dict[str, Any]:
+        writer = self.writer
+        return {
+            "mode": "live",
+            "calls": self.calls,
+            "upstream_errors": self.upstream_errors,
+            "lessons_shown": self.lessons_shown,
+            "lesson_errors": self.lesson_errors,
+            "runs": len(self._runs),
+            "recorded": writer.recorded if writer else 0,
+            "queued": writer.queued if writer else 0,
+            "dropped": writer.dropped if writer else 0,
+            "store_errors": writer.store_errors if writer else 0,
+            "last_store_error": writer.last_error if writer else None,
+        }
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every call so far is written to the store (or dropped)."""
+        return self.writer.flush(timeout) if self.writer is not None else True
+
+    def close(self, timeout: float = 5.0) -> None:
+        if self.writer is not None:
+            self.writer.close(timeout)
+
+
+class _StreamMerge:
+    """Chunks of a streamed completion merged back into one completion, to record it."""
+
+    def __init__(self) -> None:
+        self.head: dict[str, Any] = {}
+        self.content: list[str] = []
+        self.tool_calls: dict[int, dict[str, Any]] = {}
+        self.finish_reason: str | None = None
+        self.usage: dict[str, Any] | None = None
+
+    def add(self, chunk: dict[str, Any]) -> None:
+        if not self.head:
+            self.head = {k: chunk.get(k) for k in ("id", "model", "created") if chunk.get(k) is not None}
+        if chunk.get("usage"):
+            self.usage = chunk["usage"]
+        for choice in chunk.get("choices") or []:
+            delta = choice.get("delta") or {}
+            if delta.get("content"):
+                self.content.append(str(delta["content"]))
+            for call in delta.get("tool_calls") or []:
+                slot = self.tool_calls.setdefault(int(call.get("index", 0)), {"id": None, "type": "function",
+                                                                                "function": {"name": "", "arguments": ""}})
+                if call.get("id"):
+                    slot["id"] = call["id"]
+                fn = call.get("function") or {}
+                slot["function"]["name"] += fn.get("name") or ""
+                slot["function"]["arguments"] += fn.get("arguments") or ""
+            if choice.get("finish_reason"):
+                self.finish_reason = choice["finish_reason"]
+
+    def completion(self) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(self.content) or None}
+        if self.tool_calls:
+            message["tool_calls"] = [self.tool_calls[i] for i in sorted(self.tool_calls)]
+        out = {**self.head, "object": "chat.completion",
+               "choices": [{"index": 0, "message": message, "finish_reason": self.finish_reason}]}
+        if self.usage:
+            out["usage"] = self.usage
+        return out
+
+
+@dataclass
+class _Recording:
+    """One call being made: turned into a step (once) when its answer is known."""
+
+    gateway: Gateway
+    run: CallRun
+    agent: str
+    info: _RunInfo
+    new_agent: bool
+    request: dict[str, Any]
+    shown: LessonsShown | None
+    started: float
+    clock: float
+    _done: bool = False
+
+    def done(self, completion: dict[str, Any] | None, error: UpstreamError | None) -> None:
+        if self._done:
+            return
+        self._done = True
+        gateway = self.gateway
+        if error is not None:
+            with gateway._lock:
+                gateway.upstream_errors += 1
+        if gateway.writer is None:
+            return
+        try:
+            step = self.step(completion, error)
+        except Exception as exc:  # a reply we cannot read is still the client's answer; the step is lost and counted
+            log.warning("gateway: could not record a call of %s (%s: %s)", self.agent, type(exc).__name__, exc)
+            with gateway.writer._cond:
+                gateway.writer.dropped += 1
+            return
+        header = Trace(id=self.run.id, task=Task(query=self.info.task), agents=[AgentInfo(name=self.agent)],
+                       source=Source(framework=FRAMEWORK, format=FRAMEWORK), metadata={"run_from": self.run.by})
+        gateway.writer.submit(_Write(self.run.id, header, step, self.new_agent))
+
+    def step(self, completion: dict[str, Any] | None, error: UpstreamError | None) -> Step:
+        seconds = time.perf_counter() - self.clock
+        outputs = []
+        finish = []
+        for choice in (completion or {}).get("choices") or []:
+            message = choice.get("message") or {}
+            outputs.append({"role": message.get("role") or "assistant",
+                            "parts": content_parts(message.get("content")) + tool_call_parts(message.get("tool_calls"))})
+            finish.append(choice.get("finish_reason"))
+        metadata: dict[str, Any] = {"input_messages": openai_to_genai(self.request.get("messages")), "output_messages": outputs,
+                                    "latency_ms": round(seconds * 1000, 3), "run_from": self.run.by,
+                                    "request": {k: v for k, v in self.request.items() if k != "messages"}}
+        if finish:
+            metadata["finish_reasons"] = finish
+        usage = None
+        raw_usage = (completion or {}).get("usage")
+        if isinstance(raw_usage, dict):
+            usage = Usage(input_tokens=int(raw_usage.get("prompt_tokens") or 0), output_tokens=int(raw_usage.get("completion_tokens") or 0))
+        first_call = next((c for o in outputs for c in o["parts"] if c.get("type") == "tool_call"), None)
+        return Step(
+            index=0,
+            agent=self.agent,
+            kind=StepKind.llm_call,
+            content=messages_text(outputs),
+            tool_name=first_call.get("name") if first_call else None,
+            tool_arguments=first_call.get("arguments") if first_call else None,
+            error=None if error is None else f"upstream {error.status}: {error.body.decode('utf-8', 'replace')}",
+            model=(completion or {}).get("model") or self.request.get("model"),
+            span_id=uuid.uuid4().hex[:16],
+            parent_span_id=self.run.parent_span_id,
+            started_at=self.started,
+            ended_at=self.started + seconds,
+            usage=usage,
+            lessons=list(self.shown.ids) if self.shown else [],
+            metadata=metadata,
+        )
+
+
+# -- HTTP -----------------------------------------------------------------------
+
+def _error(status: int, message: str, kind: str) -> JSONResponse:
+    return JSONResponse({"error": {"message": message, "type": kind}}, status_code=status)
+
+
+def gateway_router(gateway: Gateway, models: list[str] | None = None) -> APIRouter:
+    """The gateway's routes: chat completions and models at `/v1`, `/agent/<name>/v1`, `/run/<id>/v1`,
+    `/run/<id>/agent/<name>/v1`, and `GET /gateway/status`. Mount it on the faultlens server
+    (`faultlens gateway`) to get its token rules, the runs API and the failed-run worker with it."""
+    router = APIRouter()
+    listing = {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "faultlens"} for m in (models or ["faultlens-gateway"])]}
+
+    async def chat(request: Request, agent: str | None, run: str | None) -> Response:
+        try:
+            body = json.loads(await request.body())
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return _error(400, f"request body is not JSON: {exc}", "invalid_request_error")
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            return _error(400, "request body must be an object with a 'messages' list", "invalid_request_error")
+        name = agent or request.headers.get(AGENT_HEADER) or DEFAULT_AGENT
+        answer = await run_in_threadpool(gateway.handle, name, body, request.headers, run)
+        if answer.stream is not None:
+            return StreamingResponse(answer.stream, media_type="text/event-stream")
+        return Response(answer.body, status_code=answer.status, media_type=answer.media_type)
+
+    @router.post("/v1/chat/completions")
+    async def chat_default(request: Request) -> Response:
+        return await chat(request, None, None)
+
+    @router.post("/agent/{agent}/v1/chat/completions")
+    async def chat_agent(request: Request, agent: str) -> Response:
+        return await chat(request, agent, None)
+
+    @router.post("/run/{run}/v1/chat/completions")
+    async def chat_run(request: Request, run: str) -> Response:
+        return await chat(request, None, run)
+
+    @router.post("/run/{run}/agent/{agent}/v1/chat/completions")
+    async def chat_run_agent(request: Request, run: str, agent: str) -> Response:
+        return await chat(request, agent, run)
+
+    @router.get("/v1/models")
+    @router.get("/agent/{agent}/v1/models")
+    @router.get("/run/{run}/v1/models")
+    @router.get("/run/{run}/agent/{agent}/v1/models")
+    def models_list(agent: str = DEFAULT_AGENT, run: str = "") -> JSONResponse:
+        return JSONResponse(listing)
+
+    @router.get("/gateway/status")
+    def status() -> JSONResponse:
+        return JSONResponse(gateway.status())
+
+    return router
+
+
+def create_gateway_app(gateway: Gateway) -> FastAPI:
+    """The gateway on its own (no runs API, no token): for tests and embedding. `faultlens gateway` mounts
+    `gateway_router` on the faultlens server instead."""
+    app = FastAPI(title="faultlens gateway", docs_url=None, redoc_url=None)
+    app.include_router(gateway_router(gateway))
+    return app
