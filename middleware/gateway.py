@@ -64,6 +64,7 @@ __all__ = [
     "LiteLLMUpstream",
     "StepWriter",
     "UpstreamError",
+    "completion_text",
     "create_gateway_app",
     "gateway_router",
     "inject_lessons",
@@ -532,6 +533,21 @@ class Gateway:
             self.writer.close(timeout)
 
 
+def completion_outputs(completion: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """The reply messages of a chat completion as GenAI-convention messages (what a step's `output_messages` holds)."""
+    outputs = []
+    for choice in (completion or {}).get("choices") or []:
+        message = choice.get("message") or {}
+        outputs.append({"role": message.get("role") or "assistant",
+                        "parts": content_parts(message.get("content")) + tool_call_parts(message.get("tool_calls"))})
+    return outputs
+
+
+def completion_text(completion: Mapping[str, Any] | None) -> str:
+    """What the gateway records as a call's step content: the reply's text and tool calls."""
+    return messages_text(completion_outputs(completion))
+
+
 class _StreamMerge:
     """Chunks of a streamed completion merged back into one completion, to record it."""
 
@@ -611,13 +627,8 @@ class _Recording:
 
     def step(self, completion: dict[str, Any] | None, error: UpstreamError | None) -> Step:
         seconds = time.perf_counter() - self.clock
-        outputs = []
-        finish = []
-        for choice in (completion or {}).get("choices") or []:
-            message = choice.get("message") or {}
-            outputs.append({"role": message.get("role") or "assistant",
-                            "parts": content_parts(message.get("content")) + tool_call_parts(message.get("tool_calls"))})
-            finish.append(choice.get("finish_reason"))
+        outputs = completion_outputs(completion)
+        finish = [choice.get("finish_reason") for choice in (completion or {}).get("choices") or []]
         metadata: dict[str, Any] = {"input_messages": openai_to_genai(self.request.get("messages")), "output_messages": outputs,
                                     "latency_ms": round(seconds * 1000, 3), "run_from": self.run.by,
                                     "request": {k: v for k, v in self.request.items() if k != "messages"}}

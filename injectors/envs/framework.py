@@ -11,11 +11,12 @@ proxy's upstream is the environment's simulated policy,
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import random
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from faultlens.middleware.model import Outcome, Task
@@ -31,7 +32,22 @@ TEXT_ONLY_NOT_APPLICABLE = {
     "P.3": "the tasks carry no images or rendered output to misread",
 }
 
-__all__ = ["BASE_URL", "FrameworkEnvironment", "InProcessEndpoint", "completion", "message_text"]
+__all__ = ["BASE_URL", "FrameworkEnvironment", "InProcessEndpoint", "completion", "message_text", "routed_through"]
+
+# Wrappers of every in-process endpoint's upstream, innermost first (`routed_through`).
+_ROUTES: list[Callable[[Callable[[str, dict[str, Any]], dict[str, Any]]], Callable[[str, dict[str, Any]], dict[str, Any]]]] = []
+
+
+@contextlib.contextmanager
+def routed_through(wrap: Callable[[Callable[[str, dict[str, Any]], dict[str, Any]]], Callable[[str, dict[str, Any]], dict[str, Any]]]) -> Iterator[None]:
+    """Within the block, each framework run's upstream `(agent, request) -> completion` is `wrap(upstream)`:
+    how a run's calls go through something in front of the simulated agents (the live gateway,
+    `injectors.gateway_team`). The endpoints of the run keep the session's record/replay rules."""
+    _ROUTES.append(wrap)
+    try:
+        yield
+    finally:
+        _ROUTES.remove(wrap)
 
 BASE_URL = "http://faultlens.invalid/agent/{agent}/v1"
 
@@ -69,6 +85,10 @@ class InProcessEndpoint:
 
         parts = request.url.path.strip("/").split("/")
         agent = parts[1] if len(parts) > 2 and parts[0] == "agent" else "model"
+        if _ROUTES and not getattr(self, "_routed", False):
+            for wrap in _ROUTES:
+                self.proxy.upstream = wrap(self.proxy.upstream)  # type: ignore[arg-type]
+            self._routed = True
         try:
             body = self.proxy.complete(agent, json.loads(request.content))
         except Drift as drift:
