@@ -48,8 +48,10 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -112,6 +114,10 @@ def run_arm(env_name: str, arm: str, seed: int, rounds: int, per_round: int, att
     from faultlens.middleware.store import open_store
 
     logging.getLogger("LiteLLM").setLevel(logging.ERROR)
+    # AG2's and Magentic-One's code executors work in a folder per task under the temporary directory; jobs of
+    # other arms run the same tasks at the same time, so each job gets a temporary directory of its own.
+    scratch = tempfile.mkdtemp(prefix="faultlens-gateway-")
+    tempfile.tempdir = scratch
     env = get_env(env_name)
     tasks = env.tasks(10_000 + seed, rounds * per_round)  # fresh tasks, never repeated
     store = open_store(":memory:")
@@ -149,6 +155,8 @@ def run_arm(env_name: str, arm: str, seed: int, rounds: int, per_round: int, att
         loop.close()
     status = gateway.status()
     gateway.close()
+    tempfile.tempdir = None
+    shutil.rmtree(scratch, ignore_errors=True)
     return {"rates": rates, "slips": slips, "followed": followed, "calls": status["calls"], "recorded": status["recorded"],
             "lessons_shown": status["lessons_shown"], "lessons": len(memory.lessons(include_retired=True))}
 
