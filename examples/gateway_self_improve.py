@@ -4,7 +4,7 @@ Four teams on four real agent frameworks (the bundled framework environments:
 AG2 `ag2_experts`, smolagents `smol_analyst`, AutoGen Magentic-One
 `magentic_team`, the OpenAI Agents SDK `agents_desk`) run their framework's own
 orchestration against simulated agents. Every model call of a run goes through
-one `middleware.gateway.Gateway` (`injectors.gateway_team.GatewayTeam`): the
+one `middleware.capture.gateway.Gateway` (`injectors.gateway_team.GatewayTeam`): the
 gateway records it as a step of the run in the store, and, for the agents it
 is enabled for, adds the lessons memory holds for that agent and the run's
 task to the system message (`feedback.gateway.GatewayLessons`). Nothing in the
@@ -110,8 +110,8 @@ def run_arm(env_name: str, arm: str, seed: int, rounds: int, per_round: int, att
     from faultlens.feedback.gateway import EVERY_AGENT, GatewayLessons
     from faultlens.injectors.envs import get as get_env
     from faultlens.injectors.gateway_team import GatewayTeam
-    from faultlens.middleware.gateway import CallableUpstream, Gateway
-    from faultlens.middleware.store import open_store
+    from faultlens.middleware.capture.gateway import CallableUpstream, Gateway
+    from faultlens.middleware.store.sqlite import open_store
 
     logging.getLogger("LiteLLM").setLevel(logging.ERROR)
     # AG2's and Magentic-One's code executors work in a folder per task under the temporary directory; jobs of

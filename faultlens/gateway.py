@@ -1,4 +1,4 @@
-"""`faultlens gateway`: the live gateway (`middleware.gateway`) mounted on the faultlens server, with lessons at the door.
+"""`faultlens gateway`: the live gateway (`middleware.capture.gateway`) mounted on the faultlens server, with lessons at the door.
 
 One process serves both: the gateway's OpenAI-compatible routes (every call
 forwarded upstream and recorded as a step) and the server's (OTLP ingest,
@@ -18,10 +18,10 @@ from faultlens.attributors import parse_options
 from faultlens.attributors.registry import DEFAULT_METHOD
 from faultlens.feedback.gateway import EVERY_AGENT, GatewayLessons
 from faultlens.feedback.memory import LessonMemory
-from faultlens.middleware.gateway import Gateway, LiteLLMUpstream, gateway_router
-from faultlens.middleware.options import db_option
-from faultlens.middleware.store import Store, open_store
-from faultlens.serve import _token, build_app
+from faultlens.middleware.capture.gateway import Gateway, LiteLLMUpstream, gateway_router
+from faultlens.middleware.terminal.options import db_option
+from faultlens.middleware.store.sqlite import Store, open_store
+from faultlens.serve import build_app, cli_token
 from faultlens.server import TOKEN_ENV, check_bind, run_server
 
 
@@ -65,7 +65,7 @@ def gateway(upstream, api_base, lessons_for, k, host, port, db_path, token, toke
     lessons drawn from it are shown to the enabled agents (--lessons-for) on
     similar tasks. GET /gateway/status counts calls, steps recorded, queued and dropped.
     """
-    token = _token("--token", token, token_file, TOKEN_ENV)
+    token = cli_token("--token", token, token_file, TOKEN_ENV)
     check_bind(host, token)
     store = open_store(db_path)
     kwargs = {"api_base": api_base} if api_base else {}

@@ -98,7 +98,7 @@ def build_app(
 EXPORT_TOKEN_ENV = "FAULTLENS_EXPORT_TOKEN"
 
 
-def _token(option: str, given: str | None, file: Path | None, env: str) -> str | None:
+def cli_token(option: str, given: str | None, file: Path | None, env: str) -> str | None:
     """A token from the command line (said loudly: `ps` shows it), its file, or the environment."""
     if given is not None and file is not None:
         raise click.UsageError(f"give {option} or {option}-file, not both")
@@ -142,8 +142,8 @@ def serve(db_path, host, port, token, token_file, method, model, method_options,
     POST /api/runs/ID/outcome, and open http://127.0.0.1:4318/ in a browser.
     The API is described at /docs.
     """
-    token = _token("--token", token, token_file, TOKEN_ENV)
-    export_token = _token("--export-token", export_token, export_token_file, EXPORT_TOKEN_ENV)
+    token = cli_token("--token", token, token_file, TOKEN_ENV)
+    export_token = cli_token("--export-token", export_token, export_token_file, EXPORT_TOKEN_ENV)
 
     check_bind(host, token)  # before opening the store: refuse early and plainly
     store = open_store(db_path)

@@ -13,9 +13,9 @@ from faultlens.feedback.gateway import GatewayLessons
 from faultlens.feedback.memory import LessonMemory
 from faultlens.injectors import envs
 from faultlens.injectors.gateway_team import GatewayTeam, follows_lesson, strip_lessons
-from faultlens.middleware.gateway import LESSONS_BEGIN, CallableUpstream, Gateway, inject_lessons
-from faultlens.middleware.model import Lesson
-from faultlens.middleware.store import open_store
+from faultlens.middleware.capture.gateway import LESSONS_BEGIN, CallableUpstream, Gateway, inject_lessons
+from faultlens.middleware.model.trace import Lesson
+from faultlens.middleware.store.sqlite import open_store
 
 needs = {name: pytest.mark.skipif(importlib.util.find_spec(module) is None, reason=f"needs {module} (the frameworks extra)")
          for name, module in (("agents_desk", "agents"), ("ag2_experts", "autogen"))}

@@ -1,6 +1,6 @@
 """The live gateway: an OpenAI-compatible endpoint that forwards every call upstream and records it as a step of a run.
 
-The live mode of the proxy (`middleware.proxy` records, replays and injects;
+The live mode of the proxy (`middleware.replay.endpoint` records, replays and injects;
 this forwards and records). Any framework, in any language, takes part by
 pointing its OpenAI base URL at it; nothing else in the program changes:
 
@@ -10,7 +10,7 @@ pointing its OpenAI base URL at it; nothing else in the program changes:
   with the upstream's status and body, unchanged.
 - **record**: each call becomes one `llm_call` step of a run (agent, the
   messages sent, the reply and its tool calls, usage, latency, error), in the
-  tracer's trace model (the step fields `spans.span_to_step` gives an LLM
+  tracer's trace model (the step fields `spans.mapping.span_to_step` gives an LLM
   span). Steps are written by a background writer, redacted by the store; a
   store that is down never fails a call: the step waits in a bounded queue
   and is written when the store is back, or is dropped and counted.
@@ -50,9 +50,9 @@ from starlette.concurrency import run_in_threadpool
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, wait_exponential
 
 from .instrument.messages import content_parts, openai_to_genai, tool_call_parts
-from .model import AgentInfo, Source, Step, StepKind, Task, Trace, Usage
-from .proxy import DEFAULT_AGENT, sse_chunks
-from .spans import messages_text
+from ..model.trace import AgentInfo, Source, Step, StepKind, Task, Trace, Usage
+from ..replay.endpoint import DEFAULT_AGENT, sse_chunks
+from ..spans.mapping import messages_text
 
 __all__ = [
     "LESSONS_BEGIN",

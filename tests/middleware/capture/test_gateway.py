@@ -19,10 +19,10 @@ import pytest
 from faultlens.feedback.gateway import GatewayLessons
 from faultlens.feedback.hooks import parse_lessons_block, record_trace_outcome
 from faultlens.feedback.memory import LessonMemory
-from faultlens.middleware.gateway import (LESSONS_BEGIN, LESSONS_END, CallableUpstream, Gateway, LiteLLMUpstream, UpstreamError,
+from faultlens.middleware.capture.gateway import (LESSONS_BEGIN, LESSONS_END, CallableUpstream, Gateway, LiteLLMUpstream, UpstreamError,
                                           create_gateway_app, inject_lessons, parse_traceparent)
-from faultlens.middleware.model import Lesson, Outcome
-from faultlens.middleware.store import open_store
+from faultlens.middleware.model.trace import Lesson, Outcome
+from faultlens.middleware.store.sqlite import open_store
 from faultlens.server.run import ServerThread
 
 TOOLS = [{"type": "function", "function": {"name": "lookup_population", "parameters": {
@@ -111,7 +111,7 @@ def test_traceparent_joins_the_openinference_spans_of_the_same_trace(store):
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from faultlens.middleware.spans import ingest, record_from_readable_span
+    from faultlens.middleware.spans.mapping import ingest, record_from_readable_span
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
