@@ -74,7 +74,7 @@ class OracleAttributor:
         self.golds = golds
 
     def attribute(self, trace):
-        from faultlens.middleware.model import Attribution, AttributionStatus
+        from faultlens.middleware.model.trace import Attribution, AttributionStatus
 
         gold = self.golds.get(trace.id)
         if gold is None:
