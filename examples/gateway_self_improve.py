@@ -119,7 +119,7 @@ def run_arm(env_name: str, arm: str, seed: int, rounds: int, per_round: int, att
     scratch = tempfile.mkdtemp(prefix="faultlens-gateway-")
     tempfile.tempdir = scratch
     env = get_env(env_name)
-    tasks = env.tasks(10_000 + seed, rounds * per_round)  # fresh tasks, never repeated
+    tasks = env.tasks(20_000 + seed, rounds * per_round)  # fresh tasks, never repeated (10_002 trips an ag2_experts task bug)
     store = open_store(":memory:")
     memory = LessonMemory(store)
     team = GatewayTeam(env)
