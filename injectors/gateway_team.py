@@ -59,7 +59,7 @@ Upstream = Callable[[str, dict[str, Any]], Completion]
 # gateway sees every call as a model call (not a plan or a final answer), so the modes are of what a
 # reply says (R.3 a miscalculated number, C.2 a value passed on wrongly) or calls (A.2 wrong arguments).
 TENDENCIES: dict[str, dict[str, dict[str, float]]] = {
-    "ag2_experts": {"planner": {"C.2": 0.15}, "coder": {"C.2": 0.15}},
+    "ag2_experts": {"planner": {"C.2": 0.25}, "coder": {"C.2": 0.25}},
     "smol_analyst": {"analyst": {"R.3": 0.10}, "data_agent": {"C.2": 0.15}},
     "magentic_team": {"orchestrator": {"R.3": 0.05}, "web_surfer": {"A.2": 0.10}, "coder": {"C.2": 0.20}},
     "agents_desk": {"triage": {"A.2": 0.12}, "refunds": {"A.2": 0.12}, "orders": {"A.2": 0.30}},
