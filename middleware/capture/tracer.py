@@ -47,7 +47,7 @@ from contextlib import AbstractContextManager, contextmanager
 from contextvars import ContextVar
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
@@ -63,7 +63,9 @@ from ..errors import InputError
 from ..model.trace import AgentInfo, Media, Outcome, Source, StepKind, StepRole, Task, Trace, new_id
 from .runstate import DEFAULT_AGENT, CallContext, Instrumentation, returned_error, to_text
 from .runstate import current_run_var as _current_run
-from ..store.sqlite import Store, open_store
+
+if TYPE_CHECKING:
+    from ..store.protocol import Store
 
 log = logging.getLogger("faultlens.tracer")
 
@@ -458,7 +460,11 @@ class Tracer:
     ):
         if durability not in ("batch", "step"):
             raise ValueError(f"durability must be 'batch' or 'step', not {durability!r}")
-        self.store = store if store is not None else open_store(db)
+        if store is None:
+            from ..store.sqlite import open_store  # the store's dependencies load when a tracer opens one, not on import
+
+            store = open_store(db)
+        self.store = store
         self.durability = durability
         self.provider = TracerProvider(resource=Resource.create({"service.name": service_name}), id_generator=_RunIdGenerator())
         self._context = RunContextProcessor()
