@@ -63,6 +63,7 @@ EXTRAS = {
     "psycopg": "postgres", "psycopg_pool": "postgres",
     "sklearn": "learned", "joblib": "learned", "numpy": "learned",
     "matplotlib": "plots",
+    "phoenix": "phoenix",
 }
 
 
