@@ -75,14 +75,16 @@ class PhoenixClient:
     """One Phoenix server. url: its base URL (the web UI's); api_key: sent as a bearer token when given.
 
     retries: attempts per request before `PhoenixUnavailable`; backoff: the first wait in seconds (doubling, at most 10 s).
+    transport: an httpx transport in place of the network (tests).
     """
 
-    def __init__(self, url: str, *, api_key: str | None = None, timeout: float = 30.0, retries: int = 5, backoff: float = 0.5):
+    def __init__(self, url: str, *, api_key: str | None = None, timeout: float = 30.0, retries: int = 5, backoff: float = 0.5,
+                 transport: httpx.BaseTransport | None = None):
         if not url.startswith(("http://", "https://")):
             raise PhoenixURLError(f"{url!r} is not a Phoenix URL: give its base URL, e.g. http://127.0.0.1:6006")
         self.url = url.rstrip("/")
         headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
-        self.http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
+        self.http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout, transport=transport)
         self.client = _official_client(self.http)
         self.retries, self.backoff = max(1, retries), backoff
 
@@ -122,7 +124,7 @@ class PhoenixClient:
         if code == 404 and project is not None and "project" in detail.lower():
             return ProjectNotFound(f"no project {project!r} on Phoenix at {self.url}; projects there: {', '.join(self.project_names()) or 'none'}")
         if code == 404:
-            return PhoenixURLError(f"{self.url} has no {what} (HTTP 404): is this a Phoenix server's base URL?")
+            return PhoenixURLError(f"{self.url} answered {what} with HTTP 404: is this a Phoenix server's base URL?")
         return PhoenixError(f"Phoenix at {self.url} rejected {what} (HTTP {code}): {detail}")
 
     def _get(self, path: str, what: str, params: Any = None, *, project: str | None = None) -> dict[str, Any]:
