@@ -40,7 +40,7 @@ test: $(VENV)/.installed-dev
 
 # Only the tests that run on PostgreSQL, and fail (not skip) without it.
 test-postgres: $(VENV)/.installed-dev
-	FAULTLENS_REQUIRE_POSTGRES=1 $(PY) -m pytest -q tests/middleware/test_store.py tests/faultlens tests/feedback/test_loop.py -m "not local_llm and not browser"
+	FAULTLENS_REQUIRE_POSTGRES=1 $(PY) -m pytest -q tests/middleware/store/test_store.py tests/faultlens tests/feedback/test_loop.py -m "not local_llm and not browser"
 # ruff over the repository; mypy over the installed packages. mypy cannot follow
 # setuptools' package-dir mapping, so it reads them through a tree of symlinks
 # laid out as they install (faultlens/, faultlens/middleware, ...).

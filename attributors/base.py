@@ -10,7 +10,7 @@ import asyncio
 import concurrent.futures
 from typing import Protocol, runtime_checkable
 
-from faultlens.middleware.model import Attribution, Trace
+from faultlens.middleware.model.trace import Attribution, Trace
 
 
 @runtime_checkable

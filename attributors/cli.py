@@ -8,11 +8,11 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from faultlens.middleware.answer_key import attributor_view
+from faultlens.middleware.model.answer_key import attributor_view
 from faultlens.middleware.errors import InputError
-from faultlens.middleware.model import Trace
-from faultlens.middleware.options import db_option
-from faultlens.middleware.store import open_store
+from faultlens.middleware.model.trace import Trace
+from faultlens.middleware.terminal.options import db_option
+from faultlens.middleware.store.sqlite import open_store
 
 from . import llm  # noqa: F401  (sets litellm's offline price map before litellm is imported)
 from .registry import DEFAULT_METHOD, build, factory, names, parse_options, uses_model
@@ -100,7 +100,7 @@ def attribute(source, method, model, api_base, with_reference, budget_usd, max_c
           --api-base http://127.0.0.1:8080/v1 --structured json_object
       faultlens attribute TRACE_ID -m counterfactual -O base=learned -O k=5
     """
-    from faultlens.middleware.render import attribution_panel, print_trace
+    from faultlens.middleware.terminal.timeline import attribution_panel, print_trace
 
     console = Console()
     if list_methods:

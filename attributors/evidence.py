@@ -23,9 +23,9 @@ import json
 import re
 from dataclasses import asdict, dataclass, field
 
-from faultlens.middleware.model import Step, StepKind, StepRole, Trace
-from faultlens.middleware.roles import cause_of
-from faultlens.middleware.text import one_line
+from faultlens.middleware.model.trace import Step, StepKind, StepRole, Trace
+from faultlens.middleware.model.roles import cause_of
+from faultlens.middleware.model.text import one_line
 
 from .steptext import ARGUMENT_ERROR, NUMBER, environment_fault, final_step, norm, numbers, step_text
 

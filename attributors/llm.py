@@ -18,7 +18,7 @@ Everything that reaches a model goes through `LLMClient.acall` (or `call`):
   and the client says so in `cost_notes`);
 - a per-run budget (USD and/or calls): the call that would exceed it raises
   `BudgetExceeded` instead of reaching the model;
-- secrets are redacted (`middleware.redact`) from every message before it is
+- secrets are redacted (`middleware.store.redact`) from every message before it is
   sent or cached.
 """
 
@@ -40,8 +40,8 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from faultlens.middleware.errors import FaultlensError
-from faultlens.middleware.model import Cost
-from faultlens.middleware.redact import redact, redact_text
+from faultlens.middleware.model.trace import Cost
+from faultlens.middleware.store.redact import redact, redact_text
 
 # Offline by default: litellm would otherwise fetch its price map from the
 # network on import (and retry for ~10s without one). Set it to False to fetch.

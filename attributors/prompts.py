@@ -13,7 +13,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, Field, JsonValue
 
-from faultlens.middleware.taxonomy import CATEGORIES, MODES, taxonomy_text
+from faultlens.middleware.model.taxonomy import CATEGORIES, MODES, taxonomy_text
 
 PROMPT_VERSIONS = {
     "all_at_once": "all_at_once/v1",

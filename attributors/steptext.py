@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 import re
 
-from faultlens.middleware.model import Step, StepKind, StepRole, Trace
-from faultlens.middleware.roles import candidates
+from faultlens.middleware.model.trace import Step, StepKind, StepRole, Trace
+from faultlens.middleware.model.roles import candidates
 
 NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?")
 ARGUMENT_ERROR = re.compile(r"\b(invalid|not found|no such|missing|unknown|unrecognized|bad request|argument|parameter|malformed|"
@@ -97,7 +97,7 @@ def environment_fault(step: Step) -> bool:
 
 
 def blameable(trace: Trace) -> list[int]:
-    """Indices of the steps an offline method may blame: `middleware.roles.candidates`, and tool steps that
+    """Indices of the steps an offline method may blame: `middleware.model.roles.candidates`, and tool steps that
     failed as an environment fault (V.3)."""
     found = {s.index for s in candidates(trace)} | {s.index for s in trace.steps if environment_fault(s)}
     return sorted(found)

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from faultlens.middleware.model import Trace
+from faultlens.middleware.model.trace import Trace
 from faultlens.middleware.errors import ConfigError, UnknownName
 
 from .metrics import length_bucket
@@ -131,7 +131,7 @@ def topup_tasks(deficit: int, per_task: float) -> int:
 def topup_groups(needs: dict[tuple[str, str], int]) -> list[tuple[str, list[str], int]]:
     """(environment, modes, tasks) runs for the short modes: per environment, modes sorted by the tasks they need,
     grouped while the largest need is at most twice the group's smallest; a group runs its largest need."""
-    from faultlens.injectors.taxonomy import CODES
+    from faultlens.injectors.applicability import CODES
 
     out: list[tuple[str, list[str], int]] = []
     for env in sorted({env for env, _ in needs}):
@@ -341,7 +341,7 @@ def _pct(value: float | None) -> str:
 def datasheet(build: BuildResult, args: dict[str, Any], command: str) -> str:
     """The dataset's README: what is in it, how it was made, how to rebuild it, how hard it is."""
     from faultlens.injectors import envs as registry
-    from faultlens.injectors.taxonomy import CODES
+    from faultlens.injectors.applicability import CODES
 
     every = [t for split in ("dev", "test") for t in build.traces[split]]
     env_names = sorted({t.source.benchmark or "" for t in every} | set(args["envs"]))

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from faultlens.middleware.errors import InputError
 from faultlens.middleware.jsonl import read_jsonl
-from faultlens.middleware.model import Trace
+from faultlens.middleware.model.trace import Trace
 
 DATA_DIR = Path(__file__).parent / "data"
 SPLITS = ("dev", "test")

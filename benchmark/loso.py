@@ -29,10 +29,10 @@ import numpy as np
 
 from faultlens.attributors.learned import Blend, LearnedAttributor, fit, trace_features
 from faultlens.attributors.registry import get
-from faultlens.middleware.answer_key import attributor_view
+from faultlens.middleware.model.answer_key import attributor_view
 from faultlens.middleware.errors import FaultlensError
-from faultlens.middleware.model import Attribution, Trace
-from faultlens.middleware.roles import candidates
+from faultlens.middleware.model.trace import Attribution, Trace
+from faultlens.middleware.model.roles import candidates
 
 from .datasets import load_dataset
 from .metrics import agent_applies, agent_correct, macro_mean, mode_scores, normalize_agent, step_correct
@@ -173,7 +173,7 @@ def frozen_rows(directory: Path = FROZEN_DIR) -> dict[str, dict[str, dict[str, A
 
 def _replayed(trace: Trace, saved: Mapping[str, Any] | None) -> Verdict:
     """A frozen verdict scored against today's gold label (a trace the frozen row lacks counts as wrong)."""
-    from faultlens.middleware.model import AttributionStatus, Candidate
+    from faultlens.middleware.model.trace import AttributionStatus, Candidate
 
     if saved is None:
         return _verdict(trace, Attribution(trace_id=trace.id, method="frozen", status=AttributionStatus.error, error="missing"))

@@ -17,7 +17,7 @@ One prediction line:
      "cost": {"calls", "input_tokens", "output_tokens", "usd", "seconds"},
      "backend", "meta": {"subset", "modality", "framework", "benchmark", "n_steps", "multi_agent"}}
 
-The attributor sees the trace through `middleware.answer_key.attributor_view`:
+The attributor sees the trace through `middleware.model.answer_key.attributor_view`:
 without its gold label or any answer-revealing record, and without the task's
 reference answer unless `with_reference=True`.
 """
@@ -37,11 +37,11 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from faultlens.middleware.answer_key import attributor_view
+from faultlens.middleware.model.answer_key import attributor_view
 from faultlens.attributors import build, get, names
 from faultlens.attributors.llm import BudgetExceeded
 from faultlens.middleware.errors import FaultlensError, InputError
-from faultlens.middleware.model import Attribution, AttributionStatus, Trace
+from faultlens.middleware.model.trace import Attribution, AttributionStatus, Trace
 
 from .datasets import load_dataset
 from .metrics import step_correct
@@ -236,7 +236,7 @@ class _Appender:
 
 def prepare(trace: Trace, with_reference: bool) -> Trace:
     """What the attributor is allowed to see: no gold label, no answer key (see
-    `middleware.answer_key`), and no reference answer unless `with_reference`."""
+    `middleware.model.answer_key`), and no reference answer unless `with_reference`."""
     return attributor_view(trace, with_reference=with_reference)
 
 

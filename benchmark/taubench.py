@@ -35,7 +35,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from faultlens.middleware.errors import InputError, from_validation_error
-from faultlens.middleware.model import AgentInfo, GoldLabel, Outcome, Source, Step, StepKind, StepRole, Task, Trace
+from faultlens.middleware.model.trace import AgentInfo, GoldLabel, Outcome, Source, Step, StepKind, StepRole, Task, Trace
 
 from .trail import read_json_file, realdev_sides, scenario_id, split_spec_arg
 

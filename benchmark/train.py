@@ -26,10 +26,10 @@ import numpy as np
 from faultlens.attributors.learned import LearnedAttributor, fit, save, trace_features
 from faultlens.attributors.learned.model import DEFAULT_MODEL_PATH, LearnedModel, labelled, source_weights
 from faultlens.attributors.registry import get
-from faultlens.middleware.answer_key import attributor_view
+from faultlens.middleware.model.answer_key import attributor_view
 from faultlens.middleware.errors import FaultlensError, UnknownName
 from faultlens.middleware.jsonl import read_jsonl
-from faultlens.middleware.model import GoldLabel, Trace
+from faultlens.middleware.model.trace import GoldLabel, Trace
 
 from .datasets import bundled_path, load_dataset
 from .metrics import macro_mean, normalize_agent

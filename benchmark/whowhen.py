@@ -27,8 +27,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from faultlens.middleware.errors import InputError, from_validation_error
-from faultlens.middleware.model import AgentInfo, GoldLabel, Outcome, Source, Step, StepKind, StepRole, Task, Trace
-from faultlens.middleware.roles import executor_name
+from faultlens.middleware.model.trace import AgentInfo, GoldLabel, Outcome, Source, Step, StepKind, StepRole, Task, Trace
+from faultlens.middleware.model.roles import executor_name
 
 FORMAT = "whowhen"
 # The systems that produced each subset, as the Who&When paper reports.

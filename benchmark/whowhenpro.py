@@ -31,7 +31,7 @@ The shapes of the paper's description (a planning/action entry with
 
 Fields that give the gold answer away (`ground_truth`, the mode code in `id`,
 an entry's `injected`, `is_injected`, `is_replayed` and `phase`, a list) are kept
-under `metadata["answer_key"]`, which `middleware.answer_key.attributor_view`
+under `metadata["answer_key"]`, which `middleware.model.answer_key.attributor_view`
 removes before any attributor sees the trace; the trace's id drops the mode
 segment. `task.answer` is the reference answer, which the runner hides unless
 asked. `task.options` is an object {"A": text, ...}, shown as "A. text" choices.
@@ -55,11 +55,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from faultlens.middleware.answer_key import ANSWER_KEY
+from faultlens.middleware.model.answer_key import ANSWER_KEY
 from faultlens.middleware.errors import InputError, from_validation_error
-from faultlens.middleware.model import AgentInfo, GoldLabel, Media, Outcome, Source, Step, StepKind, StepRole, Task, Trace
-from faultlens.middleware.roles import executor_name
-from faultlens.middleware.taxonomy import BY_CODE
+from faultlens.middleware.model.trace import AgentInfo, GoldLabel, Media, Outcome, Source, Step, StepKind, StepRole, Task, Trace
+from faultlens.middleware.model.roles import executor_name
+from faultlens.middleware.model.taxonomy import BY_CODE
 
 from .whowhen import json_files, read_json, subset_of
 

@@ -1,6 +1,6 @@
 """A LangGraph team that gets better from its own failures: faultlens lessons vs. no feedback.
 
-The team is the `research_desk` environment (`injectors/envs/research_desk.py`):
+The team is the `research_desk` environment (`injectors/envs/research_desk/env.py`):
 planner → researcher (lookup tool) → analyst → reviewer → reporter, one LangGraph
 node each. It runs several rounds of fresh tasks (a task is never seen twice) in
 four arms, each with its own empty lesson memory:
@@ -67,8 +67,8 @@ class OracleAttributor:
     name = "oracle"
 
     def attribute(self, trace):
-        from faultlens.injectors.envs.research_desk import gold_label
-        from faultlens.middleware.model import Attribution, AttributionStatus
+        from faultlens.injectors.envs.research_desk.env import gold_label
+        from faultlens.middleware.model.trace import Attribution, AttributionStatus
 
         gold = gold_label(trace.task, trace)
         if gold is None:
@@ -114,7 +114,7 @@ def run_arm(arm: str, seed: int, rounds: int, per_round: int, *, model: str | No
     """Success rate per round of one arm on one seed's tasks."""
     from faultlens.feedback import FeedbackLoop, LessonMemory, TerminalReflector
     from faultlens.injectors.envs import get
-    from faultlens.middleware.store import open_store
+    from faultlens.middleware.store.sqlite import open_store
 
     env = get(ENV)
     tasks = env.tasks(10_000 + seed, rounds * per_round)  # fresh tasks, never repeated

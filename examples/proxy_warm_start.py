@@ -31,9 +31,9 @@ import click
 import openai
 
 from faultlens.demo import sim_llm
-from faultlens.injectors.proxy_errors import chat_error
-from faultlens.middleware.proxy import ChatProxy, create_proxy_app, litellm_upstream
-from faultlens.middleware.replay import Recording
+from faultlens.injectors.proxy_mistakes import chat_error
+from faultlens.middleware.replay.endpoint import ChatProxy, create_proxy_app, litellm_upstream
+from faultlens.middleware.replay.session import Recording
 from faultlens.server.run import ServerThread
 
 POPULATION = {"Rome": 2761, "Paris": 2103}

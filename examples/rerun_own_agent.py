@@ -29,7 +29,7 @@ import click
 # faultlens before litellm: importing faultlens keeps litellm offline (its bundled model cost map, no fetch).
 from faultlens.attributors import get
 from faultlens.middleware import open_store
-from faultlens.middleware.rerunnable import LitellmRerunner
+from faultlens.middleware.replay.rerunnable import LitellmRerunner
 
 import litellm
 from langgraph.graph import END, START, StateGraph

@@ -18,8 +18,8 @@ from rich.console import Console
 from rich.table import Table
 
 from faultlens.middleware.errors import FaultlensError, extra_needed
-from faultlens.middleware.options import db_option
-from faultlens.middleware.store import Store, open_store
+from faultlens.middleware.terminal.options import db_option
+from faultlens.middleware.store.sqlite import Store, open_store
 
 console = Console()
 
@@ -164,7 +164,7 @@ def list_traces(db_path, status, agent, labelled, limit, as_json):
 @click.option("--step", type=int, default=None, help="Highlight this step.")
 def show_trace(db_path, trace_id, step):
     """Show a stored trace as a timeline, failed steps marked ✗."""
-    from faultlens.middleware.render import attribution_panel, print_trace
+    from faultlens.middleware.terminal.timeline import attribution_panel, print_trace
 
     store = get_store(db_path)
     trace = store.get_trace(trace_id)
@@ -184,7 +184,7 @@ def export_trace(db_path, trace_id, fmt, output):
     if fmt == "json":
         text = trace.model_dump_json(indent=2)
     else:
-        from faultlens.middleware.otlp import trace_to_otlp
+        from faultlens.middleware.otlp.convert import trace_to_otlp
 
         text = json.dumps(trace_to_otlp(trace), indent=2)
     if output:
@@ -215,10 +215,10 @@ def label_trace(db_path, trace_id, step, agent, mode, reason, clear, list_modes)
       faultlens train --dataset bundled:dev --dataset store:faultlens.db --out my-model.joblib
       faultlens attribute TRACE_ID -m learned -O model_path=my-model.joblib
     """
-    from faultlens.middleware.labels import decision_behind, label_for
+    from faultlens.middleware.model.labels import decision_behind, label_for
 
     if list_modes:
-        from faultlens.middleware.taxonomy import taxonomy_text
+        from faultlens.middleware.model.taxonomy import taxonomy_text
 
         click.echo(taxonomy_text())
         return

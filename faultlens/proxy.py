@@ -1,4 +1,4 @@
-"""`faultlens proxy`: an OpenAI-compatible endpoint that records, replays and injects (see `faultlens.middleware.proxy`)."""
+"""`faultlens proxy`: an OpenAI-compatible endpoint that records, replays and injects (see `faultlens.middleware.replay.endpoint`)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from faultlens.injectors.proxy_errors import chat_error
-from faultlens.middleware.proxy import ChatProxy, create_proxy_app, litellm_upstream
-from faultlens.middleware.replay import Recording
+from faultlens.injectors.proxy_mistakes import chat_error
+from faultlens.middleware.replay.endpoint import ChatProxy, create_proxy_app, litellm_upstream
+from faultlens.middleware.replay.session import Recording
 from faultlens.server.auth import is_loopback
 from faultlens.server.run import run_server
 

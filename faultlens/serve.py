@@ -19,12 +19,12 @@ from typing import Any
 
 import click
 
-from faultlens.middleware.model import Outcome
+from faultlens.middleware.model.trace import Outcome
 from faultlens.server import DEFAULT_MAX_BODY, TOKEN_ENV, check_bind, create_app, otlp_http_exporter, resolve_token, run_server
 from faultlens.server.auth import TOKEN_ARGUMENT_WARNING
 from faultlens.server.interop import EvaluationExporter
-from faultlens.middleware.options import db_option
-from faultlens.middleware.store import Store, open_store
+from faultlens.middleware.terminal.options import db_option
+from faultlens.middleware.store.sqlite import Store, open_store
 
 from faultlens.feedback.hooks import record_trace_outcome
 from faultlens.attributors import build, parse_options

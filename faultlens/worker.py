@@ -16,9 +16,9 @@ import threading
 import click
 
 from faultlens.attributors.registry import DEFAULT_METHOD, parse_options
-from faultlens.middleware.jobs import JobQueue
-from faultlens.middleware.options import db_option
-from faultlens.middleware.store import open_store
+from faultlens.middleware.store.jobs import JobQueue
+from faultlens.middleware.terminal.options import db_option
+from faultlens.middleware.store.sqlite import open_store
 
 from .serve import failure_handler
 

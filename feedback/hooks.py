@@ -31,9 +31,9 @@ from typing import Any
 
 from opentelemetry import trace as otel_trace
 
-from faultlens.middleware.model import Lesson, Trace
+from faultlens.middleware.model.trace import Lesson, Trace
 from faultlens.middleware.errors import ConfigError, NotFound
-from faultlens.middleware.taxonomy import get_mode, is_mode
+from faultlens.middleware.model.taxonomy import get_mode, is_mode
 
 from .memory import BaseLessonMemory
 from .reflect import ALL_AGENTS
@@ -110,7 +110,7 @@ def current_step_span(tracer: Any = None) -> Any:
     it is the current span.
     """
     if tracer is None:
-        from faultlens.middleware.tracer import current_tracer
+        from faultlens.middleware.capture.tracer import current_tracer
 
         tracer = current_tracer()
     if tracer is not None:

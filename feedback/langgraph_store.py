@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from langgraph.store.base import BaseStore
 
-from faultlens.middleware.model import Lesson
+from faultlens.middleware.model.trace import Lesson
 from faultlens.middleware.errors import NotFound
 
 from .memory import BaseLessonMemory

@@ -10,7 +10,7 @@ When a run's outcome is recorded:
 1. in the caller's thread, the outcome is saved and credited to the lessons the
    run was shown (`Step.lessons` → `helped`/`failed`, which may retire a lesson);
 2. if the run failed, it becomes a job in the store's failed-run queue
-   (`middleware.jobs`, the same queue `faultlens serve` and `faultlens worker`
+   (`middleware.store.jobs`, the same queue `faultlens serve` and `faultlens worker`
    use). A worker thread claims it, attributes the trace (`attributor`,
    default ``blend``, `attributors.registry.DEFAULT_METHOD`), saves the attribution, reflects (`reflector`,
    default `OfflineReflector`) and adds the lessons to memory (merging
@@ -38,11 +38,11 @@ from typing import Any
 
 from faultlens.attributors import Attributor, build
 from faultlens.attributors.registry import DEFAULT_METHOD
-from faultlens.middleware.answer_key import attributor_view
+from faultlens.middleware.model.answer_key import attributor_view
 from faultlens.middleware.errors import FaultlensError
-from faultlens.middleware.model import Attribution, AttributionStatus, Lesson, Outcome
-from faultlens.middleware.jobs import Job, JobQueue, current_job
-from faultlens.middleware.store import Store
+from faultlens.middleware.model.trace import Attribution, AttributionStatus, Lesson, Outcome
+from faultlens.middleware.store.jobs import Job, JobQueue, current_job
+from faultlens.middleware.store.sqlite import Store
 
 from .hooks import record_trace_outcome
 from .memory import BaseLessonMemory, LessonMemory
@@ -205,7 +205,7 @@ class FeedbackLoop:
     min_confidence: learn only from attributions at least this confident
         (those that state no confidence always count); default: learn from all.
     workers: threads attributing queued runs; lease: seconds a claimed job is
-        held without a heartbeat (see `middleware.jobs.JobQueue`).
+        held without a heartbeat (see `middleware.store.jobs.JobQueue`).
     """
 
     def __init__(

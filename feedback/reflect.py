@@ -6,7 +6,7 @@ Three reflectors, one interface (`reflect(trace, attribution) -> Reflection`):
   concrete slip at the blamed step (`attributors.evidence`: a failed lookup
   left out, a call that failed, a repeat), the lesson names it and what to do
   instead; otherwise it is assembled from the failure mode's definition in
-  `middleware.taxonomy`, a piece of advice per mode written by us (`ADVICE`),
+  `middleware.model.taxonomy`, a piece of advice per mode written by us (`ADVICE`),
   and the blamed step's own content.
 - `LLMReflector` (method ``llm:<model>``): asks a model through litellm for a
   JSON object {situation, mistake, advice}. An answer that cannot be read as
@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from faultlens.attributors.evidence import evidence
-from faultlens.middleware.model import Attribution, AttributionStatus, Cost, Lesson, Step, Trace
-from faultlens.middleware.taxonomy import get_mode, is_mode
-from faultlens.middleware.text import one_line
+from faultlens.middleware.model.trace import Attribution, AttributionStatus, Cost, Lesson, Step, Trace
+from faultlens.middleware.model.taxonomy import get_mode, is_mode
+from faultlens.middleware.model.text import one_line
 
 ALL_AGENTS = "*"
 """`Lesson.agent` value for a lesson addressed to every agent of a team."""

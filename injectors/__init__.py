@@ -6,7 +6,7 @@ error generators and the warm-start injection pipeline.
 
 `injectors.envs` holds the environments (`get(name)`, `names()`), `injectors.sim`
 the simulated agents (litellm provider `faultlens-sim/<env>`),
-`injectors.generators` the error generators, `middleware.replay` the
+`injectors.generators` the error generators, `middleware.replay.session` the
 record/replay session the pipeline warm-starts from.
 """
 
@@ -16,7 +16,7 @@ __all__ = ["InjectConfig", "InjectResult", "inject"]
 
 
 def __getattr__(name: str) -> Any:
-    # Lazy, so `import injectors.taxonomy` stays light.
+    # Lazy, so `import injectors.applicability` stays light.
     if name in __all__:
         from . import pipeline
 

@@ -6,7 +6,7 @@ captures what the framework's OpenInference instrumentation package emits
 during a run (for AG2: `openinference-instrumentation-ag2`'s AGENT spans
 plus `openinference-instrumentation-openai`'s LLM spans), encodes it as an
 OTLP ExportTraceServiceRequest in JSON, and writes it where
-`faultlens traces import otlp:FILE` (`middleware.otlp`) reads it back. So the
+`faultlens traces import otlp:FILE` (`middleware.otlp.convert`) reads it back. So the
 import path is exercised on genuine instrumentation output, not on spans we
 wrote ourselves.
 

@@ -11,13 +11,13 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from faultlens.middleware.options import db_option
+from faultlens.middleware.terminal.options import db_option
 
 
 def _checked_envs(env_names: tuple[str, ...], modes: tuple[str, ...], out: Path | None) -> list[str]:
     """The environments asked for, after checking the arguments (usage errors name the option)."""
     from . import envs
-    from .taxonomy import is_mode
+    from .applicability import is_mode
 
     if not env_names:
         raise click.UsageError("give --env NAME (or --list-envs)")
@@ -132,7 +132,7 @@ def inject(env_names, seeds, per_seed, seed, agent_model, generator, noise, mode
     rows = result.summary()
     _print_yield(console, rows, result.seed_summary(), time.time() - started)
     if db_path is not None:
-        from faultlens.middleware.store import open_store
+        from faultlens.middleware.store.sqlite import open_store
 
         # The runs were traced into the store as they ran; the kept ones now get their gold labels.
         store = open_store(db_path)

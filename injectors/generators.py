@@ -25,10 +25,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from faultlens.middleware.model import Step, StepKind, Trace
+from faultlens.middleware.model.trace import Step, StepKind, Trace
 
 from .envs.base import parse_action, render_action
-from .taxonomy import get_mode
+from .applicability import get_mode
 
 __all__ = ["GenInput", "Generated", "Generator", "LLMGenerator", "TemplateGenerator", "announces", "get_generator",
            "slip_text"]

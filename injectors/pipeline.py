@@ -2,7 +2,7 @@
 
 For each task (a *seed*):
 
-1. run the team live, recording every call (`middleware.replay.Session`); a
+1. run the team live, recording every call (`middleware.replay.session.Session`); a
    seed that fails is skipped (counted);
 2. replay the whole recording and check it reproduces the seed with zero drift
    (the verification, stored on every kept trace, that the seed run with the
@@ -40,15 +40,15 @@ from typing import Any
 
 import multiprocessing as mp
 
-from faultlens.middleware.model import GoldLabel, Task, Trace
-from faultlens.middleware.replay import Drift, Recording, Session
+from faultlens.middleware.model.trace import GoldLabel, Task, Trace
+from faultlens.middleware.replay.session import Drift, Recording, Session
 
 from . import envs
 from .capture import capture_for
 from .envs.base import Environment, stable_seed
 from .generators import Generated, Generator, gen_input, get_generator
 from .sim import SimConfig, ensure_registered
-from .taxonomy import applicable_modes
+from .applicability import applicable_modes
 
 STATUSES = ("kept", "succeeded", "drifted", "unparsed", "crashed")
 
@@ -84,8 +84,8 @@ def _tracer_for(db: str | None) -> Any:
     if db is None:
         return None
     if db not in _TRACERS:
-        from faultlens.middleware.store import open_store
-        from faultlens.middleware.tracer import Tracer
+        from faultlens.middleware.store.sqlite import open_store
+        from faultlens.middleware.capture.tracer import Tracer
 
         _TRACERS[db] = Tracer(store=open_store(db), env_exporters=False)
     return _TRACERS[db]
@@ -126,7 +126,7 @@ class InjectResult:
                 c = rows.setdefault((a.env, a.mode), Counter())
                 c["attempted"] += 1
                 c[a.status] += 1
-        from .taxonomy import CODES
+        from .applicability import CODES
 
         out = []
         for (env, mode), c in sorted(rows.items(), key=lambda kv: (kv[0][0], CODES.index(kv[0][1]))):
@@ -158,7 +158,7 @@ def candidates(trace: Trace, rng: random.Random, rotate: int, modes: list[str] |
 
     `injectable`: the steps that can be replaced (those made by a recorded call); None: every step.
     """
-    from .taxonomy import CODES
+    from .applicability import CODES
 
     by_mode: dict[str, list[int]] = {}
     for step in trace.steps:

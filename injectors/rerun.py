@@ -53,9 +53,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from faultlens.middleware.rerun import NotRerunnable, Trial
-from faultlens.middleware.model import Lesson, Task, Trace
-from faultlens.middleware.replay import Drift, Recording, Session
+from faultlens.middleware.replay.rerunners import NotRerunnable, Trial
+from faultlens.middleware.model.trace import Lesson, Task, Trace
+from faultlens.middleware.replay.session import Drift, Recording, Session
 
 from . import envs
 from .envs.base import SIM_PREFIX, stable_seed

@@ -34,10 +34,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-from faultlens.middleware.model import StepKind
+from faultlens.middleware.model.trace import StepKind
 from faultlens.middleware.errors import ConfigError
-from faultlens.middleware.replay import canonical
-from faultlens.middleware.taxonomy import get_mode
+from faultlens.middleware.replay.session import canonical
+from faultlens.middleware.model.taxonomy import get_mode
 
 from .envs.registry import get as get_env
 from .envs.registry import names as env_names

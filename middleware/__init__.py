@@ -2,7 +2,7 @@
 
 from .errors import FaultlensError, InputError
 from .jsonl import load_jsonl, read_jsonl, write_jsonl
-from .model import (
+from .model.trace import (
     SCHEMA_VERSION,
     AgentInfo,
     Attribution,
@@ -21,10 +21,10 @@ from .model import (
     Trace,
     Usage,
 )
-from .redact import redact
+from .store.redact import redact
 from .sources import load_traces
-from .store import SQLiteStore, Store, TraceNotFound, open_store
-from .tracer import Run, Tracer
+from .store.sqlite import SQLiteStore, Store, TraceNotFound, open_store
+from .capture.tracer import Run, Tracer
 
 __all__ = [
     "SCHEMA_VERSION",

@@ -10,7 +10,7 @@ may already rely on a built-in class, the error derives from it too:
     ├── ConfigError (ValueError)      a call or setting that cannot work as given
     ├── MissingExtra (ImportError)    an optional dependency is not installed: names the extra that brings it
     ├── NotFound (KeyError)           nothing stored or registered under this name
-    │   ├── TraceNotFound             (middleware.store)
+    │   ├── TraceNotFound             (middleware.store.sqlite)
     │   └── UnknownName               an unknown method, environment, reflector, ...
     └── the packages' own:            NotRerunnable, LLMError, BudgetExceeded, ParseError (ValueError),
                                       ModelMissingError, Drift, TestTraceError, UnsafeBind, ...

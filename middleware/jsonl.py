@@ -13,7 +13,7 @@ from typing import IO
 from pydantic import ValidationError
 
 from .errors import InputError, from_validation_error
-from .model import Trace
+from .model.trace import Trace
 
 
 def _open(path: Path, mode: str) -> IO[str]:

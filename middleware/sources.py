@@ -17,8 +17,8 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 from .errors import InputError
-from .model import Trace
-from .store import open_store
+from .model.trace import Trace
+from .store.sqlite import open_store
 
 SourceLoader = Callable[[str], Iterable[Trace]]
 
@@ -89,7 +89,7 @@ def load_jsonl_spec(arg: str) -> Iterable[Trace]:
 
 
 def load_otlp_spec(arg: str) -> Iterable[Trace]:
-    from .otlp import read_otlp_file
+    from .otlp.convert import read_otlp_file
 
     return read_otlp_file(_existing(arg))
 

@@ -32,7 +32,7 @@ from typing import Any
 import autogen  # noqa: F401  (imported before timing: a worker pays it once)
 
 from faultlens.injectors import envs
-from faultlens.injectors.envs import ag2_experts
+from faultlens.injectors.envs.ag2_experts import env as ag2_experts
 from faultlens.injectors.generators import TemplateGenerator, gen_input
 from faultlens.injectors.pipeline import inject_one
 

@@ -20,15 +20,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import faultlens.middleware.store as store_module  # noqa: E402
-from faultlens.middleware.otlp_schema import validate_export  # noqa: E402
-from faultlens.middleware.store import SQLiteStore  # noqa: E402
+import faultlens.middleware.store.sqlite as store_module  # noqa: E402
+from faultlens.middleware.otlp.schema import validate_export  # noqa: E402
+from faultlens.middleware.store.sqlite import SQLiteStore  # noqa: E402
 from faultlens.server.ingest import Ingestor  # noqa: E402
 from faultlens.server.otlp_body import protobuf_to_otlp_json  # noqa: E402
 from load_server import _encoded_runs  # noqa: E402
 
 REAL = (store_module.redact, store_module.redact_id)
-redact_module = importlib.import_module("faultlens.middleware.redact")  # the package exports a function of the same name
+redact_module = importlib.import_module("faultlens.middleware.store.redact")  # the package exports a function of the same name
 
 
 def identity(value, key=None):

@@ -27,8 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from load_server import _encoded_runs  # noqa: E402
 
-from faultlens.middleware.spans import plan_ingest, write_ingest  # noqa: E402
-from faultlens.middleware.store import Store, open_store  # noqa: E402
+from faultlens.middleware.spans.mapping import plan_ingest, write_ingest  # noqa: E402
+from faultlens.middleware.store.sqlite import Store, open_store  # noqa: E402
 from faultlens.server.ingest import SOURCE, Ingestor  # noqa: E402
 from faultlens.server import otlp_body  # noqa: E402
 
@@ -39,8 +39,8 @@ except ImportError:
 
 
 def _stages(bodies: list[bytes], store: Store) -> dict[str, float]:
-    from faultlens.middleware.otlp import otlp_json_to_records
-    from faultlens.middleware.otlp_schema import validate_export
+    from faultlens.middleware.otlp.convert import otlp_json_to_records
+    from faultlens.middleware.otlp.schema import validate_export
 
     fast = protobuf_to_records
     totals = dict.fromkeys(["decode+check+records", "plan_ingest", "write_ingest (SQL)", "whole Ingestor path"], 0.0)
@@ -122,9 +122,9 @@ def _sql(bodies: list[bytes], store: Store) -> None:
 def _serialise(bodies: list[bytes], store: Store, repeats: int) -> None:
     import json
 
-    from faultlens.middleware.model import Step
-    from faultlens.middleware.redact import redact
-    from faultlens.middleware.store_api import prepare_steps
+    from faultlens.middleware.model.trace import Step
+    from faultlens.middleware.store.redact import redact
+    from faultlens.middleware.store.protocol import prepare_steps
 
     plans = [plan_ingest(store, protobuf_to_records(body), source=SOURCE) for body in bodies]
     # (plan_ingest keeps a step as its field values since issue #17's fourth round; older code kept the Step)

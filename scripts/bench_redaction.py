@@ -17,7 +17,7 @@ import json
 import time
 from pathlib import Path
 
-redact = importlib.import_module("faultlens.middleware.redact")  # the package exports a function of the same name
+redact = importlib.import_module("faultlens.middleware.store.redact")  # the package exports a function of the same name
 DATA = Path(__file__).resolve().parent.parent / "benchmark" / "data"
 
 

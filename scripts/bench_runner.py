@@ -28,7 +28,7 @@ from rich.console import Console  # noqa: E402
 
 from faultlens.benchmark import load_dataset, run_benchmark  # noqa: E402
 from faultlens.middleware.jsonl import write_jsonl  # noqa: E402
-from faultlens.middleware.model import Attribution, GoldLabel, Outcome, Step, Task, Trace  # noqa: E402
+from faultlens.middleware.model.trace import Attribution, GoldLabel, Outcome, Step, Task, Trace  # noqa: E402
 
 
 class ZeroCostAttributor:

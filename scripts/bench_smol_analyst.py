@@ -20,8 +20,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from faultlens.injectors import envs  # noqa: E402
 from faultlens.injectors.generators import TemplateGenerator, gen_input  # noqa: E402
 from faultlens.injectors.pipeline import inject_one  # noqa: E402
-from faultlens.injectors.taxonomy import applicable_modes  # noqa: E402
-from faultlens.middleware.replay import Session  # noqa: E402
+from faultlens.injectors.applicability import applicable_modes  # noqa: E402
+from faultlens.middleware.replay.session import Session  # noqa: E402
 
 
 def measure(name: str, tasks: int) -> dict[str, float]:

@@ -4,7 +4,7 @@ Builds a smolagents-shaped run (a manager agent span over N `Step` chains, each
 with a model call and a tool call, every second step calling a managed agent
 with its own step) and ingests it span by span, children first, into a fresh
 SQLite store: once with this tree's `spans.ingest` and once with the baseline
-`middleware/spans.py` of a git revision (default: the commit before span links),
+`middleware/spans/mapping.py` of a git revision (default: the commit before span links),
 in the same run. Prints spans per second of each and the ratio.
 
     .venv/bin/python scripts/bench_span_links.py --steps 300 --baseline 96503ff [--batch 512]
@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 
 from faultlens.middleware import open_store
-from faultlens.middleware import spans as current
-from faultlens.middleware.spans import SpanRecord
+from faultlens.middleware.spans import mapping as current
+from faultlens.middleware.spans.mapping import SpanRecord
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"
 
@@ -58,7 +58,7 @@ def run_spans(steps: int) -> list[SpanRecord]:
 
 
 def baseline_module(revision: str):
-    source = subprocess.run(["git", "show", f"{revision}:middleware/spans.py"], capture_output=True, text=True, check=True).stdout
+    source = subprocess.run(["git", "show", f"{revision}:middleware/spans/mapping.py"], capture_output=True, text=True, check=True).stdout
     path = Path(tempfile.mkdtemp()) / "spans_baseline.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location("faultlens.middleware.spans_baseline", path)

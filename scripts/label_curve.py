@@ -34,8 +34,8 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from faultlens.attributors.learned import LearnedAttributor, fit, trace_features  # noqa: E402
 from faultlens.benchmark.datasets import load_dataset  # noqa: E402
 from faultlens.benchmark.runner import MostCommonStep  # noqa: E402
-from faultlens.middleware.model import Trace  # noqa: E402
-from faultlens.middleware.roles import candidates  # noqa: E402
+from faultlens.middleware.model.trace import Trace  # noqa: E402
+from faultlens.middleware.model.roles import candidates  # noqa: E402
 
 SAMPLES, SEED = 2000, 0
 FRACTIONS = (0.0, 0.125, 0.25, 0.5, 1.0)

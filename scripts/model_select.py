@@ -44,7 +44,7 @@ from faultlens.attributors.learned import LearnedAttributor, fit, trace_features
 from faultlens.attributors.learned.model import SOURCE_BALANCE, TREE_PARAMS, labelled  # noqa: E402
 from faultlens.benchmark.datasets import load_dataset  # noqa: E402
 from faultlens.benchmark.train import fold_of, leave_one_out, scenario_key  # noqa: E402
-from faultlens.middleware.model import Trace  # noqa: E402
+from faultlens.middleware.model.trace import Trace  # noqa: E402
 
 REAL_FORMATS = ("trail", "taubench")
 

@@ -40,7 +40,7 @@ from faultlens import attributors  # noqa: E402
 from faultlens.benchmark.datasets import load_dataset  # noqa: E402
 from faultlens.benchmark.metrics import normalize_agent  # noqa: E402
 from faultlens.benchmark.runner import MOST_COMMON_STEP, MostCommonStep  # noqa: E402
-from faultlens.middleware.roles import candidates  # noqa: E402
+from faultlens.middleware.model.roles import candidates  # noqa: E402
 
 METHODS = ["blend", "learned", "heuristic", "baseline:random-step", "baseline:random-agent", "baseline:majority-agent",
            "baseline:first-step", "baseline:last-step", MOST_COMMON_STEP]

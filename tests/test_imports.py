@@ -111,8 +111,8 @@ def private(name: str | None) -> bool:
 
 
 def test_the_scan_sees_every_package():
-    assert {"faultlens.cli", "faultlens.middleware.tracer", "faultlens.attributors.registry",
-            "faultlens.injectors.envs.chart.env", "faultlens.benchmark.runner"} <= set(MODULES)
+    assert {"faultlens.cli", "faultlens.middleware.capture.tracer", "faultlens.attributors.registry",
+            "faultlens.injectors.envs.chart_qa.env", "faultlens.benchmark.runner"} <= set(MODULES)
 
 
 def test_no_private_name_crosses_modules():
@@ -167,7 +167,7 @@ def test_no_import_cycle():
 
 @pytest.mark.parametrize("source", ["from . import x", "from .x import y"])
 def test_resolve_relative_imports(source):
-    module = "faultlens.injectors.envs.chart.env"
+    module = "faultlens.injectors.envs.chart_qa.env"
     level = source.split()[1].count(".")
-    assert resolve(module, level, None) == "faultlens.injectors.envs.chart"
-    assert resolve("faultlens.injectors.envs.chart", 2, "base") == "faultlens.injectors.envs.base"
+    assert resolve(module, level, None) == "faultlens.injectors.envs.chart_qa"
+    assert resolve("faultlens.injectors.envs.chart_qa", 2, "base") == "faultlens.injectors.envs.base"

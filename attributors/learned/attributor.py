@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from faultlens.middleware.model import Attribution, AttributionStatus, Candidate, Cost, Trace
+from faultlens.middleware.model.trace import Attribution, AttributionStatus, Candidate, Cost, Trace
 
 from ..base import BaseAttributor
 from ..evidence import evidence, reason

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from faultlens.middleware.model import Trace
+from faultlens.middleware.model.trace import Trace
 
 from ..methods.heuristic import signal_weights
 from .attributor import LearnedAttributor

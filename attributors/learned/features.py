@@ -30,7 +30,7 @@ Feature groups (names are stable; they are stored with the model):
 - `role.*`: `Step.role` one-hot (decision, tool result, executor output,
   control), and whether a tool step failed as an environment fault. Only
   decisions (and environment faults) are ranked; what a result showed is a
-  feature of its cause (`err.own_result*`, via `middleware.roles.cause_of`);
+  feature of its cause (`err.own_result*`, via `middleware.model.roles.cause_of`);
 - `err.*`: a tool error on this / the next / the previous step, failure words,
   a retry (the same tool called again right after), steps since the last error,
   an error in this decision's own results, and the first decision after a
@@ -90,8 +90,8 @@ import re
 
 import numpy as np
 
-from faultlens.middleware.model import StepKind, StepRole, Trace
-from faultlens.middleware.roles import cause_of
+from faultlens.middleware.model.trace import StepKind, StepRole, Trace
+from faultlens.middleware.model.roles import cause_of
 
 from ..methods.heuristic import signal_weights
 from ..steptext import answer_values as _answer_values

@@ -39,7 +39,7 @@ from sklearn.preprocessing import StandardScaler
 from threadpoolctl import ThreadpoolController
 
 from faultlens.middleware.errors import FaultlensError
-from faultlens.middleware.model import Trace
+from faultlens.middleware.model.trace import Trace
 
 from ..steptext import blameable
 from .features import feature_names, trace_features

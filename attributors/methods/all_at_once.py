@@ -10,9 +10,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from faultlens.middleware.model import Trace
+from faultlens.middleware.model.trace import Trace
 
-from .. import prompts, render
+from .. import prompt_text, prompts
 from ..registry import register
 from .llm_base import LLMAttributor, Attempt, Unparsed, candidates_ranking
 
@@ -28,7 +28,7 @@ class AllAtOnce(LLMAttributor):
 
     async def whole_trace(self, trace: Trace, run: Attempt) -> dict[str, Any]:
         budget = self.trace_budget()
-        fitted = render.fit_steps(trace.steps, budget, self.vision)
+        fitted = prompt_text.fit_steps(trace.steps, budget, self.vision)
         total = len(trace.steps)
         if fitted is not None:
             text, limit = fitted
@@ -42,15 +42,15 @@ class AllAtOnce(LLMAttributor):
 
     async def windowed(self, trace: Trace, run: Attempt, budget: int) -> dict[str, Any]:
         total = len(trace.steps)
-        size, limit = render.window_plan(trace.steps, budget, self.vision)
-        spans = render.windows(total, size, overlap=max(1, size // 4) if size > 1 else 0)
+        size, limit = prompt_text.window_plan(trace.steps, budget, self.vision)
+        spans = prompt_text.windows(total, size, overlap=max(1, size // 4) if size > 1 else 0)
         run.details["windows"] = [[lo, hi - 1] for lo, hi in spans]
         run.details["step_char_limit"] = limit
 
         async def one(lo: int, hi: int) -> tuple[tuple[int, int], dict[str, Any] | str]:
             shown = trace.steps[lo:hi]
-            text = render.fit_steps(shown, budget, self.vision)
-            body = text[0] if text else render.render_steps(shown, limit, self.vision)
+            text = prompt_text.fit_steps(shown, budget, self.vision)
+            body = text[0] if text else prompt_text.render_steps(shown, limit, self.vision)
             messages = self.messages(trace, body, prompts.whole_trace_question(lo, hi - 1, total), shown)
             try:
                 verdict = await self.ask(run, messages, prompts.verdict_model(trace.agent_names, range(lo, hi)))
@@ -82,7 +82,7 @@ class AllAtOnce(LLMAttributor):
         total = len(trace.steps)
         around = sorted({i for s in steps for i in range(max(0, s - CONTEXT_AROUND_CANDIDATE), min(total, s + CONTEXT_AROUND_CANDIDATE + 1))})
         for shown in (around, steps):
-            fitted = render.fit_steps([trace.steps[i] for i in shown], budget, self.vision)
+            fitted = prompt_text.fit_steps([trace.steps[i] for i in shown], budget, self.vision)
             if fitted is not None:
                 return fitted[0]
         return None

@@ -7,7 +7,7 @@
   on a tie), and its first step.
 - `baseline:first-step`, `baseline:last-step`: step 0 or the last step.
 
-Every baseline chooses among the trace's decision steps (`middleware.roles.
+Every baseline chooses among the trace's decision steps (`middleware.model.roles.
 candidates`: tool results, executors' output and control steps are not
 candidates), as every other offline method does. Random choices are seeded by
 `seed` and the trace id, so the same trace always gets the same answer.
@@ -21,8 +21,8 @@ import random
 from collections import Counter
 from typing import Any
 
-from faultlens.middleware.model import Attribution, AttributionStatus, Step, Trace
-from faultlens.middleware.roles import candidates
+from faultlens.middleware.model.trace import Attribution, AttributionStatus, Step, Trace
+from faultlens.middleware.model.roles import candidates
 
 from ..base import BaseAttributor
 from ..registry import register

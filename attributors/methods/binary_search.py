@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from faultlens.middleware.model import Trace
+from faultlens.middleware.model.trace import Trace
 
-from .. import prompts, render
+from .. import prompt_text, prompts
 from ..registry import register
 from .llm_base import LLMAttributor, Attempt, confidence_of, candidates_ranking
 
@@ -28,13 +28,13 @@ class BinarySearch(LLMAttributor):
         while lo < hi:
             mid = (lo + hi) // 2
             shown = trace.steps[: hi + 1]
-            text = render.render_prefix(shown, budget, focus=lo, vision=self.vision)
+            text = prompt_text.render_prefix(shown, budget, focus=lo, vision=self.vision)
             choice = await self.ask(run, self.messages(trace, text, prompts.half_question(lo, mid, hi), shown[lo:]), prompts.HalfChoice)
             path.append({"range": [lo, hi], "half": choice.half})
             lo, hi = (lo, mid) if choice.half == "first" else (mid + 1, hi)
         step = trace.steps[lo]
         shown = trace.steps[: lo + 1]
-        text = render.render_prefix(shown, budget, focus=lo, vision=self.vision)
+        text = prompt_text.render_prefix(shown, budget, focus=lo, vision=self.vision)
         diagnosis = await self.ask(run, self.messages(trace, text, prompts.diagnosis_question(lo, step.agent), [step]), prompts.diagnosis_model())
         mode = self.check_mode(diagnosis.mode)
         return {

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 
-from faultlens.middleware.model import StepKind, Trace
+from faultlens.middleware.model.trace import StepKind, Trace
 
 __all__ = ["mode_of_correction"]
 

@@ -5,7 +5,7 @@
    candidate step, regenerates that step (re-samples the agent, or, with
    `corrector=MODEL`, puts a model's corrected action there), continues with
    every call the change did not touch held fixed, and evaluates the task
-   (`middleware.rerun`).
+   (`middleware.replay.rerunners`).
 3. The decisive step is the earliest candidate whose correction turns the
    failure into a success: `details["verified"]` is true. When no trial
    succeeds, the rerun budget runs out, or the trace cannot be re-run, the
@@ -35,10 +35,10 @@ import time
 from typing import Any
 
 from faultlens.middleware.errors import FaultlensError
-from faultlens.middleware.model import Attribution, AttributionStatus, Candidate, Cost, Trace
-from faultlens.middleware.rerun import NotRerunnable, Rerunner, Trial, rerunner_for
+from faultlens.middleware.model.trace import Attribution, AttributionStatus, Candidate, Cost, Trace
+from faultlens.middleware.replay.rerunners import NotRerunnable, Rerunner, Trial, rerunner_for
 
-from .. import render
+from .. import prompt_text
 from ..base import Attributor, BaseAttributor
 from ..llm import LLMClient
 from ..registry import get, register
@@ -91,7 +91,7 @@ class Counterfactual(BaseAttributor):
         if self._client is None:
             self._client = LLMClient(model=self.corrector, max_tokens=800)
         target = trace.steps[step]
-        history = render.render_steps(trace.steps[:step], limit=600) or "(no earlier steps)"
+        history = prompt_text.render_steps(trace.steps[:step], limit=600) or "(no earlier steps)"
         user = (f"Task: {trace.task.query}\n\nSteps so far:\n{history}\n\n"
                 f"Step {step} by {target.agent} ({target.kind.value}) was:\n{target.content}\n\n"
                 f"It may be the decisive error of this failed run. Write what {target.agent} should have written at "

@@ -20,7 +20,7 @@ Signals (weights are round numbers chosen by reasoning, not fitted to data):
 | repeated_action | the first repeat of an identical tool call or message by the same agent | 1.5 | A.6 |
 | hedging | agent text that guesses or assumes ("I assume", "probably") | 1 | R.1 |
 
-Only decisions are blamed (`middleware.roles`): a hit on a tool result or on
+Only decisions are blamed (`middleware.model.roles`): a hit on a tool result or on
 an executor's output counts for the decision that caused it (the call, the
 code; `to_decisions`), with mode A.2 or A.4 instead of V.3, except when the
 tool failed on its own (an environment fault: the error reads as a timeout,
@@ -41,9 +41,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from faultlens.middleware.model import Attribution, AttributionStatus, Cost, Step, StepKind, StepRole, Trace
+from faultlens.middleware.model.trace import Attribution, AttributionStatus, Cost, Step, StepKind, StepRole, Trace
 
-from faultlens.middleware.roles import cause_of
+from faultlens.middleware.model.roles import cause_of
 
 from ..base import BaseAttributor
 from ..registry import register
@@ -276,7 +276,7 @@ SIGNALS: dict[str, Callable[[Trace, Context], list[Hit]]] = {
 
 
 def to_decisions(trace: Trace, hits: list[Hit]) -> tuple[list[Hit], int]:
-    """Hits on a tool result or an executor's output count for the decision that caused it (`middleware.roles`).
+    """Hits on a tool result or an executor's output count for the decision that caused it (`middleware.model.roles`).
 
     The one exception is an environment fault: a tool step whose error reads as
     the environment failing (timeout, 5xx, ...) keeps its V.3 hit, because the

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from faultlens.middleware.model import Trace
+from faultlens.middleware.model.trace import Trace
 
 from .. import prompts
 from ..registry import register

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from faultlens.middleware.errors import FaultlensError
-from faultlens.middleware.model import Attribution, AttributionStatus, Candidate, Cost, Step, Trace
-from faultlens.middleware.taxonomy import MODES, is_mode
+from faultlens.middleware.model.trace import Attribution, AttributionStatus, Candidate, Cost, Step, Trace
+from faultlens.middleware.model.taxonomy import MODES, is_mode
 
-from .. import prompts, render
+from .. import prompt_text, prompts
 from ..base import BaseAttributor
 from ..llm import BudgetExceeded, LLMClient, LLMError, Reply, default_model
 
@@ -155,13 +155,13 @@ class LLMAttributor(BaseAttributor):
     def trace_budget(self) -> int:
         """Characters available for rendered steps in one prompt."""
         fixed = len(self.system()) + 2500  # task block, question, and the schema when sent as text
-        return render.char_budget(self.context, reserve_tokens=self.client.max_tokens + int(fixed / render.CHARS_PER_TOKEN))
+        return prompt_text.char_budget(self.context, reserve_tokens=self.client.max_tokens + int(fixed / prompt_text.CHARS_PER_TOKEN))
 
     def messages(self, trace: Trace, steps_text: str, question: str, shown: list[Step]) -> list[dict[str, Any]]:
-        text = f"{render.task_text(trace, self.with_reference, self.vision)}\n\nRUN:\n{steps_text}\n\nQUESTION: {question}"
+        text = f"{prompt_text.task_text(trace, self.with_reference, self.vision)}\n\nRUN:\n{steps_text}\n\nQUESTION: {question}"
         return [
             {"role": "system", "content": self.system()},
-            {"role": "user", "content": render.user_content(text, trace, shown, self.vision)},
+            {"role": "user", "content": prompt_text.user_content(text, trace, shown, self.vision)},
         ]
 
     async def ask(self, run: Attempt, messages: list[dict[str, Any]], answer_model: type) -> Any:

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from faultlens.middleware.model import Step, Trace
+from faultlens.middleware.model.trace import Step, Trace
 
-from .. import prompts, render
+from .. import prompt_text, prompts
 from ..registry import register
 from .llm_base import LLMAttributor, Attempt, Unparsed, candidates_ranking
 
@@ -23,7 +23,7 @@ class StepByStep(LLMAttributor):
 
     async def judge(self, trace: Trace, run: Attempt, step: Step) -> prompts.StepJudgement:
         prefix = trace.steps[: step.index + 1]
-        text = render.render_prefix(prefix, self.trace_budget(), focus=step.index, vision=self.vision)
+        text = prompt_text.render_prefix(prefix, self.trace_budget(), focus=step.index, vision=self.vision)
         messages = self.messages(trace, text, prompts.step_question(step.index, step.agent), [step])
         judgement = await self.ask(run, messages, prompts.judgement_model())
         run.details.setdefault("trials", []).append({"step": step.index, "decisive": judgement.decisive, "mode": judgement.mode})

@@ -20,8 +20,8 @@ from faultlens.demo import sim_llm
 from faultlens.demo.team import TASKS, CityTeam
 from faultlens.middleware import Trace, Tracer
 from faultlens.feedback.loop import attribute_and_reflect
-from faultlens.middleware.render import attribution_panel, print_trace
-from faultlens.middleware.options import db_option
+from faultlens.middleware.terminal.timeline import attribution_panel, print_trace
+from faultlens.middleware.terminal.options import db_option
 
 
 def run_team(tracer: Tracer) -> list[Trace]:

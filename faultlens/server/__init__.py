@@ -12,7 +12,7 @@ from .app import DEFAULT_MAX_BODY, OutcomeIn, create_app
 from .auth import TOKEN_ENV, UnsafeBind, check_bind, is_loopback, resolve_token
 from .interop import EVENT_NAME, EvaluationExporter, otlp_http_exporter
 from .run import ServerThread, run_server
-from .worker import FailureWorker, JobStatus
+from .failed_runs import FailureWorker, JobStatus
 
 __all__ = [
     "DEFAULT_MAX_BODY",

@@ -19,8 +19,8 @@ from typing import Any
 from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
-from faultlens.middleware.model import Outcome
-from faultlens.middleware.store import Store
+from faultlens.middleware.model.trace import Outcome
+from faultlens.middleware.store.sqlite import Store
 from . import routes_lessons, routes_otlp, routes_runs, security
 from .auth import resolve_token
 from .ingest import Ingestor
@@ -28,7 +28,7 @@ from .interop import EvaluationExporter
 from .routes_runs import OutcomeIn
 from .services import LessonsFor, Services, best_track_record_first, exporting_after, parse_since
 from .ui import add_ui
-from .worker import FailureWorker, OnFailure
+from .failed_runs import FailureWorker, OnFailure
 
 DEFAULT_MAX_BODY = 8 * 1024 * 1024  # bytes; OTel SDK batches are far smaller
 

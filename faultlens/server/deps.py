@@ -5,10 +5,10 @@ from __future__ import annotations
 from fastapi import HTTPException, Request
 from starlette.convertors import PathConvertor, register_url_convertor
 
-from faultlens.middleware.model import Trace
-from faultlens.middleware.store import Store, TraceNotFound
+from faultlens.middleware.model.trace import Trace
+from faultlens.middleware.store.sqlite import Store, TraceNotFound
 from .services import Services
-from .worker import FailureWorker
+from .failed_runs import FailureWorker
 
 
 class RunIdConvertor(PathConvertor):

@@ -1,4 +1,4 @@
-"""OTLP payload → store, through the shared span→step mapping (`middleware.spans`).
+"""OTLP payload → store, through the shared span→step mapping (`middleware.spans.mapping`).
 
 The server adds only what a live service needs on top of `spans.ingest`:
 one batch at a time, in one store transaction (so two clients, or two
@@ -17,9 +17,9 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from faultlens.middleware.spans import SpanRecord, plan_ingest, write_ingest
-from faultlens.middleware.model import Outcome
-from faultlens.middleware.store import Store, TraceNotFound
+from faultlens.middleware.spans.mapping import SpanRecord, plan_ingest, write_ingest
+from faultlens.middleware.model.trace import Outcome
+from faultlens.middleware.store.sqlite import Store, TraceNotFound
 
 SOURCE = "POST /v1/traces"
 
@@ -72,7 +72,7 @@ class Ingestor:
 
         checked: `payload` already passed `otlp_schema.validate_export` (the route does it first).
         """
-        from faultlens.middleware.otlp import otlp_json_to_records
+        from faultlens.middleware.otlp.convert import otlp_json_to_records
 
         return self.records(otlp_json_to_records(payload, source=SOURCE, checked=checked))
 

@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
-from faultlens.middleware.model import Attribution, Trace
+from faultlens.middleware.model.trace import Attribution, Trace
 
 EVENT_NAME = "gen_ai.evaluation.result"
 _HEX = re.compile(r"^[0-9a-f]+$")

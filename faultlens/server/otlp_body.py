@@ -2,7 +2,7 @@
 
 Both encodings end up as the same dict: the OTLP JSON form of an
 `ExportTraceServiceRequest` (lowerCamelCase keys, hex trace and span ids,
-integer enums), which is what `middleware.otlp.otlp_json_to_records` reads.
+integer enums), which is what `middleware.otlp.convert.otlp_json_to_records` reads.
 Protobuf carries ids as raw bytes and the generic protobuf→JSON conversion
 writes bytes as base64, so ids are re-encoded as hex here; OTLP JSON is the one
 place where the protobuf JSON mapping and the OTLP spec differ.

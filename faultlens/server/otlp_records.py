@@ -1,6 +1,6 @@
 """A protobuf OTLP export straight to span records, checked on the parsed message.
 
-JSON bodies go through the pydantic schema (`middleware.otlp_schema`), which
+JSON bodies go through the pydantic schema (`middleware.otlp.schema`), which
 has to check every field's *type*. A parsed protobuf message already
 guarantees those: strings are valid UTF-8 (the parser refuses anything else),
 times are uint64 (so inside what `datetime` shows), attribute integers int64,
@@ -11,7 +11,7 @@ span kinds among the known values (proto3 enums accept any integer), finite
 doubles, nesting of attribute values, keys present, names present (protobuf
 omits an empty string, which the schema reads as a missing field).
 
-The records are the ones `middleware.otlp.otlp_json_to_records` makes from the
+The records are the ones `middleware.otlp.convert.otlp_json_to_records` makes from the
 same body decoded to OTLP JSON and checked by the schema
 (tests/faultlens/server/test_otlp_records.py compares the two, and the errors),
 without building that JSON, running the schema, and reading the JSON back,
@@ -27,9 +27,9 @@ from typing import Any
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from faultlens.middleware.otlp import KIND_NAMES, STATUS_NAMES
-from faultlens.middleware.otlp_schema import MAX_VALUE_DEPTH, SPAN_KINDS, STATUS_CODES, SchemaError, not_one_of
-from faultlens.middleware.spans import SpanRecord
+from faultlens.middleware.otlp.convert import KIND_NAMES, STATUS_NAMES
+from faultlens.middleware.otlp.schema import MAX_VALUE_DEPTH, SPAN_KINDS, STATUS_CODES, SchemaError, not_one_of
+from faultlens.middleware.spans.mapping import SpanRecord
 
 from .otlp_body import BodyError
 

@@ -7,10 +7,10 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Query
 
-from faultlens.middleware.store import Store
+from faultlens.middleware.store.sqlite import Store
 from .deps import get_services, get_store, get_worker
 from .services import Services
-from .worker import FailureWorker
+from .failed_runs import FailureWorker
 
 router = APIRouter()
 

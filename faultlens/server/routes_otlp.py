@@ -12,7 +12,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from faultlens.middleware.errors import InputError
 from .deps import get_services
 from .otlp_body import JSON, PROTOBUF, BodyError, decode_otlp, decompress, encode_response, media_type
-from faultlens.middleware.otlp_schema import SchemaError, validate_export
+from faultlens.middleware.otlp.schema import SchemaError, validate_export
 from .ingest import IngestResult
 from .otlp_records import protobuf_to_records
 from .services import Services

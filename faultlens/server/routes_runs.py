@@ -7,11 +7,11 @@ from typing import Any
 from fastapi import APIRouter, Depends, HTTPException, Query
 from pydantic import BaseModel, Field
 
-from faultlens.middleware.model import Outcome, Source, Task, Trace
-from faultlens.middleware.store import Store
+from faultlens.middleware.model.trace import Outcome, Source, Task, Trace
+from faultlens.middleware.store.sqlite import Store
 from .deps import get_services, get_store, get_worker, trace_or_404
 from .services import Services, parse_since
-from .worker import FailureWorker
+from .failed_runs import FailureWorker
 
 router = APIRouter(prefix="/api/runs", tags=["runs"])
 

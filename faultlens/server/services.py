@@ -17,14 +17,14 @@ from fastapi import HTTPException
 
 from faultlens.feedback.memory import track_record
 from faultlens.middleware.errors import InputError
-from faultlens.middleware.labels import label_for
-from faultlens.middleware.model import Lesson, Outcome, Trace
-from faultlens.middleware.redact import redact_id
-from faultlens.middleware.spans import SpanRecord
-from faultlens.middleware.store import Store
+from faultlens.middleware.model.labels import label_for
+from faultlens.middleware.model.trace import Lesson, Outcome, Trace
+from faultlens.middleware.store.redact import redact_id
+from faultlens.middleware.spans.mapping import SpanRecord
+from faultlens.middleware.store.sqlite import Store
 from .ingest import IngestResult, Ingestor
 from .interop import EvaluationExporter, blamed_span
-from .worker import FailureWorker
+from .failed_runs import FailureWorker
 
 log = logging.getLogger("faultlens.server")
 

@@ -20,15 +20,15 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from faultlens.middleware.errors import InputError
-from faultlens.middleware.model import Attribution, Media, Trace
-from faultlens.middleware.store import Store, TraceNotFound
-from faultlens.middleware.taxonomy import MODES, get_mode, is_mode
+from faultlens.middleware.model.trace import Attribution, Media, Trace
+from faultlens.middleware.store.sqlite import Store, TraceNotFound
+from faultlens.middleware.model.taxonomy import MODES, get_mode, is_mode
 from .auth import TOKEN_COOKIE, token_matches
 from .deps import get_services, get_store, get_worker, trace_or_404
 from .report_view import report_sections
 from .security import MEDIA_CSP, client_of, too_many
 from .services import Services, parse_since
-from .worker import FailureWorker
+from .failed_runs import FailureWorker
 
 HERE = Path(__file__).parent
 templates = Jinja2Templates(directory=str(HERE / "templates"))

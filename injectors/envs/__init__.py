@@ -1,10 +1,11 @@
 """Task environments for warm-start injection, and their registry.
 
-`get(name)` returns an environment instance, `names()` lists them. Every module
-or package in this folder (except `base` and `registry`) is imported on first
-use, so a new environment is a new module or package with an
-`@register`-decorated `Environment` subclass; see `injectors.envs.base` for the
-interface.
+`get(name)` returns an environment instance, `names()` lists them. Every
+package in this folder is imported on first use, so a new environment is a new
+package named as the environment, with an `@register`-decorated `Environment`
+subclass (see `injectors.envs.base` for the interface). The modules beside the
+packages are what environments share: `base`, `registry`, `framework` (real
+agent frameworks behind the recording endpoint), `arithmetic`, `media_render`.
 """
 
 from __future__ import annotations

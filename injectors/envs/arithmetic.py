@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import operator
 
-from faultlens.middleware.model import Task
+from faultlens.middleware.model.trace import Task
 
 _OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv}
 

@@ -2,8 +2,12 @@
 
 How to add an environment (an afternoon's work)
 -----------------------------------------------
-1. Create `injectors/envs/<yours>.py` with a subclass of `Environment` decorated
-   with `@register`; `injectors.envs.get(name)` / `names()` discover it.
+1. Create the package `injectors/envs/<name>/`, named as the environment:
+   `env.py` holds a subclass of `Environment` decorated with `@register`,
+   `__init__.py` imports it (`injectors.envs.get(name)` / `names()` import
+   every package here), `mistakes.py` its error rules, and `world.py` or
+   `tasks.py` what the agents and the rules share. Its tests go in
+   `tests/injectors/envs/test_<name>.py`.
 2. Set the class attributes `name`, `modality` ("text" | "image" | "video"),
    `topology` ("single" | "multi"), `agents` (list of `AgentInfo`, the first is
    the one that starts) and `tools` (tool name → `ToolSpec`).
@@ -27,13 +31,14 @@ How to add an environment (an afternoon's work)
      what you can without it), and `mutators()`: environment-specific error
      rules per mode (`{"C.1": [rule, ...]}`, rule: `GenInput -> Generated |
      None`, see `injectors.generators`), tried before the generic ones.
-4. Add a test that a seed run succeeds with simulated agents.
+4. Add a test that a seed run succeeds with simulated agents, replays with zero
+   drift, and that each of its rules makes the task fail.
 
 Steps: by default exactly one `Step` per recorded call. A model call becomes a `plan`,
 `message` or `final_answer` step (the `kind` you pass to `ask`), or a
 `tool_call` step if its text is an action (see `parse_action`); a tool call
 becomes a `tool_result` step of the calling agent. So step index t is call t
-of the `middleware.replay.Session`, and replacing call t's response replaces
+of the `middleware.replay.session.Session`, and replacing call t's response replaces
 step t.
 
 An environment that runs a real agent framework (set `framework`, e.g. "ag2")
@@ -63,8 +68,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from faultlens.middleware.model import AgentInfo, Lesson, Modality, Outcome, Source, Step, StepKind, Task, Trace
-from faultlens.middleware.replay import CallRecord, Recording, Session
+from faultlens.middleware.model.trace import AgentInfo, Lesson, Modality, Outcome, Source, Step, StepKind, Task, Trace
+from faultlens.middleware.replay.session import CallRecord, Recording, Session
 
 from ..seeding import stable_seed as stable_seed  # re-exported: the environments seed with it
 from ..sim import SIM_PREFIX as SIM_PREFIX
@@ -202,11 +207,11 @@ class Environment:
         """Run the team on `task` and return the trace, the recording and the answer.
 
         `model`: a litellm model for every agent (default: the simulated model
-        `faultlens-sim/<env>`). `session`: a `middleware.replay.Session` (pass a
+        `faultlens-sim/<env>`). `session`: a `middleware.replay.session.Session` (pass a
         replaying one to warm-start; `Drift` propagates). `sim`: the simulated
         agents' settings (`injectors.sim.SimConfig` as a dict), ignored by real
         models. `lessons`: per agent, lessons put into its system prompt.
-        `tracer`: a `middleware.tracer.Tracer`; when given, the run is also
+        `tracer`: a `middleware.capture.tracer.Tracer`; when given, the run is also
         recorded as OpenTelemetry spans through it.
         """
         rt = Runtime(self, task, model=model or self.sim_model(), session=session or Session(), sim=sim, lessons=lessons)
@@ -290,7 +295,7 @@ class Runtime:
 
     def _emit(self, step: Step) -> None:
         """Record `step` as one GenAI-convention span of the tracer's current run."""
-        from faultlens.middleware import spans as S
+        from faultlens.middleware.spans import mapping as S
 
         here = self.tracer.call_context()
         if here is None:

@@ -3,7 +3,7 @@
 A framework's OpenAI client gets a per-agent base URL
 (`http://faultlens.invalid/agent/<name>/v1`) and an `httpx` client whose
 transport is `InProcessEndpoint`: each request goes to a
-`middleware.proxy.ChatProxy` over the run's `replay.Session` (so recording,
+`middleware.replay.endpoint.ChatProxy` over the run's `replay.Session` (so recording,
 replay and injection are the proxy's), and nothing opens a socket. The
 proxy's upstream is the environment's simulated policy,
 `respond(agent, request, sim) -> text`.
@@ -18,9 +18,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from faultlens.middleware.model import Outcome, Task
-from faultlens.middleware.proxy import ChatProxy
-from faultlens.middleware.replay import CallRecord, Drift, Session, canonical
+from faultlens.middleware.model.trace import Outcome, Task
+from faultlens.middleware.replay.endpoint import ChatProxy
+from faultlens.middleware.replay.session import CallRecord, Drift, Session, canonical
 
 from .base import Environment, Runtime, stable_seed
 

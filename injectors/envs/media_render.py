@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from faultlens.middleware.model import Media
+from faultlens.middleware.model.trace import Media
 
 CHART_SIZE = (320, 240)
 FRAME_SIZE = (96, 72)

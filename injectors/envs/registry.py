@@ -1,6 +1,6 @@
-"""The environments by name. Every module and package in `injectors/envs/` (except
-`base` and `registry`) is imported on first use, and registers its environment
-with `@register`, so a new environment is a new module or package."""
+"""The environments by name. Every package in `injectors/envs/` is imported on
+first use, and registers its environment with `@register`, so a new environment
+is a new package (the modules beside them are what the environments share)."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def _discover() -> None:
         return
     _discovered = True
     for info in sorted(pkgutil.iter_modules([str(Path(__file__).parent)]), key=lambda i: i.name):
-        if info.name not in ("base", "registry") and not info.name.startswith("_"):
+        if info.ispkg and not info.name.startswith("_"):
             importlib.import_module(f"{_PACKAGE}.{info.name}")
 
 

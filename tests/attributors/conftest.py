@@ -12,7 +12,7 @@ import pytest
 from litellm import CustomLLM
 from litellm.utils import custom_llm_setup
 
-from faultlens.middleware.model import AgentInfo, Outcome, Step, StepKind, Task, Trace
+from faultlens.middleware.model.trace import AgentInfo, Outcome, Step, StepKind, Task, Trace
 
 Script = Callable[[list[dict[str, Any]], dict[str, Any]], Any]
 

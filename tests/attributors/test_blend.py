@@ -6,7 +6,7 @@ import pytest
 from faultlens.attributors import get
 from faultlens.attributors.learned.blend import HEURISTIC_WEIGHT, LATENESS, WHO_FIRST, Blend
 from faultlens.attributors.registry import DEFAULT_METHOD
-from faultlens.middleware.model import Outcome, Step, StepKind, Task, Trace
+from faultlens.middleware.model.trace import Outcome, Step, StepKind, Task, Trace
 
 from .test_evidence import _run
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from faultlens.attributors.methods.correction import mode_of_correction
-from faultlens.middleware.model import Step, StepKind, Task, Trace
+from faultlens.middleware.model.trace import Step, StepKind, Task, Trace
 
 QUESTION = "By how much did the revenue of Brival Corp change from 2018 to 2022?"
 

@@ -7,8 +7,8 @@ import pytest
 from faultlens.attributors import get
 from faultlens.attributors.base import BaseAttributor
 from faultlens.middleware.errors import FaultlensError
-from faultlens.middleware.model import Attribution, Candidate, Outcome, Source, Step, StepKind, Task, Trace
-from faultlens.middleware.rerun import CallableRerunner, NotRerunnable, Trial, register_rerun, rerunner_for
+from faultlens.middleware.model.trace import Attribution, Candidate, Outcome, Source, Step, StepKind, Task, Trace
+from faultlens.middleware.replay.rerunners import CallableRerunner, NotRerunnable, Trial, register_rerun, rerunner_for
 
 N = 6
 

@@ -1,7 +1,7 @@
 """The evidence around a blamed step, in words: what shows the step wrong, and the lesson that names the slip."""
 
 from faultlens.attributors.evidence import built_on, evidence, reason
-from faultlens.middleware.model import GoldLabel, Outcome, Step, StepKind, StepRole, Task, Trace
+from faultlens.middleware.model.trace import GoldLabel, Outcome, Step, StepKind, StepRole, Task, Trace
 
 
 def _run() -> Trace:

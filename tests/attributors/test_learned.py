@@ -17,7 +17,7 @@ from faultlens.attributors import registry
 from faultlens.attributors.steptext import side_effect
 from faultlens.attributors.learned import LearnedAttributor, ModelMissingError, dense_feature_names, feature_names, fit, load, save, trace_features
 from faultlens.attributors.learned.model import source_weights
-from faultlens.middleware.model import AgentInfo, GoldLabel, Outcome, Source, Step, StepKind, Task, Trace
+from faultlens.middleware.model.trace import AgentInfo, GoldLabel, Outcome, Source, Step, StepKind, Task, Trace
 
 ENVS = ("math_react", "table_qa", "research_team", "code_team")
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from faultlens import attributors
 from faultlens.attributors.llm import BudgetExceeded, LLMClient, LLMError, ParseError, extract_json, parse_answer
-from faultlens.middleware.model import AttributionStatus
+from faultlens.middleware.model.trace import AttributionStatus
 
 from .conftest import answer
 

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from faultlens import attributors
-from faultlens.middleware.model import AttributionStatus, Media, Trace
+from faultlens.middleware.model.trace import AttributionStatus, Media, Trace
 
 from .conftest import answer, numbered_trace, shown_steps, team_trace, user_text
 
@@ -227,7 +227,7 @@ def test_vision_capability_comes_from_litellm(tmp_path):
 
 
 def test_empty_trace_is_an_error(scripted, tmp_path):
-    from faultlens.middleware.model import Outcome, Task
+    from faultlens.middleware.model.trace import Outcome, Task
 
     double = scripted(verdict_for(0, "x"))
     result = get("all_at_once", tmp_path).attribute(Trace(task=Task(query="q"), outcome=Outcome(success=False)))

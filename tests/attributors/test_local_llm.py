@@ -17,7 +17,7 @@ import pytest
 
 from faultlens import attributors
 from faultlens.attributors.local import LOCAL_MODEL, LocalServer, gguf_path, local_available
-from faultlens.middleware.model import Attribution, AttributionStatus, Outcome, Step, StepKind, Task, Trace
+from faultlens.middleware.model.trace import Attribution, AttributionStatus, Outcome, Step, StepKind, Task, Trace
 
 pytestmark = [pytest.mark.local_llm, pytest.mark.slow]
 

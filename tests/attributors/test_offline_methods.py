@@ -6,7 +6,7 @@ import pytest
 
 from faultlens import attributors
 from faultlens.attributors.methods.heuristic import SIGNALS
-from faultlens.middleware.model import AttributionStatus, Outcome, Step, StepKind, Task, Trace
+from faultlens.middleware.model.trace import AttributionStatus, Outcome, Step, StepKind, Task, Trace
 
 from .conftest import numbered_trace
 

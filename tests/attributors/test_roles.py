@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from faultlens import attributors
-from faultlens.middleware.model import Outcome, Step, StepKind, StepRole, Task, Trace
-from faultlens.middleware.roles import candidates, cause_of, executor_name
+from faultlens.middleware.model.trace import Outcome, Step, StepKind, StepRole, Task, Trace
+from faultlens.middleware.model.roles import candidates, cause_of, executor_name
 
 OFFLINE = ["heuristic", "learned", "baseline:random-step", "baseline:random-agent", "baseline:majority-agent",
            "baseline:first-step", "baseline:last-step"]

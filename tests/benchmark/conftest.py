@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from faultlens.middleware.jsonl import write_jsonl
-from faultlens.middleware.model import Attribution, Cost, GoldLabel, Outcome, Source, Step, StepKind, Task, Trace
+from faultlens.middleware.model.trace import Attribution, Cost, GoldLabel, Outcome, Source, Step, StepKind, Task, Trace
 
 FIXTURES = Path(__file__).parent / "fixtures"
 MODES = ["R.2", "A.1", "A.2", "V.2", "C.2"]

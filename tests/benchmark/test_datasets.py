@@ -15,7 +15,7 @@ from faultlens.benchmark import datasets, load_dataset
 from faultlens.benchmark.datasets import load_bundled_spec
 from faultlens.middleware.errors import InputError
 from faultlens.middleware.jsonl import write_jsonl
-from faultlens.middleware.model import StepKind
+from faultlens.middleware.model.trace import StepKind
 
 from .conftest import FIXTURES, synthetic_traces
 
@@ -266,7 +266,7 @@ def test_jsonl_spec_and_limit(synthetic_jsonl):
 def test_traces_import_uses_the_registered_sources(tmp_path):
     from faultlens.cli import cli
     from faultlens.middleware.sources import load_traces
-    from faultlens.middleware.store import open_store
+    from faultlens.middleware.store.sqlite import open_store
 
     assert {t.id for t in load_traces(f"whowhen:{WHOWHEN}")} == {"whowhen:Hand-Crafted/1", "whowhen:Algorithm-Generated/7"}
     db = tmp_path / "t.db"

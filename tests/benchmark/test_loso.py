@@ -11,7 +11,7 @@ from rich.console import Console
 
 from faultlens.benchmark import loso
 from faultlens.benchmark.loso import PRIOR, RANDOM, freeze, frozen_rows, loso_tables, random_verdict, score_systems, system_of
-from faultlens.middleware.model import GoldLabel, Source, Step, StepKind, Task, Trace
+from faultlens.middleware.model.trace import GoldLabel, Source, Step, StepKind, Task, Trace
 
 from ..attributors.test_learned import ENVS, injected_traces, split_by_task
 

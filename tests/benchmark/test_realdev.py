@@ -12,7 +12,7 @@ import pytest
 from faultlens.benchmark.datasets import load_dataset
 from faultlens.benchmark.trail import read_json_file, realdev_sides, realdev_split
 from faultlens.middleware.errors import InputError
-from faultlens.middleware.model import StepKind, StepRole
+from faultlens.middleware.model.trace import StepKind, StepRole
 from faultlens.middleware.sources import load_traces
 
 REALDEV = Path(__file__).resolve().parents[3] / "shared" / "realdev"

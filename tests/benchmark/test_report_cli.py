@@ -70,7 +70,7 @@ def test_a_gold_span_id_is_scored_in_the_steps_namespace():
     # TRAIL's gold names a span id while its steps carry no native id: the right step must still count.
     from faultlens.benchmark.metrics import step_correct
     from faultlens.benchmark.runner import prediction_record
-    from faultlens.middleware.model import Attribution, GoldLabel, Step, Task, Trace
+    from faultlens.middleware.model.trace import Attribution, GoldLabel, Step, Task, Trace
 
     steps = [Step(index=i, agent="a", content=f"step {i}", span_id=f"span{i}") for i in range(3)]
     trace = Trace(id="t", task=Task(query="q"), steps=steps, gold=GoldLabel(step=1, native_step="span1"))

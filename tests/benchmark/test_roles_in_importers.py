@@ -6,8 +6,8 @@ import json
 
 from faultlens.benchmark.datasets import load_dataset
 from faultlens.middleware.jsonl import read_jsonl
-from faultlens.middleware.model import StepKind, StepRole
-from faultlens.middleware.otlp import read_otlp_file, trace_to_otlp
+from faultlens.middleware.model.trace import StepKind, StepRole
+from faultlens.middleware.otlp.convert import read_otlp_file, trace_to_otlp
 
 
 def test_whowhen_executor_participants_are_executor_output(tmp_path):
@@ -29,7 +29,7 @@ def test_whowhenpro_system_messages_are_control_and_tool_messages_results():
 
 
 def test_otlp_round_trip_keeps_roles_and_reads_tool_spans_as_results(tmp_path):
-    from faultlens.middleware.model import Outcome, Step, Task, Trace
+    from faultlens.middleware.model.trace import Outcome, Step, Task, Trace
 
     trace = Trace(id="r", task=Task(query="q"), outcome=Outcome(success=False), steps=[
         Step(index=0, agent="a", kind=StepKind.tool_call, tool_name="t", tool_arguments={"x": 1}),

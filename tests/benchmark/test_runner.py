@@ -134,12 +134,12 @@ class BudgetedClientTestDouble(CountingTestDouble):
 
     def __init__(self, budget_usd: float):
         super().__init__(usd=0.1)
-        from faultlens.middleware.model import Cost
+        from faultlens.middleware.model.trace import Cost
 
         self.client = type("ClientDouble", (), {"budget_usd": budget_usd, "max_calls": None, "cost": Cost()})()
 
     async def aattribute(self, trace):
-        from faultlens.middleware.model import Attribution, AttributionStatus, Cost
+        from faultlens.middleware.model.trace import Attribution, AttributionStatus, Cost
 
         if self.client.cost.usd >= self.client.budget_usd:
             return Attribution(trace_id=trace.id, method=self.name, status=AttributionStatus.error,

@@ -188,7 +188,7 @@ def test_faultlens_train_loeo_command(tmp_path: Path, monkeypatch):
 def test_train_on_runs_labelled_in_a_store(train_file: Path, tmp_path: Path, monkeypatch):
     """A user's path: label stored runs (`faultlens traces label`), train on them beside another dataset."""
     from faultlens.middleware import open_store
-    from faultlens.middleware.labels import label_for
+    from faultlens.middleware.model.labels import label_for
 
     monkeypatch.setattr(train_module, "test_identities", lambda data_dir=None: (set(), set()))
     _, held = split_by_task(injected_traces())

@@ -18,9 +18,9 @@ from click.testing import CliRunner
 
 from faultlens.benchmark import load_dataset
 from faultlens.benchmark.runner import read_predictions, run_benchmark
-from faultlens.middleware.answer_key import ANSWER_KEY, attributor_view, has_answer_key
+from faultlens.middleware.model.answer_key import ANSWER_KEY, attributor_view, has_answer_key
 from faultlens.middleware.errors import InputError
-from faultlens.middleware.model import Attribution, StepKind, Trace
+from faultlens.middleware.model.trace import Attribution, StepKind, Trace
 
 from .conftest import FIXTURES
 
@@ -220,7 +220,7 @@ def test_the_runner_never_shows_an_attributor_the_leaking_fields(tmp_path):
 def test_faultlens_attribute_hides_them_too(tmp_path):
     from faultlens.attributors import register
     from faultlens.cli import cli
-    from faultlens.middleware.store import open_store
+    from faultlens.middleware.store.sqlite import open_store
 
     db = tmp_path / "t.db"
     assert CliRunner().invoke(cli, ["traces", "import", "--db", str(db), SPEC]).exit_code == 0

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from faultlens.cli import cli
 from faultlens.middleware.jsonl import write_jsonl
-from faultlens.middleware.model import GoldLabel, Outcome, Source, Step, StepKind, Task, Trace
+from faultlens.middleware.model.trace import GoldLabel, Outcome, Source, Step, StepKind, Task, Trace
 
 GOOD = Trace(
     id="good",

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from faultlens.benchmark.datasets import load_dataset
 from faultlens.cli import cli
 from faultlens.middleware import open_store, write_jsonl
-from tests.middleware.test_model import sample_trace
+from tests.middleware.model.test_trace import sample_trace
 
 
 def invoke(*args, env=None):

@@ -22,7 +22,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 
-from faultlens.middleware.store import open_store
+from faultlens.middleware.store.sqlite import open_store
 from tests.faultlens.server.conftest import run_team
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -167,7 +167,7 @@ def _healthy(port: int) -> bool:
 def _job_held_by(url: str, pid: int):
     import psycopg
 
-    from faultlens.middleware.jobs import JOB_COLUMNS, Job
+    from faultlens.middleware.store.jobs import JOB_COLUMNS, Job
 
     with psycopg.connect(url) as conn:
         row = conn.execute(f"SELECT {', '.join(JOB_COLUMNS)} FROM jobs WHERE state = 'running' AND worker LIKE %s LIMIT 1", [f"%:{pid}:%"]).fetchone()

@@ -21,7 +21,7 @@ from opentelemetry.trace import Status, StatusCode
 from faultlens.attributors.registry import DEFAULT_METHOD
 from faultlens.serve import build_app, serve
 from faultlens.server import ServerThread
-from faultlens.middleware.store import open_store
+from faultlens.middleware.store.sqlite import open_store
 
 HTTP = httpx.Client(timeout=60)
 
@@ -124,7 +124,7 @@ def test_export_otlp_sends_the_attribution_to_another_otlp_receiver(tmp_path):
 
 
 def test_success_outcome_credits_the_lessons_the_run_was_shown(tmp_path):
-    from faultlens.middleware.model import Lesson, Step, Task, Trace
+    from faultlens.middleware.model.trace import Lesson, Step, Task, Trace
 
     store = open_store(tmp_path / "serve.db")
     lesson = Lesson(agent="worker", situation="unit conversion", mistake="wrong unit", advice="check the unit")

@@ -7,7 +7,7 @@ from click.testing import CliRunner
 from faultlens.attributors.registry import DEFAULT_METHOD
 from faultlens.feedback.cli import lessons
 from faultlens.feedback.memory import LessonMemory
-from faultlens.middleware.store import open_store
+from faultlens.middleware.store.sqlite import open_store
 
 from .conftest import DISSIMILAR_TASK, SIMILAR_TASK, failed_trace
 
@@ -63,7 +63,7 @@ def test_learn_with_the_counterfactual_method_blames_the_verified_step(tmp_path)
 
 def test_learn_from_label(tmp_path):
     from faultlens.cli import cli
-    from faultlens.middleware.labels import label_for
+    from faultlens.middleware.model.labels import label_for
 
     db, store, trace = _stored_run(tmp_path)
     runner = CliRunner()

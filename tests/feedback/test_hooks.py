@@ -11,7 +11,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from faultlens.feedback import LessonMemory, current_lessons, lessons_block, node_with_lessons, parse_lessons_block, with_lessons
 from faultlens.feedback.hooks import LESSONS_ATTRIBUTE, LESSONS_HEADER
 from faultlens.feedback.reflect import OfflineReflector
-from faultlens.middleware.tracer import Tracer
+from faultlens.middleware.capture.tracer import Tracer
 
 from .conftest import DISSIMILAR_TASK, SIMILAR_TASK, blame_analyst, failed_trace
 

@@ -12,9 +12,9 @@ from faultlens.attributors.registry import DEFAULT_METHOD
 from faultlens.feedback import FeedbackLoop, LessonMemory, attribute_and_reflect, completion
 from faultlens.feedback.hooks import LESSONS_HEADER
 from faultlens.feedback.reflect import LLMReflector
-from faultlens.middleware.model import Attribution, AttributionStatus, Outcome
-from faultlens.middleware.store import open_store
-from faultlens.middleware.tracer import Tracer
+from faultlens.middleware.model.trace import Attribution, AttributionStatus, Outcome
+from faultlens.middleware.store.sqlite import open_store
+from faultlens.middleware.capture.tracer import Tracer
 
 from .conftest import DISSIMILAR_TASK, ORIGINAL_TASK, SIMILAR_TASK, failed_trace
 
@@ -204,7 +204,7 @@ def test_min_confidence_keeps_guesses_out_of_memory(store):
 
 
 def test_any_run_of_the_tracer_is_handled_once_and_not_after_close(tmp_path):
-    from faultlens.middleware.tracer import current_tracer
+    from faultlens.middleware.capture.tracer import current_tracer
 
     store = open_store(tmp_path / "listen.db")
     tracer = Tracer(store=store, env_exporters=False)
@@ -239,7 +239,7 @@ def test_a_job_run_twice_stores_one_attribution_and_one_set_of_lessons(store_tar
     """At-least-once delivery: a worker that died after writing leaves the job to another; the rerun replaces, not adds."""
     from faultlens.feedback.loop import reflect_on
     from faultlens.feedback.reflect import get_reflector
-    from faultlens.middleware.jobs import JobQueue
+    from faultlens.middleware.store.jobs import JobQueue
 
     store = open_store(store_target)
     trace = failed_trace()
@@ -277,7 +277,7 @@ def test_the_loop_and_a_server_share_one_queue(store_target):
 def test_a_label_overrules_the_verdict_and_its_lessons(store):
     from faultlens.feedback.loop import LABEL_METHOD, learn_from_label
     from faultlens.middleware.errors import FaultlensError
-    from faultlens.middleware.labels import label_for
+    from faultlens.middleware.model.labels import label_for
 
     trace = failed_trace()
     store.save_trace(trace)
@@ -306,7 +306,7 @@ def test_a_label_overrules_the_verdict_and_its_lessons(store):
 
 def test_a_lesson_other_runs_agreed_with_is_not_retired_by_one_label(store):
     from faultlens.feedback.loop import learn_from_label
-    from faultlens.middleware.labels import label_for
+    from faultlens.middleware.model.labels import label_for
 
     trace = failed_trace()
     store.save_trace(trace)

@@ -8,7 +8,7 @@ from langgraph.store.memory import InMemoryStore
 from faultlens.feedback.langgraph_store import LangGraphLessonMemory
 from faultlens.feedback.memory import LessonMemory, RetirePolicy
 from faultlens.feedback.reflect import ALL_AGENTS, OfflineReflector, TerminalReflector
-from faultlens.middleware.model import Lesson
+from faultlens.middleware.model.trace import Lesson
 
 from .conftest import DISSIMILAR_TASK, ORIGINAL_TASK, SIMILAR_TASK, blame_analyst, failed_trace
 

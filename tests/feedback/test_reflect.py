@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from faultlens.feedback.reflect import ALL_AGENTS, LLMReflector, OfflineReflector, TerminalReflector, parse_lesson_json
-from faultlens.middleware.model import Attribution, AttributionStatus
+from faultlens.middleware.model.trace import Attribution, AttributionStatus
 
 from .conftest import blame_analyst, failed_trace
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from faultlens.injectors.envs import get
-from faultlens.injectors.envs.research_desk import gold_label, plan_for
-from faultlens.middleware.model import Lesson
+from faultlens.injectors.envs.research_desk.env import gold_label, plan_for
+from faultlens.middleware.model.trace import Lesson
 
 
 @pytest.fixture(scope="module")

@@ -5,8 +5,8 @@ import re
 import pytest
 
 from faultlens.injectors import envs
-from faultlens.middleware.model import StepKind
-from faultlens.middleware.replay import Session
+from faultlens.middleware.model.trace import StepKind
+from faultlens.middleware.replay.session import Session
 
 from .conftest import ENVS, SIM
 

@@ -9,7 +9,7 @@ import pytest
 from faultlens.injectors import envs
 from faultlens.injectors.envs.base import RunResult
 from faultlens.injectors.envs.framework import InProcessEndpoint, completion
-from faultlens.middleware.replay import Drift, Recording, Session
+from faultlens.middleware.replay.session import Drift, Recording, Session
 
 FRAMEWORK_ENVS = {"ag2_experts": "autogen", "smol_analyst": "smolagents"}
 

@@ -7,7 +7,7 @@ import pytest
 from faultlens.injectors import envs
 from faultlens.injectors.generators import LLMGenerator, TemplateGenerator, announces, gen_input, perturb_number
 from faultlens.injectors.pipeline import choose_pairs
-from faultlens.injectors.taxonomy import BY_CODE, MODES, applicable
+from faultlens.injectors.applicability import BY_CODE, MODES, applicable
 
 from .conftest import ENVS
 

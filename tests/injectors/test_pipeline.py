@@ -10,8 +10,8 @@ from click.testing import CliRunner
 from faultlens.injectors import envs
 from faultlens.injectors.generators import Generated, TemplateGenerator, gen_input
 from faultlens.injectors.pipeline import InjectConfig, choose_pairs, inject_one, run_seed
-from faultlens.middleware.model import StepKind, Trace
-from faultlens.middleware.replay import Drift, Recording, Session
+from faultlens.middleware.model.trace import StepKind, Trace
+from faultlens.middleware.replay.session import Drift, Recording, Session
 
 from .conftest import ENVS, SIM
 
@@ -195,7 +195,7 @@ def test_table_row_count_check_catches_a_filter_that_matches_nothing(seed_runs):
                         sim=SIM)
         after = rerun.trace.steps[t + 1:]
         # an empty result or a crash makes the analyst rewrite at once; a count of 0 passes, and the check catches it
-        from faultlens.injectors.envs.table.env import code_failed
+        from faultlens.injectors.envs.table_qa.env import code_failed
 
         assert code_failed(after[0].content) or after[0].content == "0"
         if after[0].content == "0":
@@ -206,7 +206,7 @@ def test_table_row_count_check_catches_a_filter_that_matches_nothing(seed_runs):
 
 
 def test_with_a_store_every_seed_and_injected_run_goes_through_the_tracer(tmp_path):
-    from faultlens.middleware.store import open_store
+    from faultlens.middleware.store.sqlite import open_store
 
     db = str(tmp_path / "runs.db")
     task = envs.get("research_team").tasks(5, 1)[0]

@@ -8,8 +8,8 @@ from faultlens.attributors import get
 from faultlens.attributors.base import BaseAttributor
 from faultlens.injectors.pipeline import InjectConfig, inject
 from faultlens.injectors.rerun import EnvironmentRerunner
-from faultlens.middleware.model import Attribution, Candidate, Trace
-from faultlens.middleware.rerun import NotRerunnable, rerunner_for
+from faultlens.middleware.model.trace import Attribution, Candidate, Trace
+from faultlens.middleware.replay.rerunners import NotRerunnable, rerunner_for
 
 
 @pytest.fixture(scope="module")
@@ -81,7 +81,7 @@ def test_rerun_judges_with_the_world_task_not_the_blinded_one(kept):
 @pytest.fixture(scope="module")
 def desk_failure():
     from faultlens.injectors.envs import get as get_env
-    from faultlens.injectors.envs.research_desk import gold_label
+    from faultlens.injectors.envs.research_desk.env import gold_label
 
     env = get_env("research_desk")
     sim = {"seed": 1, "tendencies": {"analyst": {"R.3": 0.5}, "reviewer": {"V.2": 1.0}}}
@@ -101,7 +101,7 @@ def test_recorded_resampling_repeats_a_natural_slip_and_fresh_draws_anew(desk_fa
     draws = [fresh.rerun(trace, gold.step) for _ in range(6)]
     assert any(d.changed for d in draws) and len({d.regenerated for d in draws}) > 1  # every rerun is a new draw
     # the reviewer always approves, so a draw without the slip makes the run succeed, and one with it does not
-    from faultlens.injectors.envs.research_desk import parse_calc
+    from faultlens.injectors.envs.research_desk.env import parse_calc
 
     def right(text: str) -> bool:
         x, sign, y, result = parse_calc(text)
@@ -114,7 +114,7 @@ def test_recorded_resampling_repeats_a_natural_slip_and_fresh_draws_anew(desk_fa
 
 
 def test_a_rerun_shows_the_agents_the_lessons_their_run_showed(desk_failure):
-    from faultlens.middleware.model import Lesson
+    from faultlens.middleware.model.trace import Lesson
 
     env, sim, task, _, gold = desk_failure
     lesson = Lesson(id="l-1", agent="reporter", mode="A.4", situation="any question", mistake="wrote words", advice="Write the bare number.")

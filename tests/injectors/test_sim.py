@@ -5,7 +5,7 @@ import pytest
 
 from faultlens.injectors import envs
 from faultlens.injectors.sim import SimConfig, ensure_registered, parse_lessons
-from faultlens.middleware.model import Lesson, StepKind
+from faultlens.middleware.model.trace import Lesson, StepKind
 
 
 def test_the_provider_answers_through_litellm_and_reads_the_conversation():
@@ -78,8 +78,8 @@ def test_lessons_are_shown_in_the_system_prompt_in_a_parseable_form():
 
 
 def test_runs_go_through_the_tracer_one_span_per_step(tmp_path):
-    from faultlens.middleware.store import open_store
-    from faultlens.middleware.tracer import Tracer
+    from faultlens.middleware.store.sqlite import open_store
+    from faultlens.middleware.capture.tracer import Tracer
 
     tracer = Tracer(store=open_store(tmp_path / "t.db"), env_exporters=False)
     for name in ("research_team", "table_qa"):

@@ -6,7 +6,7 @@ from click.testing import CliRunner
 
 from faultlens.middleware import open_store, write_jsonl
 from faultlens.cli import cli
-from tests.middleware.test_model import sample_trace
+from tests.middleware.model.test_trace import sample_trace
 
 
 def invoke(*args):

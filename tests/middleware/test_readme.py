@@ -74,7 +74,7 @@ def test_readme_quickstart_runs(in_repo_copy, capsys):
     run_blocks(README, section_blocks(README, "quickstart"))
     out = capsys.readouterr().out.splitlines()
     # step 1 is the worker's own step: the agent span whose code made the call (the tool step
-    # is evidence about it, see middleware/roles.py)
+    # is evidence about it, see middleware/model/roles.py)
     assert out[0] == "worker 1 A.2"
     assert out[1].startswith("Copy tool arguments exactly")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 
-from faultlens.middleware.model import Lesson, Outcome, Step, Task, Trace
+from faultlens.middleware.model.trace import Lesson, Outcome, Step, Task, Trace
 from faultlens.server import create_app
 
 from .conftest import HTTP, wait_for

@@ -12,8 +12,8 @@ import sqlite3
 import pytest
 from fastapi.testclient import TestClient
 
-from faultlens.middleware.model import Media, Source, Step, StepKind, Task, Trace
-from faultlens.middleware.store import SQLiteStore
+from faultlens.middleware.model.trace import Media, Source, Step, StepKind, Task, Trace
+from faultlens.middleware.store.sqlite import SQLiteStore
 from faultlens.server import create_app
 from faultlens.server.auth import UnsafeBind, check_bind
 
@@ -473,7 +473,7 @@ def test_33_a_run_id_holding_a_newline_is_reachable_on_every_run_route(client, s
 
 
 def test_33_github_fine_grained_tokens_and_x_api_key_headers_are_not_stored_or_exported(client, store, db):
-    from faultlens.middleware.otlp import trace_to_otlp
+    from faultlens.middleware.otlp.convert import trace_to_otlp
 
     pat = "github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456"
     step = span(attributes=attrs(gen_ai__operation__name="chat", gen_ai__agent__name=f"agent {pat}",

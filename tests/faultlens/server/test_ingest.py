@@ -13,7 +13,7 @@ from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExport
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from faultlens.middleware.pg_store import PostgresStore
+from faultlens.middleware.store.postgres import PostgresStore
 from faultlens.server import create_app, routes_otlp
 
 from .conftest import HTTP, run_team, sdk_provider, wait_for

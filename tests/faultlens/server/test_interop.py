@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from faultlens.middleware.model import Attribution, Outcome, Step, Task, Trace
+from faultlens.middleware.model.trace import Attribution, Outcome, Step, Task, Trace
 from faultlens.server import EVENT_NAME, EvaluationExporter, create_app, otlp_http_exporter
 
 from .conftest import HTTP, blame_tool_step, run_team, sdk_provider, wait_for
@@ -52,7 +52,7 @@ def test_no_span_to_hang_it_on():
 
 def test_server_exports_each_new_attribution_over_otlp_to_another_receiver(store, serve, tmp_path):
     # The receiver is a second faultlens server: a real OTLP/HTTP endpoint.
-    from faultlens.middleware.store import open_store
+    from faultlens.middleware.store.sqlite import open_store
 
     receiver_store = open_store(tmp_path / "receiver.db")
     receiver = serve(create_app(receiver_store))

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from faultlens.middleware.errors import InputError
-from faultlens.middleware.otlp import otlp_json_to_records
-from faultlens.middleware.otlp_schema import SchemaError, validate_export
+from faultlens.middleware.otlp.convert import otlp_json_to_records
+from faultlens.middleware.otlp.schema import SchemaError, validate_export
 from faultlens.server.otlp_body import protobuf_to_otlp_json
 from faultlens.server.otlp_records import protobuf_to_records
 

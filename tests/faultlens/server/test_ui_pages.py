@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import re
 
-from faultlens.middleware.model import Attribution, Lesson, Media, Outcome, Step, Task, Trace
+from faultlens.middleware.model.trace import Attribution, Lesson, Media, Outcome, Step, Task, Trace
 from faultlens.server import create_app
 
 from .conftest import HTTP

@@ -43,7 +43,7 @@ def inject_every_mode(env_name: str, runs: list, sim: dict[str, Any]) -> tuple[s
     from faultlens.injectors import envs
     from faultlens.injectors.generators import announces, gen_input, get_generator
     from faultlens.injectors.pipeline import inject_one
-    from faultlens.injectors.taxonomy import applicable_modes
+    from faultlens.injectors.applicability import applicable_modes
 
     env = envs.get(env_name)
     generator = get_generator("template")

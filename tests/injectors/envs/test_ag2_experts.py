@@ -17,8 +17,8 @@ from faultlens.injectors import envs  # noqa: E402
 from faultlens.injectors.envs.base import stable_seed  # noqa: E402
 from faultlens.injectors.generators import Generated, TemplateGenerator, gen_input  # noqa: E402
 from faultlens.injectors.pipeline import InjectConfig, candidates, inject, inject_one  # noqa: E402
-from faultlens.middleware.model import StepKind  # noqa: E402
-from faultlens.middleware.replay import Drift, Session  # noqa: E402
+from faultlens.middleware.model.trace import StepKind  # noqa: E402
+from faultlens.middleware.replay.session import Drift, Session  # noqa: E402
 
 SIM = {"seed": 3, "noise": 0.3, "tendencies": {}}
 ENV = "ag2_experts"
@@ -148,7 +148,7 @@ def test_runs_are_captured_as_the_frameworks_openinference_spans_and_import(tmp_
     from click.testing import CliRunner
 
     from faultlens.cli import cli
-    from faultlens.middleware.otlp import read_otlp_file
+    from faultlens.middleware.otlp.convert import read_otlp_file
 
     out = tmp_path / "otlp"
     result = inject(InjectConfig(envs=[ENV], seeds=1, per_seed=1, seed=2, workers=1, otlp_dir=str(out)))
@@ -188,7 +188,7 @@ def test_the_native_log_is_ag2s_saved_chat_state_and_replays_identically(runs):
 def test_the_executor_runs_code_in_an_isolated_interpreter():
     import subprocess
 
-    from faultlens.injectors.envs.ag2_experts import _interpreter_dir
+    from faultlens.injectors.envs.ag2_experts.env import _interpreter_dir
 
     shim = _interpreter_dir() / "python"
     out = subprocess.run([str(shim), "-c", "import sys; print(sys.flags.isolated, sys.flags.no_site)"],
@@ -196,7 +196,7 @@ def test_the_executor_runs_code_in_an_isolated_interpreter():
     assert out.stdout.split() == ["1", "1"]
 
 
-from faultlens.injectors.envs.ag2_errors import MUTATORS  # noqa: E402
+from faultlens.injectors.envs.ag2_experts.mistakes import MUTATORS  # noqa: E402
 
 
 @pytest.mark.parametrize("mode", sorted(MUTATORS))

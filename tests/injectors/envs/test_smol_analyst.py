@@ -17,9 +17,9 @@ from faultlens.injectors import envs  # noqa: E402
 from faultlens.injectors.envs.base import stable_seed  # noqa: E402
 from faultlens.injectors.generators import TemplateGenerator, gen_input  # noqa: E402
 from faultlens.injectors.pipeline import InjectConfig, inject, inject_one  # noqa: E402
-from faultlens.injectors.taxonomy import applicable_modes  # noqa: E402
-from faultlens.middleware.model import StepKind  # noqa: E402
-from faultlens.middleware.replay import Drift, Session  # noqa: E402
+from faultlens.injectors.applicability import applicable_modes  # noqa: E402
+from faultlens.middleware.model.trace import StepKind  # noqa: E402
+from faultlens.middleware.replay.session import Drift, Session  # noqa: E402
 
 SIM = {"seed": 3, "noise": 0.3, "tendencies": {}}
 ENV = "smol_analyst"
@@ -118,7 +118,7 @@ def test_the_analyst_follows_its_plan_so_a_misread_plan_fails_the_task(runs):
 
 def test_inject_is_deterministic_and_captures_openinference_spans_and_native_logs(tmp_path):
     pytest.importorskip("openinference.instrumentation.smolagents")
-    from faultlens.middleware.otlp import read_otlp_file
+    from faultlens.middleware.otlp.convert import read_otlp_file
 
     config = InjectConfig(envs=[ENV], seeds=3, per_seed=2, seed=1, workers=1, otlp_dir=str(tmp_path / "a"),
                           native_log_dir=str(tmp_path / "na"))
@@ -170,7 +170,7 @@ def clean_total():
 
 
 def test_every_environment_rule_fails_the_task(clean_total):
-    from faultlens.injectors.envs.smol_errors import MUTATORS
+    from faultlens.injectors.envs.smol_analyst.mistakes import MUTATORS
 
     assert len(MUTATORS) >= 12 and set(MUTATORS) == set(RULE_AGENT)
     assert not set(MUTATORS) & set(envs.get(ENV).not_applicable)

@@ -1,0 +1,7 @@
+"""The `magentic_team` environment on AutoGen Magentic-One: `tasks` (the questions over company
+records), `env` (the team and the Environment), `mistakes` (its error generators). Importing the
+package registers the environment."""
+
+from .env import MagenticTeam
+
+__all__ = ["MagenticTeam"]

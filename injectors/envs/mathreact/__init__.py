@@ -1,6 +1,0 @@
-"""The `math_react` environment: `world` (its tasks and what the agents and the error generators share), `env` (the agents and the
-Environment), `errors` (its error generators). Importing the package registers the environment."""
-
-from .env import MathReact
-
-__all__ = ["MathReact"]

@@ -1,6 +1,0 @@
-"""The `research_team` environment: `world` (its tasks and what the agents and the error generators share), `env` (the agents and the
-Environment), `errors` (its error generators). Importing the package registers the environment."""
-
-from .env import ResearchTeam
-
-__all__ = ["ResearchTeam"]

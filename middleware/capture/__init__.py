@@ -1,0 +1,1 @@
+"""Capture of live runs: the tracer, the run in progress and the instrumentations (litellm, LangGraph)."""

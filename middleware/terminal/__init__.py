@@ -1,0 +1,1 @@
+"""What the command line shares: common options and the terminal timeline of a trace."""
