@@ -19,8 +19,8 @@ from typing import Any
 
 from faultlens.attributors.registry import uses_model
 from faultlens.middleware.errors import NotFound
-from faultlens.middleware.model import Attribution, Trace
-from faultlens.middleware.taxonomy import get_mode, is_mode
+from faultlens.middleware.model.trace import Attribution, Trace
+from faultlens.middleware.model.taxonomy import get_mode, is_mode
 
 DECISIVE_ERROR = "faultlens.decisive_error"
 VERDICT = "faultlens.verdict"

@@ -19,8 +19,8 @@ from datetime import datetime, timezone
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from faultlens.middleware.errors import InputError
-from faultlens.middleware.model import Trace
-from faultlens.middleware.spans import SpanRecord, traces_from_records
+from faultlens.middleware.model.trace import Trace
+from faultlens.middleware.spans.mapping import SpanRecord, traces_from_records
 
 from .client import PhoenixClient
 from .records import span_record

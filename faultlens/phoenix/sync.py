@@ -32,9 +32,9 @@ from datetime import datetime
 from typing import Any
 
 from faultlens.attributors.registry import DEFAULT_METHOD
-from faultlens.middleware.jobs import JobQueue
-from faultlens.middleware.model import Outcome
-from faultlens.middleware.spans import SpanLink, group_by_trace, ingest
+from faultlens.middleware.store.jobs import JobQueue
+from faultlens.middleware.model.trace import Outcome
+from faultlens.middleware.spans.mapping import SpanLink, group_by_trace, ingest
 
 from .annotations import verdict_annotations
 from .client import PhoenixClient, PhoenixUnavailable

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from faultlens.middleware.errors import ConfigError, InputError
-from faultlens.middleware.model import Attribution, Candidate, Step, StepKind, Task, Trace
+from faultlens.middleware.model.trace import Attribution, Candidate, Step, StepKind, Task, Trace
 from faultlens.phoenix.annotations import DECISIVE_ERROR, IDENTIFIER, VERDICT, annotator_kind, verdict_annotations
 from faultlens.phoenix.failed import Condition, FailureRule
 from faultlens.phoenix.state import RunState, SyncState, default_state_path
