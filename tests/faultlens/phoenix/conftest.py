@@ -61,7 +61,7 @@ def load_phoenix(server: PhoenixServer, runs: list[FrameworkRun]) -> dict[str, s
     return {run.trace_id: "correctness=incorrect" for run in runs if run.failed} | {error_trace: "status ERROR"}
 
 
-def send_error_run(server: PhoenixServer) -> str:
+def send_error_run(server: PhoenixServer, project: str = PROJECT) -> str:
     """A small OpenInference-instrumented run whose tool fails and whose root span ends with status ERROR, over OTLP/HTTP."""
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource
@@ -69,7 +69,7 @@ def send_error_run(server: PhoenixServer) -> str:
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.trace import Status, StatusCode
 
-    provider = TracerProvider(resource=Resource.create({"service.name": "calculator", "openinference.project.name": PROJECT}))
+    provider = TracerProvider(resource=Resource.create({"service.name": "calculator", "openinference.project.name": project}))
     provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=f"{server.url}/v1/traces")))
     tracer = provider.get_tracer("faultlens-tests")
     with tracer.start_as_current_span("planner.run", attributes={"openinference.span.kind": "AGENT", "agent.name": "planner",

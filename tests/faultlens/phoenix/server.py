@@ -144,3 +144,21 @@ def otlp_spans(document: dict[str, Any]) -> list[dict[str, Any]]:
 
 def read_json(path: Path) -> dict[str, Any]:
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def with_new_ids(document: dict[str, Any], salt: int) -> tuple[dict[str, Any], str]:
+    """The same spans under other trace and span ids (Phoenix keeps a span id once, across projects), and the new trace id (hex)."""
+    import base64
+    import copy
+
+    def remap(value: str) -> str:
+        raw = bytearray(base64.b64decode(value))
+        raw[0] ^= salt & 0xFF
+        return base64.b64encode(bytes(raw)).decode()
+
+    document = copy.deepcopy(document)
+    for span in otlp_spans(document):
+        for key in ("traceId", "spanId", "parentSpanId"):
+            if span.get(key):
+                span[key] = remap(span[key])
+    return document, base64.b64decode(otlp_spans(document)[0]["traceId"]).hex()

@@ -172,3 +172,58 @@ def test_screenshot_of_the_trace_view_with_the_verdict(phoenix, tmp_path):
         driver.quit()
     assert shot.stat().st_size > 10_000
     save_for_docs(shot, "phoenix-trace-annotations.png")
+
+
+def test_watch_attributes_runs_as_they_arrive_and_are_judged(phoenix, framework_runs, tmp_path):
+    """`--watch`: runs sent after the sync started are read, judged (an evaluation may annotate them later) and written back."""
+    import threading
+
+    from faultlens.phoenix.client import PhoenixClient
+    from faultlens.phoenix.failed import FailureRule
+    from faultlens.phoenix.state import SyncState
+    from faultlens.phoenix.sync import PhoenixSync, watch
+
+    from .conftest import send_error_run
+    from .server import read_json, with_new_ids
+
+    server, _ = phoenix
+    project = "watched"
+    send_error_run(server, project)  # the project exists before the watch starts
+    server.wait_for_spans(project, 3)
+    store = open_store(str(tmp_path / "faultlens.db"))
+    state = SyncState.load(tmp_path / "state.json", url=server.url, project=project)
+    runner = PhoenixSync(PhoenixClient(server.url, retries=2, backoff=0), store, project, state=state,
+                         rule=FailureRule.parse(["correctness=incorrect"]), recheck=True)
+    stop, passes = threading.Event(), []
+    thread = threading.Thread(target=watch, args=(runner,), kwargs={"interval": 0.2, "stop": stop, "on_pass": lambda s, e: passes.append((s, e))})
+    thread.start()
+
+    def wait_until(condition, seconds: float = 60.0) -> None:
+        deadline = time.monotonic() + seconds
+        while not condition() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert condition(), {run_id: run.phase for run_id, run in state.runs.items()}
+
+    try:
+        wait_until(lambda: state.in_phase("annotated"))
+        assert len(state.in_phase("annotated")) == 1  # the ERROR run, before anything else was sent
+        failing = next(r for r in framework_runs if r.failed)
+        passing = next(r for r in framework_runs if not r.failed)
+        # (under new ids: the module's Phoenix holds these spans already, in another project)
+        (failing_doc, failing_id), (passing_doc, passing_id) = with_new_ids(read_json(failing.path), 0x5A), with_new_ids(read_json(passing.path), 0x5A)
+        for document in (failing_doc, passing_doc):
+            server.send_otlp_json(document, project)
+        assert len(server.wait_for_spans(project, 3 + failing.spans + passing.spans)) == 3 + failing.spans + passing.spans
+        # the evaluation comes after the watch saw the runs complete (and found them not failed)
+        wait_until(lambda: len(state.in_phase("ok")) == 2)
+        server.annotate_trace(failing_id, "correctness", "incorrect")
+        server.annotate_trace(passing_id, "correctness", "correct")
+        wait_until(lambda: failing_id in state.in_phase("annotated"))
+    finally:
+        stop.set()
+        thread.join(30)
+    assert not thread.is_alive()
+    assert len(state.in_phase("annotated")) == 2 and state.runs[passing_id].phase == "ok"
+    assert all(error is None for _, error in passes) and len(passes) >= 3
+    (attribution,) = store.attributions(failing_id)
+    assert attribution.step is not None
