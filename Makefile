@@ -9,16 +9,17 @@ export LITELLM_LOCAL_MODEL_COST_MAP := True
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-# The base install: everything the library, CLI and demo need.
+# The base install: the library with every extra but the frameworks (`pip install
+# faultlens` alone is the light core: the tracer, the store, the trace commands).
 $(VENV)/.installed: pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e .
+	$(PY) -m pip install -q -e ".[all]"
 	touch $@
 
 # Tests also need pytest, the local model backend (llama-cpp-python has no
 # Linux wheel; it compiles in ~5 minutes and only without native CPU flags) and
 # the agent frameworks of the framework environments (pure-Python wheels).
 $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
-	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install -q --no-cache-dir -e ".[dev,local,frameworks,phoenix]"
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install -q --no-cache-dir -e ".[all,dev,local,frameworks,phoenix]"
 	touch $@
 
 # The Phoenix server the Phoenix tests start (tests/faultlens/phoenix/server.py finds it here).

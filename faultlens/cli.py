@@ -12,6 +12,7 @@ import json
 from importlib import import_module
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
@@ -19,12 +20,16 @@ from rich.table import Table
 
 from faultlens.middleware.errors import FaultlensError, extra_needed
 from faultlens.middleware.terminal.options import db_option
-from faultlens.middleware.store.sqlite import Store, open_store
+
+if TYPE_CHECKING:
+    from faultlens.middleware.store.protocol import Store
 
 console = Console()
 
 
 def get_store(db_path: str | None) -> Store:
+    from faultlens.middleware.store.sqlite import open_store  # the store's dependencies load only for a command that opens it
+
     return open_store(db_path)
 
 
