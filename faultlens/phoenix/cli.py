@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import signal
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskID, TextColumn
 from rich.table import Table
 
 from faultlens.attributors.registry import DEFAULT_METHOD, parse_options
@@ -20,6 +22,7 @@ from .failed import FailureRule
 from .source import parse_time
 from .state import SyncState, default_state_path
 from .sync import PhoenixSync, SyncSummary, watch
+from .sync import Progress as ProgressCallback
 
 console = Console(stderr=True)
 _STAGES = {"spans": "spans stored", "attribute": "runs attributed", "annotate": "runs written back"}
@@ -94,25 +97,20 @@ def sync(url, project, db_path, api_key, failed_if, trace_ids, status_error, sin
     _print_summary(summary, state, path)
 
 
-def _bars():
+@contextmanager
+def _bars() -> Iterator[tuple[Progress, ProgressCallback]]:
     """A rich progress display, and the `progress(stage, done, total)` callback that drives it."""
-    from contextlib import contextmanager
+    progress = Progress(SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                        console=console, transient=True)
+    tasks: dict[str, TaskID] = {}
 
-    @contextmanager
-    def bars():
-        progress = Progress(SpinnerColumn(), TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            console=console, transient=True)
-        tasks: dict[str, int] = {}
+    def bar(stage: str, done: int, total: int | None) -> None:
+        if stage not in tasks:
+            tasks[stage] = progress.add_task(_STAGES.get(stage, stage), total=total)
+        progress.update(tasks[stage], completed=done, total=total)
 
-        def bar(stage: str, done: int, total: int | None) -> None:
-            if stage not in tasks:
-                tasks[stage] = progress.add_task(_STAGES.get(stage, stage), total=total)
-            progress.update(tasks[stage], completed=done, total=total)
-
-        with progress:
-            yield progress, bar
-
-    return bars()
+    with progress:
+        yield progress, bar
 
 
 def _print_summary(summary: SyncSummary, state: SyncState, path: Path) -> None:

@@ -18,7 +18,8 @@ from tests.faultlens.phoenix.server import PhoenixServer, require_phoenix  # noq
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "phoenix_agents.py"
 FAULTLENS = Path(sys.executable).with_name("faultlens")
-pytestmark = pytest.mark.slow
+# Starting Phoenix takes most of a minute on a loaded 2-core machine (docs/phoenix.md, "Measured"), some tests start it three times.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 def test_start_phoenix_run_the_agents_sync(tmp_path):

@@ -27,7 +27,8 @@ from faultlens.phoenix.annotations import DECISIVE_ERROR, VERDICT  # noqa: E402
 from .conftest import PROJECT, load_phoenix  # noqa: E402
 from .server import PhoenixServer, free_port, require_phoenix  # noqa: E402
 
-pytestmark = pytest.mark.slow
+# Starting Phoenix takes most of a minute on a loaded 2-core machine (docs/phoenix.md, "Measured"), some tests start it three times.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 @pytest.fixture(scope="module")

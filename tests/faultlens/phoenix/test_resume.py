@@ -18,7 +18,8 @@ from faultlens.phoenix.sync import PhoenixSync  # noqa: E402
 from .conftest import PROJECT, load_phoenix  # noqa: E402
 from .server import PhoenixServer, require_phoenix  # noqa: E402
 
-pytestmark = pytest.mark.slow
+# Starting Phoenix takes most of a minute on a loaded 2-core machine (docs/phoenix.md, "Measured"), some tests start it three times.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 def test_a_phoenix_that_goes_down_mid_sync_loses_nothing(tmp_path, framework_runs):
