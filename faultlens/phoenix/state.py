@@ -10,7 +10,9 @@ anyway (ingest by span id, the job queue by run, annotations by identifier).
 A run's phases: ``open`` (its root span has not arrived), ``complete`` (root
 seen, not judged yet), ``ok`` (not failed), ``failed`` (queued for
 attribution), ``annotated`` (verdict written back), ``unattributed`` (the
-attribution gave no step, or its job failed: nothing to write).
+attribution gave no step, or its job failed: nothing to write). A run that
+gains a root span later (another trace of its session) is ``complete`` again,
+and attributed anew if it had been.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class RunState:
     roots: dict[str, str] = field(default_factory=dict)  # root span id -> its status (ok / error / unset)
     why: str | None = None  # why it counts as failed
     annotations: list[str] = field(default_factory=list)  # ids Phoenix gave the annotations written
+    again: bool = False  # a new trace joined the run (a session) after it was written back: attribute it anew
 
 
 @dataclass

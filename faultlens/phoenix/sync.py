@@ -116,8 +116,11 @@ class PhoenixSync:
                     run.traces = sorted(set(run.traces) | {r.trace_id for r in group})
                     for r in group:
                         if r.parent_id is None:
+                            new_root = r.span_id not in run.roots
                             run.roots[r.span_id] = r.status
-                            if run.phase == "open":
+                            if run.phase == "open" or (new_root and run.phase in ("ok", "annotated", "unattributed")):
+                                # a session's next trace: the run is judged (and, if it was, attributed) again
+                                run.again = run.again or run.phase in ("annotated", "unattributed")
                                 run.phase = "complete"
             if page.next_cursor is None and spans:
                 state.last_span = str(spans[-1].get("id") or state.last_span)
@@ -143,8 +146,8 @@ class PhoenixSync:
                 run.phase = "ok"
                 continue
             self.store.set_outcome(run_id, Outcome(success=False, evaluator="phoenix", detail=why))
-            queue.submit(run_id)  # a run already attributed is not queued again
-            run.phase, run.why = "failed", why
+            queue.submit(run_id, again=run.again)  # a run already attributed is not queued again, unless it grew
+            run.phase, run.why, run.again = "failed", why, False
             summary.failed += 1
         self.state.save()
 
