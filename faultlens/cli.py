@@ -105,6 +105,7 @@ COMMANDS = {
     "lessons": "faultlens.feedback.cli:lessons",
     "demo": "faultlens.demo:demo",
     "proxy": "faultlens.proxy:proxy",
+    "phoenix": "faultlens.phoenix.cli:phoenix",
 }
 # Their short help, for `faultlens --help` without importing them (tests/faultlens/test_cli.py keeps it equal).
 COMMAND_HELP = {
@@ -117,6 +118,7 @@ COMMAND_HELP = {
     "lessons": "Lessons learnt from failed runs: list them, learn from a run, see what an agent would be shown.",
     "demo": "Run a small multi-agent team offline, store its traces, and show the failed one.",
     "proxy": "Serve an OpenAI-compatible endpoint that records, replays or injects errors into any agent's model calls.",
+    "phoenix": "Attribute the failed runs of an Arize Phoenix project and write the verdicts back to it.",
 }
 
 

@@ -65,6 +65,7 @@ EXTRAS = {
     "psycopg": "postgres", "psycopg_pool": "postgres",
     "sklearn": "learned", "joblib": "learned", "numpy": "learned",
     "matplotlib": "plots",
+    "phoenix": "phoenix",
 }
 
 
