@@ -4,25 +4,36 @@ PY := $(VENV)/bin/python
 PYTHON ?= python3
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: demo test test-postgres lint install install-dev bench clean
+.PHONY: demo test test-postgres lint install install-dev phoenix bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-# The base install: everything the library, CLI and demo need.
+# The base install: the library with every extra but the frameworks (`pip install
+# faultlens` alone is the light core: the tracer, the store, the trace commands).
 $(VENV)/.installed: pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e .
+	$(PY) -m pip install -q -e ".[all]"
 	touch $@
 
 # Tests also need pytest, the local model backend (llama-cpp-python has no
 # Linux wheel; it compiles in ~5 minutes and only without native CPU flags) and
 # the agent frameworks of the framework environments (pure-Python wheels).
 $(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
-	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install -q --no-cache-dir -e ".[dev,local,frameworks]"
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install -q --no-cache-dir -e ".[all,dev,local,frameworks,phoenix]"
+	touch $@
+
+# The Phoenix server the Phoenix tests start (tests/faultlens/phoenix/server.py finds it here).
+# arize-phoenix needs openai>=3, which the frameworks extra excludes (ag2 0.14: openai<3),
+# so it gets a venv of its own; our venv has only its REST client (the phoenix extra).
+PHOENIX_VENV ?= .venv-phoenix
+$(PHOENIX_VENV)/.installed:
+	$(PYTHON) -m venv $(PHOENIX_VENV)
+	$(PHOENIX_VENV)/bin/python -m pip install -q "arize-phoenix==20.26.1"
 	touch $@
 
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
+phoenix: $(PHOENIX_VENV)/.installed
 
 demo: $(VENV)/.installed
 	$(VENV)/bin/faultlens demo
@@ -34,7 +45,7 @@ demo: $(VENV)/.installed
 # and skips those cases when they are not.
 PG_CTL := $(firstword $(wildcard /usr/lib/postgresql/*/bin/pg_ctl) $(shell command -v pg_ctl 2>/dev/null))
 
-test: $(VENV)/.installed-dev
+test: $(VENV)/.installed-dev $(PHOENIX_VENV)/.installed
 	@$(if $(PG_CTL),echo "PostgreSQL: $(PG_CTL) (the store tests run on SQLite and PostgreSQL)",echo "PostgreSQL not installed (apt-get install postgresql): its store tests are skipped")
 	$(PY) -m pytest -q
 
@@ -53,4 +64,4 @@ lint: $(VENV)/.installed-dev
 	$(VENV)/bin/mypy
 
 clean:
-	rm -rf $(VENV) .faultlens .lint
+	rm -rf $(VENV) $(PHOENIX_VENV) .faultlens .lint

@@ -61,6 +61,7 @@ from faultlens.middleware.model.trace import AgentInfo, GoldLabel, Media, Outcom
 from faultlens.middleware.model.roles import executor_name
 from faultlens.middleware.model.taxonomy import BY_CODE
 
+from .media_files import media_dirs, sniff_mime
 from .whowhen import json_files, read_json, subset_of
 
 FORMAT = "whowhenpro"
@@ -91,22 +92,7 @@ def read_whowhenpro(directory: str | Path, media_root: str | Path | None = None)
     traces = root / PUBLISHED_TRACES if (root / PUBLISHED_TRACES).is_dir() else root
     extra = [Path(media_root)] if media_root is not None else []
     for path in json_files(traces, f"whowhenpro:{directory}"):
-        yield parse_whowhenpro(read_json(path), path, subset_of(path, traces), media_dirs(path, top) + extra)
-
-
-def media_dirs(path: Path, top: Path) -> list[Path]:
-    """Folders a relative media path of the file at `path` is looked up in, in order:
-    its folder, each parent up to `top` (the dataset folder), and `top`'s parent."""
-    dirs = [path.parent]
-    current = path.parent.resolve()
-    stop = top.resolve()
-    while current != stop and stop in current.parents:
-        current = current.parent
-        dirs.append(current)
-    dirs.append(stop.parent)
-    # As published, media paths are relative to the site root, the parent of `data/`.
-    dirs += [p.parent for p in path.resolve().parents if p.name == PUBLISHED_TRACES.parts[0]][:1]
-    return list(dict.fromkeys(d.resolve() for d in dirs))
+        yield parse_whowhenpro(read_json(path), path, subset_of(path, traces), media_dirs(path, top, site_root=PUBLISHED_TRACES.parts[0]) + extra)
 
 
 def detect_shape(trajectory: list) -> str:
@@ -191,7 +177,7 @@ class _Parser:
                 raw = base64.b64decode(data, validate=True)
             except (binascii.Error, ValueError):
                 raise self.fail(record, field, "inline media is not valid base64") from None
-            mime = mime or _sniff(raw)
+            mime = mime or sniff_mime(raw)
             if not mime:
                 raise self.fail(record, field, "inline media without a MIME type that cannot be recognised; add mime_type")
             return Media(mime_type=mime, data=data, frame_index=frame, timestamp_s=timestamp)
@@ -600,15 +586,3 @@ def _text(value: Any) -> str:
     if value is None:
         return ""
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-def _sniff(raw: bytes) -> str | None:
-    if raw.startswith(b"\x89PNG"):
-        return "image/png"
-    if raw.startswith(b"\xff\xd8"):
-        return "image/jpeg"
-    if raw[:6] in (b"GIF87a", b"GIF89a"):
-        return "image/gif"
-    if raw[:4] == b"RIFF" and raw[8:12] == b"WEBP":
-        return "image/webp"
-    return None

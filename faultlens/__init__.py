@@ -8,14 +8,21 @@ application layer above them: the CLI root, the server's routes, `serve` and
 """
 
 import os
-from importlib.metadata import PackageNotFoundError, version
 
 # Offline by default: litellm fetches its model cost map from GitHub when it is imported unless told not
 # to, which costs seconds of retries (and warnings) on a machine without network. Every subpackage's
 # import runs this first. Set LITELLM_LOCAL_MODEL_COST_MAP=False to let litellm fetch the current map.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-try:
-    __version__ = version("faultlens")
-except PackageNotFoundError:  # running from a source tree that was never installed
-    __version__ = "0+unknown"
+
+def __getattr__(name: str) -> str:
+    # `__version__` is read from the installed metadata on first use: importlib.metadata costs more
+    # than the rest of `faultlens --help`.
+    if name != "__version__":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("faultlens")
+    except PackageNotFoundError:  # running from a source tree that was never installed
+        return "0+unknown"

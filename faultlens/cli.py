@@ -12,6 +12,7 @@ import json
 from importlib import import_module
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
@@ -19,12 +20,16 @@ from rich.table import Table
 
 from faultlens.middleware.errors import FaultlensError, extra_needed
 from faultlens.middleware.terminal.options import db_option
-from faultlens.middleware.store.sqlite import Store, open_store
+
+if TYPE_CHECKING:
+    from faultlens.middleware.store.protocol import Store
 
 console = Console()
 
 
 def get_store(db_path: str | None) -> Store:
+    from faultlens.middleware.store.sqlite import open_store  # the store's dependencies load only for a command that opens it
+
     return open_store(db_path)
 
 
@@ -101,6 +106,7 @@ COMMANDS = {
     "demo": "faultlens.demo:demo",
     "proxy": "faultlens.proxy:proxy",
     "gateway": "faultlens.gateway:gateway",
+    "phoenix": "faultlens.phoenix.cli:phoenix",
 }
 # Their short help, for `faultlens --help` without importing them (tests/faultlens/test_cli.py keeps it equal).
 COMMAND_HELP = {
@@ -114,6 +120,7 @@ COMMAND_HELP = {
     "demo": "Run a small multi-agent team offline, store its traces, and show the failed one.",
     "proxy": "Serve an OpenAI-compatible endpoint that records, replays or injects errors into any agent's model calls.",
     "gateway": "Forward every model call of any framework upstream, record it as a step, and show each agent its lessons.",
+    "phoenix": "Attribute the failed runs of an Arize Phoenix project and write the verdicts back to it.",
 }
 
 

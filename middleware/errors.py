@@ -20,8 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
+if TYPE_CHECKING:
+    from pydantic import ValidationError
 
 
 class FaultlensError(Exception):
@@ -63,6 +65,7 @@ EXTRAS = {
     "psycopg": "postgres", "psycopg_pool": "postgres",
     "sklearn": "learned", "joblib": "learned", "numpy": "learned",
     "matplotlib": "plots",
+    "phoenix": "phoenix",
 }
 
 

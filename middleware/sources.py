@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from .errors import InputError
+from .errors import InputError, extra_needed
 from .model.trace import Trace
 from .store.sqlite import open_store
 
@@ -39,7 +39,8 @@ def available_sources() -> dict[str, SourceLoader]:
 
 def _lazy(ep) -> SourceLoader:
     def load(arg: str) -> Iterable[Trace]:
-        return ep.load()(arg)
+        with extra_needed(f"the {ep.name}: source"):
+            return ep.load()(arg)
 
     return load
 

@@ -33,37 +33,37 @@ The tracer uses its own `TracerProvider` (not the global one unless
 
 from __future__ import annotations
 
-import functools
 import inspect
 import json
 import logging
 import os
-import sys
 import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from contextvars import ContextVar
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace as otel_trace
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
 from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.trace import Status, StatusCode
-from pydantic import BaseModel
 
 from faultlens.middleware.spans import mapping as S
-from ..errors import InputError
 from ..model.trace import AgentInfo, Media, Outcome, Source, StepKind, StepRole, Task, Trace, new_id
-from .runstate import DEFAULT_AGENT, CallContext, Instrumentation, returned_error, to_text
+from .runstate import DEFAULT_AGENT, CallContext, Instrumentation, to_text
 from .runstate import current_run_var as _current_run
-from ..store.sqlite import Store, open_store
+from .export import RunContextProcessor, StoreSpanExporter
+from .wrapping import ToolSpan, argument_binder, text_messages, to_json, wrap_in_span
+
+if TYPE_CHECKING:
+    from ..store.protocol import Store
 
 log = logging.getLogger("faultlens.tracer")
 
@@ -73,60 +73,10 @@ _current_agent: ContextVar[str | None] = ContextVar("faultlens_agent", default=N
 _pending_trace_id: ContextVar[int | None] = ContextVar("faultlens_pending_trace_id", default=None)
 
 
-
 def current_tracer() -> Tracer | None:
     """The tracer of the run entered right now (`with tracer.run(...)`), or None outside runs."""
     run = _current_run.get()
     return run.tracer if run is not None else None
-
-
-# `json.dumps(value, ensure_ascii=False, default=str)`, its encoder built once: dumps builds one per call
-# when given options, about a microsecond on the agent's thread for every tool call.
-_encode_attribute = json.JSONEncoder(ensure_ascii=False, default=str).encode
-_encode_messages = json.JSONEncoder(ensure_ascii=False).encode
-
-
-def to_json(value: Any) -> str:
-    if isinstance(value, BaseModel):
-        return value.model_dump_json()
-    return _encode_attribute(value)
-
-
-def text_messages(role: str, text: str) -> str:
-    """A GenAI-convention message list holding one text part, as the JSON string spans carry."""
-    return _encode_messages([{"role": role, "parts": [{"type": "text", "content": text}]}])
-
-
-def _bound_arguments(signature: inspect.Signature, args: tuple, kwargs: dict) -> dict[str, Any]:
-    try:
-        bound = signature.bind_partial(*args, **kwargs)
-    except TypeError:
-        return {"args": list(args), "kwargs": kwargs}
-    return {k: v for k, v in bound.arguments.items() if k not in ("self", "cls")}
-
-
-def _argument_binder(signature: inspect.Signature) -> Callable[[tuple, dict], dict[str, Any]]:
-    """`_bound_arguments` for one signature, with a fast path for the common call.
-
-    `Signature.bind_partial` costs about as much as starting a span; a call
-    with positional arguments only, to a function without *args, binds the
-    same way by zipping names and values.
-    """
-    plain = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    names = list(signature.parameters)
-    if not all(p.kind in plain for p in signature.parameters.values()):
-        return lambda args, kwargs: _bound_arguments(signature, args, kwargs)
-    skip = [i for i, name in enumerate(names) if name in ("self", "cls")]
-
-    def bind(args: tuple, kwargs: dict) -> dict[str, Any]:
-        if kwargs or len(args) > len(names):
-            return _bound_arguments(signature, args, kwargs)
-        bound = dict(zip(names, args))
-        for i in skip:
-            bound.pop(names[i], None)
-        return bound
-
-    return bind
 
 
 def _is_hex_id(value: str, length: int) -> bool:
@@ -260,156 +210,8 @@ class RunScope:
         self._close(exc)
 
 
-class RunContextProcessor(SpanProcessor):
-    """Tracks, as spans start, which faultlens run and which agent each span belongs to.
-
-    A span belongs to a run when it carries `gen_ai.conversation.id` or was
-    started inside a run's OTel trace (spans of other instrumentations sharing
-    the provider). Such a span is stamped with the run's id and, when it names
-    no agent, with the agent of its nearest ancestor: an exporter sees only
-    finished spans, so what the context knew at start travels on the span.
-    """
-
-    def __init__(self) -> None:
-        self._runs: dict[int, str] = {}
-        self._agents: dict[int, str | None] = {}
-
-    def watch(self, workflow_span: otel_trace.Span, trace_id: str) -> None:
-        self._runs[workflow_span.get_span_context().trace_id] = trace_id
-
-    def on_start(self, span: Any, parent_context: otel_context.Context | None = None) -> None:
-        ctx = span.get_span_context()
-        run_id = self._runs.get(ctx.trace_id)
-        if run_id is None:
-            return
-        attributes = span.attributes or {}
-        agent = attributes.get(S.AGENT_NAME)
-        if agent is None and span.parent is not None:
-            agent = self._agents.get(span.parent.span_id)
-            if agent is not None:
-                span.set_attribute(S.AGENT_NAME, agent)
-        if S.CONVERSATION_ID not in attributes:
-            span.set_attribute(S.CONVERSATION_ID, run_id)
-        # Single dict operations are atomic (GIL, or the dict's own lock in free-threaded
-        # builds); no lock on the path every span takes.
-        self._agents[ctx.span_id] = agent
-
-    def on_end(self, span: ReadableSpan) -> None:
-        ctx = span.get_span_context()
-        if ctx is None:
-            return
-        self._agents.pop(ctx.span_id, None)
-        if span.parent is None:
-            self._runs.pop(ctx.trace_id, None)
-
-    def shutdown(self) -> None:
-        pass
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return True
-
-
-class StoreSpanExporter(SpanExporter):
-    """Writes finished spans of faultlens runs to the store as steps: one transaction per export.
-
-    Spans that belong to no run (no `gen_ai.conversation.id`) are skipped. A
-    failing write is logged and kept in `errors`; it never breaks the agent. A
-    batch holding a bad span (InputError) is written span by span so that the
-    good ones are kept, and each bad one is logged.
-    """
-
-    def __init__(self, store: Store):
-        self.store = store
-        self.errors: list[BaseException] = []
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        records = [r for r in map(S.record_from_readable_span, spans) if r.conversation_id is not None]
-        if not records:
-            return SpanExportResult.SUCCESS
-        try:
-            S.ingest(self.store, records, source="tracer")
-            return SpanExportResult.SUCCESS
-        except InputError:
-            if len(records) == 1:
-                self._failed(records[0])
-                return SpanExportResult.FAILURE
-        except Exception as exc:  # noqa: BLE001 - a storage problem must not crash the traced agent
-            # Not one bad span but the store (locked, disk full, ...): retrying span by span would only repeat it.
-            log.exception("faultlens could not store a batch of %d spans", len(records))
-            self.errors.append(exc)
-            return SpanExportResult.FAILURE
-        result = SpanExportResult.SUCCESS
-        for record in records:
-            try:
-                S.ingest(self.store, [record], source="tracer")
-            except Exception:  # noqa: BLE001
-                self._failed(record)
-                result = SpanExportResult.FAILURE
-        return result
-
-    def _failed(self, record: S.SpanRecord) -> None:
-        log.exception("faultlens could not store span %s (%s)", record.span_id, record.name)
-        exc = sys.exc_info()[1]
-        if exc is not None:
-            self.errors.append(exc)
-
-    def shutdown(self) -> None:
-        pass
-
-    def force_flush(self, timeout_millis: int = 30000) -> bool:
-        return True
-
-
 Durability = Literal["batch", "step"]
 
-
-class _ToolSpan:
-    """One tool call's span for `_wrap_in_span`, as a plain context manager: a generator-based
-    one costs about a microsecond more on the agent's thread, for every tool call."""
-
-    __slots__ = ("_scope", "_span")
-
-    def __init__(self, scope: AbstractContextManager[Any]):
-        self._scope = scope
-
-    def __enter__(self) -> Callable[[Any], None]:
-        self._span = self._scope.__enter__()
-        return self.finish
-
-    def finish(self, result: Any) -> None:
-        span = self._span
-        span.set_attribute(S.TOOL_RESULT, to_json(result))
-        error = returned_error(result)
-        if error is not None:
-            span.set_attribute("error.type", "tool_error")
-            span.set_status(Status(StatusCode.ERROR, error))
-
-    def __exit__(self, *exc_info: Any) -> bool | None:
-        return self._scope.__exit__(*exc_info)
-
-
-def _wrap_in_span(func: Callable[..., Any], span_for: Callable[[tuple, dict], Any]) -> Any:
-    """Wrap a sync or async function so each call runs inside `span_for(args, kwargs)`,
-    which yields a `finish(result)` callback for what the result says."""
-    if inspect.iscoroutinefunction(func):
-
-        @functools.wraps(func)
-        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-            with span_for(args, kwargs) as finish:
-                result = await func(*args, **kwargs)
-                finish(result)
-                return result
-
-        return async_wrapper
-
-    @functools.wraps(func)
-    def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
-        with span_for(args, kwargs) as finish:
-            result = func(*args, **kwargs)
-            finish(result)
-            return result
-
-    return sync_wrapper
 
 class Tracer:
     """Records runs, agents, tools and model calls as GenAI-convention spans, stored as steps.
@@ -458,7 +260,11 @@ class Tracer:
     ):
         if durability not in ("batch", "step"):
             raise ValueError(f"durability must be 'batch' or 'step', not {durability!r}")
-        self.store = store if store is not None else open_store(db)
+        if store is None:
+            from ..store.sqlite import open_store  # the store's dependencies load when a tracer opens one, not on import
+
+            store = open_store(db)
+        self.store = store
         self.durability = durability
         self.provider = TracerProvider(resource=Resource.create({"service.name": service_name}), id_generator=_RunIdGenerator())
         self._context = RunContextProcessor()
@@ -622,7 +428,7 @@ class Tracer:
 
         def decorate(func: F) -> F:
             agent_name = name or func.__name__
-            bind = _argument_binder(inspect.signature(func))
+            bind = argument_binder(inspect.signature(func))
 
             @contextmanager
             def span_for(args: tuple, kwargs: dict) -> Iterator[Callable[[Any], None]]:
@@ -654,7 +460,7 @@ class Tracer:
                     _current_run.reset(run_token)
                     _current_agent.reset(token)
 
-            wrapper = _wrap_in_span(func, span_for)
+            wrapper = wrap_in_span(func, span_for)
             wrapper.faultlens_agent = agent_name
             return wrapper
 
@@ -669,9 +475,9 @@ class Tracer:
 
         def decorate(func: F) -> F:
             tool_name = name or func.__name__
-            bind = _argument_binder(inspect.signature(func))
+            bind = argument_binder(inspect.signature(func))
 
-            def span_for(args: tuple, kwargs: dict) -> _ToolSpan:
+            def span_for(args: tuple, kwargs: dict) -> ToolSpan:
                 here = self._call_context(with_lessons=False)
                 attributes = {
                     S.OPERATION: S.TOOL,
@@ -684,9 +490,9 @@ class Tracer:
                 if here is not None:
                     attributes[S.CONVERSATION_ID] = here.run.id
                     attributes[S.AGENT_NAME] = here.agent
-                return _ToolSpan(self.otel.start_as_current_span(f"{S.TOOL} {tool_name}", context=here.context if here is not None else None, attributes=attributes))
+                return ToolSpan(self.otel.start_as_current_span(f"{S.TOOL} {tool_name}", context=here.context if here is not None else None, attributes=attributes))
 
-            wrapper = _wrap_in_span(func, span_for)
+            wrapper = wrap_in_span(func, span_for)
             wrapper.faultlens_tool = tool_name
             return wrapper
 

@@ -23,12 +23,8 @@ import re
 import re._parser as regex_parser  # the stdlib's own regex parser (public as sre_parse before 3.11)
 from functools import lru_cache
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
-from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
-from detect_secrets.plugins.base import RegexBasedDetector
-from detect_secrets.plugins.ip_public import IPPublicDetector
-from detect_secrets.plugins.keyword import DENYLIST as SECRET_KEYWORDS
 
 REDACTED = "[REDACTED]"
 ID_PREFIX = "redacted-"
@@ -45,6 +41,10 @@ _Pattern = tuple[re.Pattern[str], tuple[int, ...]]
 
 
 def _detect_secrets_patterns() -> list[_Pattern]:
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+    from detect_secrets.plugins.base import RegexBasedDetector
+    from detect_secrets.plugins.ip_public import IPPublicDetector
+
     out: list[_Pattern] = []
     # The registry's classes, as plain objects: detect-secrets' typing of them differs between releases.
     plugins: list[Any] = list(get_mapping_from_secret_type_to_class().values())
@@ -84,20 +84,6 @@ def _group_widths(pattern: re.Pattern[str]) -> dict[int, int]:
     return widths
 
 
-# detect-secrets' keyword list (password, passwd, pwd, secret, api_key, db_pass,
-# private_key, ...) plus the token words it leaves out. Its own keyword regexes
-# (one per language's assignment syntax) cost several times all the other
-# patterns together; one pattern over the same words finds the same
-# assignments: `password=abc12`, `"password": "..."`, `token: xyz`.
-# Header spellings (`x-api-key: ...`, `X-Auth-Token: ...`) join their words with a hyphen, which
-# detect-secrets' `api_?key` does not allow.
-_KEYWORDS = "|".join([*SECRET_KEYWORDS, "access_?key", "secret_?key", "access_?token", "auth_?token", "refresh_?token", "token", "auth",
-                      "api-key", "auth-key", "access-key", "secret-key", "access-token", "auth-token", "refresh-token"])
-_ASSIGNMENT = re.compile(
-    rf"(?<![A-Za-z])(?:{_KEYWORDS})(?![A-Za-z])[\w.-]*[\"'\]]?\s*(?:=|:|=>|:=)\s*"
-    rf"(?:\"([^\"\n]+)\"|'([^'\n]+)'|(?!\d+(?:[\s,;}}\"')]|$))([^\s\"',;&}}<>]{{3,}}))",
-    re.I,
-)
 # Every pattern needs one of these to match (a keyword, a URL, or a run of ten
 # characters of the alphabets keys are written in); most strings of a trace
 # (agent names, kinds, short messages) have none and skip the full scan.
@@ -118,41 +104,60 @@ def _candidate(text: str) -> bool:
     return _CANDIDATE_WORDS.search(text.lower()) is not None
 
 
-_EXTRA: list[_Pattern] = [
-    # A whole PEM private key (detect-secrets flags only its BEGIN line).
-    (re.compile(r"-----BEGIN[A-Z ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[A-Z ]*PRIVATE KEY(?: BLOCK)?-----|\Z)", re.S), ()),
-    # HTTP credentials, however short.
-    (re.compile(r"\b(?:Bearer|Basic|Token)\s+([A-Za-z0-9._~+/=-]{3,})", re.I), (1,)),
-    # OpenAI/Anthropic-style keys, including short test keys (detect-secrets knows only the legacy long form).
-    (re.compile(r"\bsk-(?:ant|proj|or|live|test|svcacct|admin)-[A-Za-z0-9_-]{4,}"), ()),
-    (re.compile(r"\bsk-(?:(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{6,}|[A-Za-z0-9_-]{16,})"), ()),
-    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), ()),
-    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}\b"), ()),
-    (re.compile(r"\bxox[a-z]-[A-Za-z0-9-]{10,}"), ()),
-    (re.compile(r"\bAIza[0-9A-Za-z_-]{30,}"), ()),
-    # Prefixed keys of services agents commonly call that detect-secrets has no plugin for: GitHub
-    # fine-grained tokens, Hugging Face, Groq, Replicate, Perplexity, Tavily, LangSmith, Pinecone,
-    # npm, DigitalOcean, Databricks, Google OAuth access tokens, Slack app tokens, Stripe test and
-    # restricted keys (its plugin knows only the 24-character live ones).
-    (re.compile(
-        r"\b(?:github_pat_[A-Za-z0-9_]{20,}|hf_[A-Za-z0-9]{30,}|gsk_[A-Za-z0-9]{30,}|r8_[A-Za-z0-9]{30,}|pplx-[A-Za-z0-9]{30,}"
-        r"|tvly-[A-Za-z0-9-]{20,}|lsv2_(?:pt|sk)_[0-9a-f]{32}_[0-9a-f]{10}|pcsk_[A-Za-z0-9_]{30,}|npm_[A-Za-z0-9]{36}"
-        r"|dop_v1_[0-9a-f]{64}|dapi[0-9a-f]{32}|ya29\.[0-9A-Za-z_-]{20,}|xapp-[0-9A-Za-z-]{10,}|[rs]k_(?:live|test)_[0-9A-Za-z]{10,})"
-    ), ()),
-    # The credential of an `Authorization:` header whatever its scheme (Bearer and the like are
-    # matched above; a bare key is not), and a whole `Cookie:` / `Set-Cookie:` header's value.
-    (re.compile(r"\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:[A-Za-z0-9-]+\s+(?=\S))?([^\s\"',;]{3,})", re.I), (1,)),
-    (re.compile(r"\b(?:set-)?cookie[\"']?\s*:\s*[\"']?([^\r\n\"']{3,})", re.I), (1,)),
-    # key=value / key: value with a secret-sounding key, quoted or not (a plain count such as max_tokens=512 is not one).
-    (_ASSIGNMENT, (1, 2, 3)),
-    # A whole JSON Web Token, signature included.
-    (re.compile(r"\beyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*"), ()),
-    # A bare AWS secret access key: 40 base64 characters with upper, lower and digits, standing alone.
-    (re.compile(r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=]))(?=[^\s]*[a-z])(?=[^\s]*[A-Z])(?=[^\s]*[0-9])[A-Za-z0-9/+]{40}"), ()),
-    # user:password@ in any URL.
-    (re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s:/@]+:([^\s@/]+)@", re.I), (1,)),
-]
-_PATTERNS: list[_Pattern] = _detect_secrets_patterns() + _EXTRA
+# detect-secrets' keyword list (password, passwd, pwd, secret, api_key, db_pass,
+# private_key, ...) plus the token words it leaves out. Its own keyword regexes
+# (one per language's assignment syntax) cost several times all the other
+# patterns together; one pattern over the same words finds the same
+# assignments: `password=abc12`, `"password": "..."`, `token: xyz`.
+# Header spellings (`x-api-key: ...`, `X-Auth-Token: ...`) join their words with a hyphen, which
+# detect-secrets' `api_?key` does not allow.
+def _assignment() -> re.Pattern[str]:
+    from detect_secrets.plugins.keyword import DENYLIST as SECRET_KEYWORDS
+
+    _KEYWORDS = "|".join([*SECRET_KEYWORDS, "access_?key", "secret_?key", "access_?token", "auth_?token", "refresh_?token", "token", "auth",
+                          "api-key", "auth-key", "access-key", "secret-key", "access-token", "auth-token", "refresh-token"])
+    return re.compile(
+        rf"(?<![A-Za-z])(?:{_KEYWORDS})(?![A-Za-z])[\w.-]*[\"'\]]?\s*(?:=|:|=>|:=)\s*"
+        rf"(?:\"([^\"\n]+)\"|'([^'\n]+)'|(?!\d+(?:[\s,;}}\"')]|$))([^\s\"',;&}}<>]{{3,}}))",
+        re.I,
+    )
+
+
+def _extra() -> list[_Pattern]:
+    return [
+        # A whole PEM private key (detect-secrets flags only its BEGIN line).
+        (re.compile(r"-----BEGIN[A-Z ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END[A-Z ]*PRIVATE KEY(?: BLOCK)?-----|\Z)", re.S), ()),
+        # HTTP credentials, however short.
+        (re.compile(r"\b(?:Bearer|Basic|Token)\s+([A-Za-z0-9._~+/=-]{3,})", re.I), (1,)),
+        # OpenAI/Anthropic-style keys, including short test keys (detect-secrets knows only the legacy long form).
+        (re.compile(r"\bsk-(?:ant|proj|or|live|test|svcacct|admin)-[A-Za-z0-9_-]{4,}"), ()),
+        (re.compile(r"\bsk-(?:(?=[A-Za-z0-9_-]*\d)[A-Za-z0-9_-]{6,}|[A-Za-z0-9_-]{16,})"), ()),
+        (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), ()),
+        (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}\b"), ()),
+        (re.compile(r"\bxox[a-z]-[A-Za-z0-9-]{10,}"), ()),
+        (re.compile(r"\bAIza[0-9A-Za-z_-]{30,}"), ()),
+        # Prefixed keys of services agents commonly call that detect-secrets has no plugin for: GitHub
+        # fine-grained tokens, Hugging Face, Groq, Replicate, Perplexity, Tavily, LangSmith, Pinecone,
+        # npm, DigitalOcean, Databricks, Google OAuth access tokens, Slack app tokens, Stripe test and
+        # restricted keys (its plugin knows only the 24-character live ones).
+        (re.compile(
+            r"\b(?:github_pat_[A-Za-z0-9_]{20,}|hf_[A-Za-z0-9]{30,}|gsk_[A-Za-z0-9]{30,}|r8_[A-Za-z0-9]{30,}|pplx-[A-Za-z0-9]{30,}"
+            r"|tvly-[A-Za-z0-9-]{20,}|lsv2_(?:pt|sk)_[0-9a-f]{32}_[0-9a-f]{10}|pcsk_[A-Za-z0-9_]{30,}|npm_[A-Za-z0-9]{36}"
+            r"|dop_v1_[0-9a-f]{64}|dapi[0-9a-f]{32}|ya29\.[0-9A-Za-z_-]{20,}|xapp-[0-9A-Za-z-]{10,}|[rs]k_(?:live|test)_[0-9A-Za-z]{10,})"
+        ), ()),
+        # The credential of an `Authorization:` header whatever its scheme (Bearer and the like are
+        # matched above; a bare key is not), and a whole `Cookie:` / `Set-Cookie:` header's value.
+        (re.compile(r"\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:[A-Za-z0-9-]+\s+(?=\S))?([^\s\"',;]{3,})", re.I), (1,)),
+        (re.compile(r"\b(?:set-)?cookie[\"']?\s*:\s*[\"']?([^\r\n\"']{3,})", re.I), (1,)),
+        # key=value / key: value with a secret-sounding key, quoted or not (a plain count such as max_tokens=512 is not one).
+        (_assignment(), (1, 2, 3)),
+        # A whole JSON Web Token, signature included.
+        (re.compile(r"\beyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*"), ()),
+        # A bare AWS secret access key: 40 base64 characters with upper, lower and digits, standing alone.
+        (re.compile(r"(?<![A-Za-z0-9/+=])(?=[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=]))(?=[^\s]*[a-z])(?=[^\s]*[A-Z])(?=[^\s]*[0-9])[A-Za-z0-9/+]{40}"), ()),
+        # user:password@ in any URL.
+        (re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s:/@]+:([^\s@/]+)@", re.I), (1,)),
+    ]
 
 # Span and trace ids (16 and 32 lowercase hex digits) are the one kind of
 # string that is new on every span, so the short-string cache never helps and
@@ -225,14 +230,29 @@ def _shortest_match(pattern: re.Pattern[str]) -> int:
     return int(regex_parser.parse(pattern.pattern, pattern.flags).getwidth()[0])
 
 
-# (pattern, groups, shortest match), in `_PATTERNS` order.
-_SIZED = [(pattern, groups, _shortest_match(pattern)) for pattern, groups in _PATTERNS]
-_HEX_SIZED = [entry for entry in _SIZED if _can_match_within(regex_parser.parse(entry[0].pattern, entry[0].flags), entry[0].flags, _HEX)]
+class _Tables(NamedTuple):
+    patterns: list[_Pattern]
+    sized: list[tuple[re.Pattern[str], tuple[int, ...], int]]  # (pattern, groups, shortest match), in `patterns` order
+    hex_sized: list[tuple[re.Pattern[str], tuple[int, ...], int]]  # those that can match inside lowercase hex
+    # Lowercase hex shorter than this is something no pattern can match in (`_secret_spans` would skip them all):
+    # a new span or trace id on every span, answered without a scan or a place in the short-string cache.
+    hex_safe_below: int
+
+
+@lru_cache(maxsize=1)
+def _tables() -> _Tables:
+    """The patterns, compiled on first use: detect-secrets and the compiling cost ~0.2 s, which importing
+    faultlens to trace (the tracer imports this module) should not pay before anything is stored."""
+    patterns = _detect_secrets_patterns() + _extra()
+    sized = [(pattern, groups, _shortest_match(pattern)) for pattern, groups in patterns]
+    hex_sized = [entry for entry in sized if _can_match_within(regex_parser.parse(entry[0].pattern, entry[0].flags), entry[0].flags, _HEX)]
+    return _Tables(patterns, sized, hex_sized, min((shortest for _, _, shortest in hex_sized), default=2**31))
 
 
 def _secret_spans(text: str) -> Iterator[tuple[int, int]]:
     size = len(text)
-    for pattern, groups, shortest in _HEX_SIZED if _HEX_TEXT.fullmatch(text) else _SIZED:
+    tables = _tables()
+    for pattern, groups, shortest in tables.hex_sized if _HEX_TEXT.fullmatch(text) else tables.sized:
         if shortest > size:
             continue
         for match in pattern.finditer(text):
@@ -289,14 +309,9 @@ def _redact(text: str) -> str:
     return "".join(out)
 
 
-# Lowercase hex shorter than this is something no pattern can match in (`_secret_spans` would skip them all):
-# a new span or trace id on every span, answered without a scan or a place in the short-string cache.
-_HEX_SAFE_BELOW = min((shortest for _, _, shortest in _HEX_SIZED), default=2**31)
-
-
 def redact_id(value: str) -> str:
     """`value` unchanged, or `redacted-<hash>` if it contains a secret (the same value always maps to the same id)."""
-    if len(value) < _HEX_SAFE_BELOW and _HEX_TEXT.fullmatch(value):
+    if len(value) < _tables().hex_safe_below and _HEX_TEXT.fullmatch(value):
         return value
     if redact_text(value) == value:
         return value

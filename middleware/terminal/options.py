@@ -7,8 +7,6 @@ from typing import Any, TypeVar
 
 import click
 
-from ..store.protocol import default_db, describe
-
 F = TypeVar("F", bound=Callable[..., Any])
 
 DB_HELP = "The store: a SQLite file, or a URL `open_store` accepts [default: $FAULTLENS_DB or .faultlens/faultlens.db]."
@@ -22,4 +20,6 @@ def db_option(help: str = DB_HELP) -> Callable[[F], F]:
 
 def db_label(db_path: str | None) -> str:
     """The store a `--db` value names, for messages (a URL without its password)."""
+    from ..store.protocol import default_db, describe  # not on import: `faultlens --help` needs no store
+
     return describe(db_path if db_path is not None else default_db())

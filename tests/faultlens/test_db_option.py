@@ -7,7 +7,6 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from faultlens import cli as root
 from faultlens.cli import COMMANDS, cli
 
 
@@ -43,7 +42,8 @@ def test_db_value_reaches_open_store_unchanged(monkeypatch, value):
         def list_traces(self, **_):
             return []
 
-    monkeypatch.setattr(root, "open_store", lambda db: seen.append(db) or Empty())
+    # the CLI imports the store when a command opens it (faultlens.cli.get_store)
+    monkeypatch.setattr("faultlens.middleware.store.sqlite.open_store", lambda db: seen.append(db) or Empty())
     result = CliRunner().invoke(cli, ["traces", "list", "--db", value, "--json"])
     assert result.exit_code == 0, result.output
     assert seen == [value] and isinstance(seen[0], str)

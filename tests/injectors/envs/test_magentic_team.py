@@ -17,7 +17,7 @@ pytest.importorskip("autogen_agentchat", reason="needs the frameworks extra: pip
 from faultlens.injectors import envs  # noqa: E402
 from faultlens.injectors.envs.base import stable_seed  # noqa: E402
 from faultlens.injectors.envs.magentic_team.mistakes import MUTATORS  # noqa: E402
-from faultlens.injectors.envs.magentic_team.env import orchestrator_kind  # noqa: E402
+from faultlens.injectors.envs.magentic_team.wire import orchestrator_kind  # noqa: E402
 from faultlens.injectors.generators import TemplateGenerator, gen_input  # noqa: E402
 from faultlens.injectors.pipeline import InjectConfig, inject, inject_one  # noqa: E402
 from faultlens.middleware.model.trace import StepKind  # noqa: E402

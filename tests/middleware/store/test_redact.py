@@ -153,7 +153,7 @@ from hypothesis import strategies as st  # noqa: E402
 def _every_pattern(text: str) -> list[tuple[int, int]]:
     """What `find_secrets` finds when every pattern runs on every string (no hex shortcut, no length skip)."""
     spans = []
-    for pattern, groups in R._PATTERNS:
+    for pattern, groups in R._tables().patterns:
         for match in pattern.finditer(text):
             spans += [match.span()] if not groups else [match.span(g) for g in groups if match.group(g)]
     merged: list[tuple[int, int]] = []
@@ -179,7 +179,7 @@ def test_the_hex_shortcut_skips_only_patterns_that_need_a_character_outside_lowe
     assert R._can_match_within(parse(r"ABC"), re.I, hex_only)  # case-insensitive: abc is hex
     assert R._can_match_within(parse(r"[^\s]{5}"), 0, hex_only)
     # The real set keeps at most a few of its ~57 patterns for hex text.
-    assert len(R._HEX_SIZED) < len(R._SIZED) // 4
+    assert len(R._tables().hex_sized) < len(R._tables().sized) // 4
 
 
 @settings(max_examples=300, deadline=None)

@@ -205,3 +205,16 @@ def stored_or_refused(prepare) -> PreparedStep | type:
         return prepare()
     except ValueError:
         return ValueError
+
+
+def test_the_template_matches_the_step_model_and_redaction():
+    """`stored_fields` writes a fixed template of the Step's fields; it is right only while this holds."""
+    from faultlens.middleware.store.redact import ID_KEYS, is_secret_key, redact_text
+    from faultlens.middleware.store.step_json import _ID_FIELDS, _TEMPLATE_FIELDS
+
+    fields = set(Step.model_fields)
+    assert fields == set(_TEMPLATE_FIELDS)
+    assert list(_TEMPLATE_FIELDS) == sorted(_TEMPLATE_FIELDS)
+    assert {k for k in fields if k in ID_KEYS} == set(_ID_FIELDS)
+    assert not any(redact_text(k) != k or is_secret_key(k) for k in fields)
+    assert not any(redact_text(v.value) != v.value for v in (*StepKind, *StepRole))

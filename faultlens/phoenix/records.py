@@ -1,0 +1,88 @@
+"""Phoenix's spans (`GET /v1/projects/{p}/spans`) as `SpanRecord`s, for the span mapping OTLP ingest uses.
+
+Phoenix answers with its own span shape: the OpenInference span kind moved
+out of the attributes into `span_kind`, every attribute flattened to dotted
+keys (lists too: `participant_names.0`, `participant_names.1`), ISO times
+and status codes `OK`/`ERROR`/`UNSET`. `span_record` undoes exactly that,
+so `middleware.spans` sees the attributes the instrumentation wrote.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any
+
+from faultlens.middleware.errors import InputError
+from faultlens.middleware.spans.mapping import OI_KIND, SpanRecord
+
+_STATUS = {"OK": "ok", "ERROR": "error", "UNSET": "unset"}
+_INDEXED = re.compile(r"^(.+)\.(\d+)$")
+
+
+def _ns(value: Any, source: str, span: str, field: str) -> int:
+    if value is None:
+        return 0
+    try:
+        when = datetime.fromisoformat(str(value))
+    except ValueError:
+        raise InputError(source, span, field, f"not an ISO 8601 time: {value!r}") from None
+    return int(when.timestamp()) * 1_000_000_000 + when.microsecond * 1000
+
+
+def _primitive(value: Any) -> bool:
+    return isinstance(value, (str, int, float, bool)) or value is None
+
+
+def unflatten_lists(attributes: dict[str, Any]) -> dict[str, Any]:
+    """`name.0`, `name.1`, ... with plain values back into the list `name` they were flattened from.
+
+    Only keys whose last part is an index and whose value is plain: OpenInference's
+    own flattened keys (`llm.input_messages.0.message.role`) end in a name and stay."""
+    lists: dict[str, dict[int, Any]] = {}
+    out: dict[str, Any] = {}
+    for key, value in attributes.items():
+        m = _INDEXED.match(key)
+        if m and _primitive(value):
+            lists.setdefault(m.group(1), {})[int(m.group(2))] = value
+        else:
+            out[key] = value
+    for prefix, items in lists.items():
+        # a prefix that is also a plain attribute, or a gap in the indices: not a flattened list, keep the keys
+        if prefix in out or sorted(items) != list(range(len(items))):
+            out.update({f"{prefix}.{i}": v for i, v in items.items()})
+        else:
+            out[prefix] = [items[i] for i in range(len(items))]
+    return out
+
+
+def span_record(span: dict[str, Any], *, source: str = "phoenix", project: str | None = None) -> SpanRecord:
+    """One Phoenix span as a `SpanRecord`. Raises InputError naming the span and field it cannot read."""
+    context = span.get("context") or {}
+    span_id, trace_id = context.get("span_id"), context.get("trace_id")
+    label = f"span {span_id or span.get('id')}"
+    if not span_id or not trace_id:
+        raise InputError(source, label, "context", "a span needs context.trace_id and context.span_id")
+    attributes = unflatten_lists(dict(span.get("attributes") or {}))
+    kind = span.get("span_kind")
+    if kind and str(kind).upper() != "UNKNOWN" and OI_KIND not in attributes:
+        attributes[OI_KIND] = str(kind).upper()
+    status = str(span.get("status_code") or "UNSET").upper()
+    if status not in _STATUS:
+        raise InputError(source, label, "status_code", f"unknown status {status!r}; Phoenix sends OK, ERROR or UNSET")
+    # (Phoenix keeps no resource but the project)
+    resource = {"openinference.project.name": project} if project else {}
+    return SpanRecord(
+        trace_id=str(trace_id).lower(),
+        span_id=str(span_id).lower(),
+        parent_id=str(span["parent_id"]).lower() if span.get("parent_id") else None,
+        name=str(span.get("name") or ""),
+        start_ns=_ns(span.get("start_time"), source, label, "start_time"),
+        end_ns=_ns(span.get("end_time") or span.get("start_time"), source, label, "end_time"),
+        attributes=attributes,
+        status=_STATUS[status],
+        status_message=span.get("status_message") or None,
+        events=[{"name": e.get("name", ""), "time_ns": _ns(e.get("timestamp"), source, label, "events.timestamp"),
+                 "attributes": dict(e.get("attributes") or {})} for e in span.get("events") or []],
+        resource=resource,
+    )

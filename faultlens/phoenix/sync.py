@@ -1,0 +1,243 @@
+"""`faultlens phoenix sync`'s loop: pull a project's spans, judge which runs failed, attribute them, write verdicts back.
+
+    sync = PhoenixSync(phoenix, store, "default", state=SyncState.load(path, url=..., project="default"))
+    summary = sync.run_once()          # one pass; `watch` repeats it
+
+One pass:
+
+1. **pull**: the spans added since the state's cursor, a page at a time,
+   through the span mapping OTLP ingest uses (`middleware.spans.ingest`),
+   saving the cursor after each page;
+2. **judge** the runs whose root span has arrived (`failed.FailureRule`):
+   a failed run gets a failed outcome in the store and a row in the failed-run
+   job queue (`middleware.jobs`, the queue `faultlens serve` and `faultlens
+   worker` use), which attributes each run once;
+3. **attribute**: worker threads of this process work the queue until our
+   runs are done (a `faultlens worker` on the same store may take some);
+4. **write back** each attributed run's verdict as span annotations
+   (`annotations`), saving the state after each run.
+
+A Phoenix that goes down stops the pass with `PhoenixUnavailable` after the
+client's retries; the state says where it stopped and the next pass goes on
+from there (docs/phoenix.md).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from faultlens.attributors.registry import DEFAULT_METHOD
+from faultlens.middleware.store.jobs import JobQueue
+from faultlens.middleware.model.trace import Outcome
+from faultlens.middleware.spans.mapping import SpanLink, group_by_trace, ingest
+
+from .annotations import verdict_annotations
+from .client import PhoenixClient, PhoenixUnavailable
+from .failed import FailureRule
+from .records import span_record
+from .state import SyncState
+
+# progress(stage, done, total): stage is "spans", "attribute" or "annotate"; total None while unknown
+Progress = Callable[[str, int, "int | None"], None]
+
+
+@dataclass
+class SyncSummary:
+    """What one pass did (`runs_seen`: runs with spans in this pass; the rest: runs that reached that point in it)."""
+
+    spans: int = 0
+    runs_seen: int = 0
+    failed: int = 0
+    attributed: int = 0
+    annotations: int = 0
+    unattributed: int = 0
+    pending: int = 0  # failed runs whose job another worker still holds
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, other: SyncSummary) -> None:
+        for name in ("spans", "runs_seen", "failed", "attributed", "annotations", "unattributed"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.pending = other.pending
+        self.notes += other.notes
+
+
+class PhoenixSync:
+    """Syncs one Phoenix project into a faultlens store and its verdicts back (see the module docstring).
+
+    method/model/method_options/reflector: how failed runs are attributed and reflected on (as `faultlens worker`).
+    workers: attribution threads in this process. page_size: spans per request.
+    since/until: only spans that started in [since, until).
+    recheck: judge again runs found not failed (an evaluation may annotate them later; `--watch` does).
+    """
+
+    def __init__(self, phoenix: PhoenixClient, store: Any, project: str, *, state: SyncState, rule: FailureRule | None = None,
+                 method: str = DEFAULT_METHOD, model: str | None = None, method_options: dict[str, Any] | None = None,
+                 reflector: str | None = None, workers: int = 1, page_size: int = 100, since: datetime | None = None,
+                 until: datetime | None = None, recheck: bool = False, progress: Progress | None = None, job_timeout: float | None = None):
+        self.phoenix, self.store, self.project, self.state = phoenix, store, project, state
+        self.rule = rule or FailureRule()
+        self.method, self.model, self.method_options, self.reflector = method, model, method_options or {}, reflector
+        self.workers, self.page_size, self.since, self.until, self.recheck = workers, page_size, since, until, recheck
+        self.progress = progress or (lambda stage, done, total: None)
+        self.job_timeout = job_timeout
+        self._handler: Callable[[str], Any] | None = None
+
+    # -- the pass -----------------------------------------------------------------
+    def run_once(self) -> SyncSummary:
+        summary = SyncSummary()
+        self.phoenix.project(self.project)  # a wrong project fails here, before anything is stored
+        seen = self.pull(summary)
+        summary.runs_seen = len(seen)
+        self.judge(summary)
+        self.attribute(summary)
+        self.write_back(summary)
+        return summary
+
+    def pull(self, summary: SyncSummary) -> set[str]:
+        """Store the spans after the cursor; returns the runs they belong to."""
+        state, seen = self.state, set()
+        while True:
+            resume_after = state.last_span if state.cursor is None else None
+            page = self.phoenix.span_page(self.project, cursor=state.cursor or state.last_span, limit=self.page_size,
+                                          start=self.since, end=self.until)
+            # Without a next cursor Phoenix pages from the last span stored, inclusive: that one is not new.
+            spans = [s for s in page.spans if s.get("id") != resume_after or resume_after is None]
+            records = [span_record(s, source=f"phoenix:{self.phoenix.url}", project=self.project) for s in spans]
+            if records:
+                ingest(self.store, records, source=f"phoenix:{self.phoenix.url}")
+                for run_id, group in group_by_trace(records).items():
+                    seen.add(run_id)
+                    run = state.run(run_id)
+                    run.traces = sorted(set(run.traces) | {r.trace_id for r in group})
+                    for r in group:
+                        if r.parent_id is None:
+                            new_root = r.span_id not in run.roots
+                            run.roots[r.span_id] = r.status
+                            if run.phase == "open" or (new_root and run.phase in ("ok", "annotated", "unattributed")):
+                                # a session's next trace: the run is judged (and, if it was, attributed) again
+                                run.again = run.again or run.phase in ("annotated", "unattributed")
+                                run.phase = "complete"
+            if page.next_cursor is None and spans:
+                state.last_span = str(spans[-1].get("id") or state.last_span)
+            state.cursor = page.next_cursor
+            state.spans += len(records)
+            summary.spans += len(records)
+            state.save()
+            self.progress("spans", summary.spans, None)
+            if page.next_cursor is None:
+                return seen
+
+    def judge(self, summary: SyncSummary) -> None:
+        """Sort the runs whose root arrived into failed (outcome stored, job queued) and not failed."""
+        phases = ("complete", "ok") if self.recheck else ("complete",)
+        pending = {run_id: self.state.runs[run_id] for run_id in self.state.in_phase(*phases)}
+        if not pending:
+            return
+        verdicts = self.rule.judge(self.phoenix, self.project, pending)
+        queue = self._queue()
+        for run_id, run in pending.items():
+            why = verdicts.get(run_id)
+            if why is None:
+                run.phase = "ok"
+                continue
+            self.store.set_outcome(run_id, Outcome(success=False, evaluator="phoenix", detail=why))
+            queue.submit(run_id, again=run.again)  # a run already attributed is not queued again, unless it grew
+            run.phase, run.why, run.again = "failed", why, False
+            summary.failed += 1
+        self.state.save()
+
+    def _queue(self) -> JobQueue:
+        if self._handler is None:
+            from faultlens.serve import failure_handler
+
+            self._handler = failure_handler(self.store, method=self.method, model=self.model, reflector=self.reflector,
+                                            method_options=self.method_options)
+        handler = self._handler
+        return JobQueue(self.store, lambda job: handler(job.trace_id), workers=self.workers, poll=0.1)
+
+    def attribute(self, summary: SyncSummary) -> None:
+        """Work the queue until every failed run of ours has finished its job (done or error)."""
+        failed = self.state.in_phase("failed")
+        if not failed:
+            return
+        queue = self._queue()
+        for run_id in failed:
+            if self.store.get_job(run_id) is None:  # (a state from before its job row was written)
+                queue.submit(run_id)
+        queue.start()
+        deadline = None if self.job_timeout is None else time.monotonic() + self.job_timeout
+        try:
+            while True:
+                jobs = {run_id: self.store.get_job(run_id) for run_id in failed}
+                finished = [r for r, job in jobs.items() if job is not None and job.state in ("done", "error")]
+                self.progress("attribute", len(finished), len(failed))
+                if len(finished) == len(failed) or (deadline is not None and time.monotonic() > deadline):
+                    break
+                threading.Event().wait(0.1)
+        finally:
+            queue.stop()
+        summary.pending = len(failed) - len(finished)
+
+    def write_back(self, summary: SyncSummary) -> None:
+        """Annotate each attributed run in Phoenix, saving the state after each."""
+        failed = self.state.in_phase("failed")
+        for done, run_id in enumerate(failed, 1):
+            run = self.state.runs[run_id]
+            job = self.store.get_job(run_id)
+            if job is None or job.state not in ("done", "error"):
+                continue
+            if job.state == "error":
+                run.phase, run.why = "unattributed", f"{run.why}; attribution failed: {job.error}"
+                summary.unattributed += 1
+                self.state.save()
+                continue
+            attributions = sorted(self.store.attributions(run_id), key=lambda a: a.created_at)
+            trace = self.store.get_trace(run_id)
+            annotations = []
+            if attributions and attributions[-1].step is not None:
+                attribution = attributions[-1]
+                summary.attributed += 1
+                root = self._root_of(run_id, trace.steps[attribution.step].span_id if 0 <= attribution.step < len(trace.steps) else None, run.roots)
+                annotations = verdict_annotations(trace, attribution, root) if root else []
+            if not annotations:
+                run.phase = "unattributed"
+                summary.unattributed += 1
+                summary.notes.append(f"run {run_id}: the attribution blames no step with a span; nothing written")
+            else:
+                run.annotations = self.phoenix.annotate_spans(annotations)
+                run.phase = "annotated"
+                summary.annotations += len(run.annotations)
+            self.state.save()
+            self.progress("annotate", done, len(failed))
+
+    def _root_of(self, run_id: str, span_id: str | None, roots: dict[str, str]) -> str | None:
+        """The root span above `span_id` (the root of the Phoenix trace the blamed step is in)."""
+        if span_id is None:
+            return None
+        links = {row["span_id"]: SpanLink.from_row(row) for row in self.store.span_links(run_id)}
+        current, hops = span_id, 0
+        while current in links and links[current].parent_id and hops < len(links):
+            current, hops = links[current].parent_id or current, hops + 1
+        if current in roots:
+            return current
+        return next(iter(sorted(roots)), None)
+
+
+def watch(sync: PhoenixSync, *, interval: float, stop: threading.Event, on_pass: Callable[[SyncSummary | None, Exception | None], None]) -> SyncSummary:
+    """Run passes every `interval` seconds until `stop` is set; a Phoenix that is down is waited for, not fatal."""
+    total = SyncSummary()
+    while not stop.is_set():
+        try:
+            summary = sync.run_once()
+        except PhoenixUnavailable as exc:
+            on_pass(None, exc)
+        else:
+            total.add(summary)
+            on_pass(summary, None)
+        stop.wait(interval)
+    return total
