@@ -55,9 +55,9 @@ Completion = dict[str, Any]
 Upstream = Callable[[str, dict[str, Any]], Completion]
 
 # Per environment, per agent (the name in its base URL), per failure mode: the chance a call slips. The
-# modes are ones the environment's rules make at that agent's calls and a gateway step can show: the
-# gateway sees every call as a model call (not a plan or a final answer), so the modes are of what a
-# reply says (R.3 a miscalculated number, C.2 a value passed on wrongly) or calls (A.2 wrong arguments).
+# gateway sees every call as a model call (not a plan or a final answer), so the modes are of what a reply
+# says or does: R.3 a miscalculated number, C.2 a value passed on wrongly, A.2 a call's wrong arguments;
+# modes an environment's rules make at that agent's calls (docs/feedback.md, "Any framework").
 TENDENCIES: dict[str, dict[str, dict[str, float]]] = {
     "ag2_experts": {"planner": {"C.2": 0.25}, "coder": {"C.2": 0.25}},
     "smol_analyst": {"analyst": {"R.3": 0.10}, "data_agent": {"C.2": 0.15}},
@@ -145,6 +145,7 @@ def slip_completion(env: Any, mode: str, agent: str, request: dict[str, Any], co
     out = copy.deepcopy(completion)
     message = out["choices"][0].get("message") or {}
     calls = message.get("tool_calls") or []
+    kinds: tuple[StepKind, ...]
     if calls:
         fn = calls[0].get("function") or {}
         text, kinds = render_action(str(fn.get("name", "")), str(fn.get("arguments", "")), _text(message.get("content"))), (StepKind.tool_call,)

@@ -87,7 +87,7 @@ class InProcessEndpoint:
         agent = parts[1] if len(parts) > 2 and parts[0] == "agent" else "model"
         if _ROUTES and not getattr(self, "_routed", False):
             for wrap in _ROUTES:
-                self.proxy.upstream = wrap(self.proxy.upstream)  # type: ignore[arg-type]
+                self.proxy.upstream = wrap(self.proxy.upstream)
             self._routed = True
         try:
             body = self.proxy.complete(agent, json.loads(request.content))
