@@ -140,6 +140,14 @@ class SQLStore(JobsSQL):
         if not steps:
             return
         sid = stored_id(trace_id)
+        if new_run:
+            # Nothing stored to look up: arrival numbers are given here (a span sent twice keeps its first).
+            seqs: dict[str, int] = {}
+            fresh = [(sid, p.key, p.started_at if p.started_at is not None else float(seq), seq, p.agent, p.kind, p.error, p.data)
+                     for p in prepared(steps) for seq in [seqs.setdefault(p.key, len(seqs))]]
+            with self._d.write() as conn:
+                self._d.executemany(conn, upsert_sql("steps", _STEP_COLUMNS, ("trace_id", "key")), fresh)
+            return
         rows = [(sid, p.key, sid, sid, p.key, p.started_at, p.agent, p.kind, p.error, p.data) for p in prepared(steps)]
         with self._d.write() as conn:
             if self._d.for_update:
@@ -148,8 +156,7 @@ class SQLStore(JobsSQL):
                 # read: inside a batch, nothing here waits for a round trip.
                 self._d.execute(conn, f"SELECT 1 FROM traces WHERE id = ?{self._d.for_update}", [sid])
             self._d.executemany(conn, self._add_step, rows)
-            if not new_run:
-                self._d.execute(conn, "UPDATE traces SET updated_at = ? WHERE id = ?", [time.time(), sid])
+            self._d.execute(conn, "UPDATE traces SET updated_at = ? WHERE id = ?", [time.time(), sid])
 
     # -- span links: the tree a run's agents are resolved from (spans.ingest) --
     def save_span_links(self, trace_id: str, rows: Iterable[dict[str, Any]]) -> None:
