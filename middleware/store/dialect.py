@@ -71,6 +71,10 @@ class Dialect(ABC):
         """An SQL expression: JSON text `column` with its top-level `field` set to a ``?`` string; None where
         the database would rewrite the rest (the store then sets it in Python, keeping the text as it writes it)."""
 
+    @abstractmethod
+    def first_per_group(self, columns: Sequence[str], where: str, group: str, order: str) -> str:
+        """A SELECT of `columns` from span_links rows matching `where`: for each value of `group`, its row with the least `order`."""
+
     def chunks(self, values: Sequence[Any], *, per_value: int = 1) -> Iterator[Sequence[Any]]:
         """`values` in pieces one statement can bind (each value taking `per_value` parameters)."""
         size = self.max_params // per_value

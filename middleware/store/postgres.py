@@ -152,6 +152,10 @@ class PostgresDialect(Dialect):
     def json_set(self, column: str, field: str) -> str | None:
         return None  # JSON is kept as text (see the module docstring); jsonb would reorder its keys
 
+    def first_per_group(self, columns: Sequence[str], where: str, group: str, order: str) -> str:
+        listed = ", ".join(columns)
+        return f"SELECT {listed} FROM (SELECT DISTINCT ON ({group}) {listed} FROM span_links WHERE {where} ORDER BY {group}, {order}) AS firsts"
+
 
 class PostgresStore(SQLStore):
     """A faultlens store in a PostgreSQL database (its tables in the connection's search_path).

@@ -191,9 +191,8 @@ class SQLStore(JobsSQL):
         sql = f"SELECT {columns} FROM span_links WHERE {condition}"
         if describing:
             # Each agent's first span, and the spans that describe agents.
-            sql = (f"SELECT {columns} FROM (SELECT {columns}, ROW_NUMBER() OVER (PARTITION BY agent ORDER BY start_ns, span_id) AS nth"
-                   f" FROM span_links WHERE {condition} AND agent IS NOT NULL) AS firsts WHERE nth = 1"
-                   f" UNION ALL {sql} AND describes IS NOT NULL")
+            firsts = self._d.first_per_group(_LINK_COLUMNS, f"{condition} AND agent IS NOT NULL", "agent", "start_ns")
+            sql = f"{firsts} UNION ALL {sql} AND describes IS NOT NULL"
             params = params + params
         with self._d.read() as conn:
             return [dict(zip(_LINK_COLUMNS, row)) for row in self._d.execute(conn, sql, params).fetchall()]

@@ -144,6 +144,11 @@ class SQLiteDialect(Dialect):
     def json_set(self, column: str, field: str) -> str | None:
         return f"json_set({column}, '$.{field}', ?)"
 
+    def first_per_group(self, columns: Sequence[str], where: str, group: str, order: str) -> str:
+        # SQLite takes the bare columns from the row MIN() picked: one pass over the index, no sort.
+        picked = ", ".join(f"MIN({c})" if c == order else c for c in columns)
+        return f"SELECT {picked} FROM span_links WHERE {where} GROUP BY {group}"
+
 
 class SQLiteStore(SQLStore):
     """The store in the SQLite file at `path` (default `$FAULTLENS_DB` or `.faultlens/faultlens.db`; ``:memory:`` for none)."""
