@@ -25,6 +25,7 @@ class Dialect(ABC):
     for_update: str  # appended to a SELECT that locks the rows it reads until the transaction ends
     skip_locked: str  # appended to a job pick: rows another worker holds are passed over, not waited for
     max_params: int  # how many values one `in_list` may bind
+    remote: bool  # a statement whose result is read costs a round trip to a server
 
     # -- connections and transactions ----------------------------------------
     @abstractmethod

@@ -65,6 +65,7 @@ class PostgresDialect(Dialect):
     for_update = " FOR UPDATE"
     skip_locked = " FOR UPDATE SKIP LOCKED"
     max_params = 1 << 30  # `in_list` binds one array, whatever its length
+    remote = True
 
     def __init__(self, url: str, *, pool_size: int, connect_timeout: float):
         self.url = url

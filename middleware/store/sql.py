@@ -15,8 +15,8 @@ suite checks both backends):
   opens (`migrations`).
 
 Writes cost what the request holds, not what the run already holds: a batch of
-steps is one `executemany` whose rows find their sequence number by two indexed
-look-ups (`add_steps`). The failed-run queue's statements are `sql_jobs`'.
+steps is one `executemany` after two indexed look-ups for its sequence numbers
+(`add_steps`; on PostgreSQL the statement finds them itself, saving round trips). The failed-run queue's statements are `sql_jobs`'.
 """
 
 from __future__ import annotations
@@ -140,23 +140,38 @@ class SQLStore(JobsSQL):
         if not steps:
             return
         sid = stored_id(trace_id)
-        if new_run:
-            # Nothing stored to look up: arrival numbers are given here (a span sent twice keeps its first).
-            seqs: dict[str, int] = {}
-            fresh = [(sid, p.key, p.started_at if p.started_at is not None else float(seq), seq, p.agent, p.kind, p.error, p.data)
-                     for p in prepared(steps) for seq in [seqs.setdefault(p.key, len(seqs))]]
-            with self._d.write() as conn:
-                self._d.executemany(conn, upsert_sql("steps", _STEP_COLUMNS, ("trace_id", "key")), fresh)
-            return
-        rows = [(sid, p.key, sid, sid, p.key, p.started_at, p.agent, p.kind, p.error, p.data) for p in prepared(steps)]
+        rows = prepared(steps)
         with self._d.write() as conn:
-            if self._d.for_update:
-                # The run's row lock makes concurrent writers of one run take turns, so seq
-                # stays distinct (SQLite has one writer at a time already). No result is
-                # read: inside a batch, nothing here waits for a round trip.
+            if self._d.remote and not new_run:
+                # The run's row lock makes concurrent writers of one run take turns, so seq stays
+                # distinct; the database numbers the steps, so no result is read: inside a batch,
+                # nothing here waits for a round trip.
                 self._d.execute(conn, f"SELECT 1 FROM traces WHERE id = ?{self._d.for_update}", [sid])
-            self._d.executemany(conn, self._add_step, rows)
-            self._d.execute(conn, "UPDATE traces SET updated_at = ? WHERE id = ?", [time.time(), sid])
+                self._d.executemany(conn, self._add_step, [(sid, p.key, sid, sid, p.key, p.started_at, p.agent, p.kind, p.error, p.data) for p in rows])
+            else:
+                # In process, two indexed reads cost less than two subqueries a row; a new run has nothing to read.
+                self._d.executemany(conn, upsert_sql("steps", _STEP_COLUMNS, ("trace_id", "key")), self._numbered(conn, sid, rows, new_run))
+            if not new_run:
+                self._d.execute(conn, "UPDATE traces SET updated_at = ? WHERE id = ?", [time.time(), sid])
+
+    def _numbered(self, conn: Any, trace_id: StoredId, steps: list[PreparedStep], new_run: bool) -> list[tuple[Any, ...]]:
+        """`steps` as `steps` rows numbered here: a step stored before keeps its seq, a new one gets the next."""
+        next_seq, known = 0, {}
+        if not new_run:
+            next_seq = self._d.execute(conn, "SELECT COALESCE(MAX(seq), -1) + 1 FROM steps WHERE trace_id = ?", [trace_id]).fetchone()[0]
+        if next_seq > 0:  # a run with no steps yet has no keys to look up
+            for chunk in self._d.chunks(list(dict.fromkeys(p.key for p in steps))):
+                condition, values = self._d.in_list("key", chunk)
+                known.update(self._d.execute(conn, f"SELECT key, seq FROM steps WHERE trace_id = ? AND {condition}", [trace_id, *values]).fetchall())
+        out = []
+        for p in steps:
+            seq = known.get(p.key)
+            if seq is None:
+                seq = known[p.key] = next_seq
+                next_seq += 1
+            # A live step is ordered by when its span started; one without a clock by arrival.
+            out.append((trace_id, p.key, p.started_at if p.started_at is not None else float(seq), seq, p.agent, p.kind, p.error, p.data))
+        return out
 
     # -- span links: the tree a run's agents are resolved from (spans.ingest) --
     def save_span_links(self, trace_id: str, rows: Iterable[dict[str, Any]]) -> None:

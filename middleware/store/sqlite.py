@@ -56,6 +56,7 @@ class SQLiteDialect(Dialect):
     for_update = ""  # a write transaction already holds the whole file
     skip_locked = ""
     max_params = 500  # SQLite's limit on host parameters is 999 in old builds; stay well under it
+    remote = False
 
     def __init__(self, path: str):
         self.path = self.location = path
