@@ -11,14 +11,6 @@ from faultlens.middleware.store.sqlite import STORE_SCHEMA_VERSION, TraceNotFoun
 from tests.middleware.model.test_trace import sample_trace
 
 
-@pytest.fixture
-def store(store_target):
-    """The same suite on both backends: SQLite, then PostgreSQL (tests/conftest.py)."""
-    s = open_store(store_target)
-    yield s
-    s.close()
-
-
 def raw(store, sql: str) -> list:
     """Rows straight from the backend's tables (no model in between)."""
     if isinstance(store, PostgresStore):
