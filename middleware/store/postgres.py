@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -41,6 +41,7 @@ from .jobs import JOB_COLUMNS, Job, job_row, next_submission
 from ..model.trace import AgentInfo, Attribution, GoldLabel, Lesson, Outcome, Step, Trace
 from .redact import redact, redact_id, redact_text
 from .protocol import (
+    OTEL_SPANS_MIGRATION,
     PreparedStep,
     STORE_SCHEMA_VERSION,
     SchemaTooNew,
@@ -50,6 +51,8 @@ from .protocol import (
     dumps,
     gold_column,
     list_query,
+    otel_span_rows,
+    otel_spans_sql,
     prepare_steps,
     prepared,
     step_row,
@@ -113,7 +116,10 @@ _MIGRATIONS: dict[int, list[str]] = {
     ],
     # Leases that ran out, counted apart from the handler's failures (jobs.py).
     5: ["ALTER TABLE jobs ADD COLUMN IF NOT EXISTS lost INTEGER NOT NULL DEFAULT 0"],
+    # The OpenTelemetry trace id of each step's span (protocol.OTEL_SPANS_MIGRATION).
+    6: OTEL_SPANS_MIGRATION,
 }
+_UPSERT_OTEL_SPAN, _OTEL_TRACE_ID = otel_spans_sql("%s")
 
 # A step's seq is the one it already has (same span again) or the next; a live step
 # is ordered by when its span started, one without a clock by arrival. Statements of
@@ -383,6 +389,18 @@ class PostgresStore:
                                  [_clean(agents[key]), dumps(step), trace_id, key])
             conn.execute("UPDATE traces SET updated_at = %s WHERE id = %s", [time.time(), trace_id])
 
+    # -- OpenTelemetry trace ids of steps (migration 6) --------------------
+    def save_otel_trace_ids(self, trace_id: str, otel_trace_ids: Mapping[str, str]) -> None:
+        rows = [[_clean(value) for value in row] for row in otel_span_rows(trace_id, otel_trace_ids)]
+        if rows:
+            with self._write() as conn, conn.cursor() as cur:
+                cur.executemany(_UPSERT_OTEL_SPAN, rows)
+
+    def otel_trace_id(self, trace_id: str, span_id: str) -> str | None:
+        with self._read() as conn:
+            row = conn.execute(_OTEL_TRACE_ID, [_clean(redact_id(trace_id)), _clean(redact_id(span_id))]).fetchone()
+        return None if row is None else row[0]
+
     def delete_step(self, trace_id: str, key: str) -> None:
         """Remove one step (by span id), e.g. a chain step that turned out to repeat its tool's output."""
         trace_id = redact_id(trace_id)
@@ -483,6 +501,7 @@ class PostgresStore:
         with self._write() as conn:
             conn.execute("DELETE FROM steps WHERE trace_id = %s", [_clean(trace_id)])
             conn.execute("DELETE FROM span_links WHERE trace_id = %s", [_clean(trace_id)])
+            conn.execute("DELETE FROM otel_spans WHERE trace_id = %s", [_clean(trace_id)])
             conn.execute("DELETE FROM traces WHERE id = %s", [_clean(trace_id)])
 
     # -- attributions ------------------------------------------------------

@@ -26,7 +26,7 @@ from .step_json import PreparedStep, stored_step
 DEFAULT_DB = Path(".faultlens") / "faultlens.db"
 # The version of the tables' layout (not of the Trace model: that is model.SCHEMA_VERSION).
 # Each store applies its missing migrations in order when it opens.
-STORE_SCHEMA_VERSION = 5
+STORE_SCHEMA_VERSION = 6
 _URL_SCHEMES = ("postgresql", "postgres")
 
 
@@ -66,6 +66,32 @@ def describe(target: str | os.PathLike[str]) -> str:
     if at and ":" in userinfo:
         userinfo = userinfo.split(":", 1)[0] + ":***"
     return f"{scheme}://{userinfo}{at}{host}"
+
+
+# Migration 6: the OpenTelemetry trace id of each step's span, kept with its run. A run is keyed by
+# `gen_ai.conversation.id` when its spans carry one, so its id is not always an OTel trace id, and one
+# conversation may span several OTel traces; whichever process attributes the run (a `faultlens worker`,
+# another server, this one after a restart) exports the attribution onto the blamed span's own trace.
+# One statement, the same on SQLite and PostgreSQL; rows go with their run (`delete_trace`, ON DELETE CASCADE).
+OTEL_SPANS_MIGRATION = [
+    """CREATE TABLE IF NOT EXISTS otel_spans (
+        trace_id TEXT NOT NULL REFERENCES traces(id) ON DELETE CASCADE,
+        span_id TEXT NOT NULL, otel_trace_id TEXT NOT NULL,
+        PRIMARY KEY (trace_id, span_id))""",
+]
+
+
+def otel_spans_sql(mark: str) -> tuple[str, str]:
+    """(upsert, look-up) of `otel_spans` with the dialect's placeholder `mark` (``?`` or ``%s``)."""
+    upsert = (f"INSERT INTO otel_spans (trace_id, span_id, otel_trace_id) VALUES ({mark}, {mark}, {mark})"
+              " ON CONFLICT (trace_id, span_id) DO UPDATE SET otel_trace_id = excluded.otel_trace_id")
+    return upsert, f"SELECT otel_trace_id FROM otel_spans WHERE trace_id = {mark} AND span_id = {mark}"
+
+
+def otel_span_rows(trace_id: str, otel_trace_ids: Mapping[str, str]) -> list[tuple[str, str, str]]:
+    """`otel_spans` rows of one run: ids as stored (redacted like every other id)."""
+    stored = redact_id(trace_id)
+    return [(stored, redact_id(span_id), otel_id) for span_id, otel_id in otel_trace_ids.items()]
 
 
 class SchemaTooNew(FaultlensError):
@@ -140,6 +166,9 @@ class Store(JobStore, Protocol):
     def delete_step(self, trace_id: str, key: str) -> None: ...
     def set_run_agents(self, trace_id: str, agents: list[AgentInfo]) -> None: ...
     def fill_run_query(self, trace_id: str, query: str) -> None: ...
+    # Migration 6: span id -> OpenTelemetry trace id of a run's steps (what attributions are exported onto).
+    def save_otel_trace_ids(self, trace_id: str, otel_trace_ids: Mapping[str, str]) -> None: ...
+    def otel_trace_id(self, trace_id: str, span_id: str) -> str | None: ...
 
 
 class TraceNotFound(NotFound):

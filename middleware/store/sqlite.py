@@ -27,7 +27,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,7 @@ from .redact import redact, redact_id, redact_text
 from .writer_lock import WriterLock
 from .protocol import (
     DEFAULT_DB,
+    OTEL_SPANS_MIGRATION,
     STORE_SCHEMA_VERSION,
     PreparedStep,
     SchemaTooNew,
@@ -53,6 +54,8 @@ from .protocol import (
     dumps as _dumps,
     gold_column,
     list_query,
+    otel_span_rows,
+    otel_spans_sql,
     prepare_steps,
     prepared,
     step_row,
@@ -142,7 +145,10 @@ _SQLITE_MIGRATIONS: dict[int, list[str]] = {
     ],
     # Leases that ran out, counted apart from the handler's failures (jobs.py).
     5: ["ALTER TABLE jobs ADD COLUMN lost INTEGER NOT NULL DEFAULT 0"],
+    # The OpenTelemetry trace id of each step's span (protocol.OTEL_SPANS_MIGRATION).
+    6: OTEL_SPANS_MIGRATION,
 }
+_UPSERT_OTEL_SPAN, _OTEL_TRACE_ID = otel_spans_sql("?")
 
 
 class SQLiteStore:
@@ -389,6 +395,17 @@ class SQLiteStore:
                 )
             db.execute("UPDATE traces SET updated_at = ? WHERE id = ?", [time.time(), trace_id])
 
+    # -- OpenTelemetry trace ids of steps (migration 6) --------------------
+    def save_otel_trace_ids(self, trace_id: str, otel_trace_ids: Mapping[str, str]) -> None:
+        rows = otel_span_rows(trace_id, otel_trace_ids)
+        if rows:
+            with self._write() as db:
+                db.conn.executemany(_UPSERT_OTEL_SPAN, rows)
+
+    def otel_trace_id(self, trace_id: str, span_id: str) -> str | None:
+        row = self._db().execute(_OTEL_TRACE_ID, [redact_id(trace_id), redact_id(span_id)]).fetchone()
+        return None if row is None else row[0]
+
     def delete_step(self, trace_id: str, key: str) -> None:
         """Remove one step (by span id), e.g. a chain step that turned out to repeat its tool's output."""
         trace_id = redact_id(trace_id)
@@ -490,6 +507,7 @@ class SQLiteStore:
         with self._write() as db:
             db.execute("DELETE FROM steps WHERE trace_id = ?", [trace_id])
             db.execute("DELETE FROM span_links WHERE trace_id = ?", [trace_id])
+            db.execute("DELETE FROM otel_spans WHERE trace_id = ?", [trace_id])
             db.execute("DELETE FROM traces WHERE id = ?", [trace_id])
 
     # -- attributions ------------------------------------------------------
