@@ -123,24 +123,24 @@ def run_team(provider: TracerProvider, *, query: str = "What is 17 * 23?", fail:
     return ids
 
 
-def blame_tool_step(store: Store) -> Callable[[str], None]:
-    """Test double for on_failure (stands in for attributors.get(...).attribute): blames the first tool step."""
+def blame_tool_step(store: Store) -> Callable[[str], Attribution]:
+    """Test double for on_failure (stands in for attributors.get(...).attribute): blames the first tool step; returns what it saved."""
 
-    def on_failure(trace_id: str) -> None:
+    def on_failure(trace_id: str) -> Attribution:
         trace = store.get_trace(trace_id)
         step = next(s for s in trace.steps if s.tool_name)
-        store.save_attribution(
-            Attribution(
-                trace_id=trace_id,
-                method="test-double",
-                agent=step.agent,
-                step=step.index,
-                mode="A.2",
-                reason="the calculator was called with 17 * 32 instead of 17 * 23",
-                confidence=0.9,
-                ranking=[Candidate(step=step.index, score=0.9, agent=step.agent), Candidate(step=len(trace.steps) - 1, score=0.1)],
-            )
+        attribution = Attribution(
+            trace_id=trace_id,
+            method="test-double",
+            agent=step.agent,
+            step=step.index,
+            mode="A.2",
+            reason="the calculator was called with 17 * 32 instead of 17 * 23",
+            confidence=0.9,
+            ranking=[Candidate(step=step.index, score=0.9, agent=step.agent), Candidate(step=len(trace.steps) - 1, score=0.1)],
         )
+        store.save_attribution(attribution)
+        return attribution
 
     return on_failure
 
