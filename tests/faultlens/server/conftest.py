@@ -71,13 +71,15 @@ def sdk_provider(endpoint: str, encoding: str = "protobuf", token: str | None = 
     return provider
 
 
-def run_team(provider: TracerProvider, *, query: str = "What is 17 * 23?", fail: bool = False, root_error: bool | None = None, secret: str | None = None, image_png: str | None = None) -> dict:
+def run_team(provider: TracerProvider, *, query: str = "What is 17 * 23?", fail: bool = False, root_error: bool | None = None, secret: str | None = None, image_png: str | None = None,
+             conversation: str | None = None) -> dict:
     """A small planner→solver→calculator run recorded with GenAI-convention spans. Returns ids.
 
     fail: the solver calls the calculator with the wrong operands and answers 544;
-    root_error: the root span ends with status ERROR (default: same as fail).
+    root_error: the root span ends with status ERROR (default: same as fail);
+    conversation: every span carries this `gen_ai.conversation.id` (the run is keyed by it, not by its OTel trace id).
     """
-    tracer = provider.get_tracer("tests.server")
+    tracer = _in_conversation(provider.get_tracer("tests.server"), conversation)
     ids: dict = {"steps": {}}
     with tracer.start_as_current_span(
         "invoke_workflow math-team",
@@ -121,6 +123,17 @@ def run_team(provider: TracerProvider, *, query: str = "What is 17 * 23?", fail:
             root.set_status(Status(StatusCode.ERROR, "wrong answer"))
     provider.force_flush()
     return ids
+
+
+class _in_conversation:
+    """A tracer whose spans all carry `gen_ai.conversation.id` (none when `conversation` is None)."""
+
+    def __init__(self, tracer, conversation: str | None):
+        self.tracer, self.conversation = tracer, conversation
+
+    def start_as_current_span(self, name: str, attributes: dict | None = None, **kwargs):
+        extra = {"gen_ai.conversation.id": self.conversation} if self.conversation else {}
+        return self.tracer.start_as_current_span(name, attributes={**(attributes or {}), **extra}, **kwargs)
 
 
 def blame_tool_step(store: Store) -> Callable[[str], Attribution]:
