@@ -19,13 +19,14 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests/: the protobuf → OTLP JSON oracle
 
 import faultlens.middleware.store.sqlite as store_module  # noqa: E402
 from faultlens.middleware.otlp.schema import validate_export  # noqa: E402
 from faultlens.middleware.store.sqlite import SQLiteStore  # noqa: E402
 from faultlens.server.ingest import Ingestor  # noqa: E402
-from faultlens.server.otlp_body import protobuf_to_otlp_json  # noqa: E402
 from load_server import _encoded_runs  # noqa: E402
+from tests.faultlens.server.otlp_oracle import protobuf_to_otlp_json  # noqa: E402
 
 REAL = (store_module.redact, store_module.redact_id)
 redact_module = importlib.import_module("faultlens.middleware.store.redact")  # the package exports a function of the same name
