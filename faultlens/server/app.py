@@ -114,6 +114,9 @@ def create_app(
         summary="Agent failure attribution: OTLP ingest, runs, attributions and lessons.",
         version="1",
         lifespan=lifespan,
+        # One schema per model, its fields as read: `Step`'s serializer (which leaves out an implied role)
+        # would otherwise give it an empty output schema.
+        separate_input_output_schemas=False,
     )
     app.state.services = services
     app.state.failed_logins = security.FailedLogins(failed_login_limit, failed_login_window)
