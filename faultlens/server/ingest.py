@@ -66,7 +66,11 @@ class Ingestor:
             for run in plan.runs:
                 # In the same transaction as the steps: whichever process attributes the run later
                 # (a `faultlens worker`, another server, this one restarted) finds each span's OTel trace.
-                self.store.save_otel_trace_ids(run.trace_id, {record.span_id: record.trace_id for record in run.group})
+                # A span in the OTel trace the run is keyed by needs no row (the export falls back to the
+                # run's id), so runs without a conversation id, most of them, cost no extra write.
+                elsewhere = {record.span_id: record.trace_id for record in run.group if record.trace_id != run.trace_id}
+                if elsewhere:
+                    self.store.save_otel_trace_ids(run.trace_id, elsewhere)
             # write_ingest read each run's outcome before writing it (`run.before`); only a run
             # whose header this request brings can have a new one.
             after = {run.trace_id: self._outcome(run.trace_id) if run.header is not None else run.before[1] for run in plan.runs}

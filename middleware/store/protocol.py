@@ -72,6 +72,8 @@ def describe(target: str | os.PathLike[str]) -> str:
 # `gen_ai.conversation.id` when its spans carry one, so its id is not always an OTel trace id, and one
 # conversation may span several OTel traces; whichever process attributes the run (a `faultlens worker`,
 # another server, this one after a restart) exports the attribution onto the blamed span's own trace.
+# The server's ingest writes a row only for a span whose OTel trace id is not the run's id (a run keyed by
+# its OTel trace id needs none: the export falls back to the run's id, `interop.trace_otel_id`).
 # One statement, the same on SQLite and PostgreSQL; rows go with their run (`delete_trace`, ON DELETE CASCADE).
 OTEL_SPANS_MIGRATION = [
     """CREATE TABLE IF NOT EXISTS otel_spans (
