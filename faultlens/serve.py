@@ -187,5 +187,7 @@ def serve(db_path, host, port, token, token_file, method, model, method_options,
         workers=workers,
     )
     attributing = f"attribution: {method}{' ' + model if model else ''} on {workers} worker(s)" if workers else "attribution: by `faultlens worker` processes"
+    if export_endpoint and not workers:
+        attributing += ", which export what they attribute when given --export-otlp"
     click.echo(f"faultlens serving {store.location} on http://{host}:{port}/  ({attributing})")
     run_server(app, host=host, port=port, token=token)
