@@ -19,14 +19,15 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests/: the protobuf → OTLP JSON oracle
 
 import faultlens.middleware.store.ids as ids_module  # noqa: E402
 import faultlens.middleware.store.sql as sql_module  # noqa: E402
 from faultlens.middleware.otlp.schema import validate_export  # noqa: E402
 from faultlens.middleware.store.sqlite import SQLiteStore  # noqa: E402
 from faultlens.server.ingest import Ingestor  # noqa: E402
-from faultlens.server.otlp_body import protobuf_to_otlp_json  # noqa: E402
 from load_server import _encoded_runs  # noqa: E402
+from tests.faultlens.server.otlp_oracle import protobuf_to_otlp_json  # noqa: E402
 
 # The store's own redaction of ids (ids.stored_id) and of the columns it writes (sql.SQLStore).
 REAL = (sql_module.redact, ids_module.redact_id)

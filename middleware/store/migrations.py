@@ -82,6 +82,18 @@ MIGRATIONS: dict[int, tuple[Step, ...]] = {
     ),
     # Leases that ran out, counted apart from the handler's failures (jobs.py).
     5: _steps("ALTER TABLE jobs {add_column} lost INTEGER NOT NULL DEFAULT 0"),
+    # The OpenTelemetry trace id of a step's span, kept with its run. A run is keyed by
+    # `gen_ai.conversation.id` when its spans carry one, so its id is not always an OTel trace id,
+    # and one conversation may span several OTel traces; whichever process attributes the run (a
+    # `faultlens worker`, another server, this one after a restart) exports the attribution onto
+    # the blamed span's own trace. Ingest writes a row only for a span whose OTel trace id is not
+    # the run's id (the export falls back to the run's id, `interop.trace_otel_id`).
+    6: _steps(
+        """CREATE TABLE IF NOT EXISTS otel_spans (
+            trace_id TEXT NOT NULL REFERENCES traces(id) ON DELETE CASCADE,
+            span_id TEXT NOT NULL, otel_trace_id TEXT NOT NULL,
+            PRIMARY KEY (trace_id, span_id))""",
+    ),
 }
 assert sorted(MIGRATIONS) == list(range(1, STORE_SCHEMA_VERSION + 1)), "one step list per layout version"
 

@@ -28,7 +28,7 @@ from .step_json import PreparedStep, stored_step
 DEFAULT_DB = Path(".faultlens") / "faultlens.db"
 # The version of the tables' layout (not of the Trace model: that is model.SCHEMA_VERSION).
 # Each store applies its missing migrations in order when it opens.
-STORE_SCHEMA_VERSION = 5
+STORE_SCHEMA_VERSION = 6
 _URL_SCHEMES = ("postgresql", "postgres")
 
 
@@ -142,6 +142,9 @@ class Store(JobStore, Protocol):
     def delete_step(self, trace_id: str, key: str) -> None: ...
     def set_run_agents(self, trace_id: str, agents: list[AgentInfo]) -> None: ...
     def fill_run_query(self, trace_id: str, query: str) -> None: ...
+    # Migration 6: span id -> OpenTelemetry trace id of a run's steps (what attributions are exported onto).
+    def save_otel_trace_ids(self, trace_id: str, otel_trace_ids: Mapping[str, str]) -> None: ...
+    def otel_trace_id(self, trace_id: str, span_id: str) -> str | None: ...
 
 
 class TraceNotFound(NotFound):

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -367,8 +367,24 @@ class SQLStore(JobsSQL):
     def delete_trace(self, trace_id: str) -> None:
         sid = stored_id(trace_id)
         with self._d.write() as conn:
-            for sql in ("DELETE FROM steps WHERE trace_id = ?", "DELETE FROM span_links WHERE trace_id = ?", "DELETE FROM traces WHERE id = ?"):
+            for sql in ("DELETE FROM steps WHERE trace_id = ?", "DELETE FROM span_links WHERE trace_id = ?", "DELETE FROM otel_spans WHERE trace_id = ?",
+                        "DELETE FROM traces WHERE id = ?"):
                 self._d.execute(conn, sql, [sid])
+
+    # -- OpenTelemetry trace ids of steps' spans (migration 6) -------------
+    def save_otel_trace_ids(self, trace_id: str, otel_trace_ids: Mapping[str, str]) -> None:
+        """Record span id -> OTel trace id for a run's spans (what its attributions are exported onto)."""
+        sid = stored_id(trace_id)
+        rows = [(sid, stored_id(span_id), otel_id) for span_id, otel_id in otel_trace_ids.items()]
+        if rows:
+            with self._d.write() as conn:
+                self._d.executemany(conn, upsert_sql("otel_spans", ("trace_id", "span_id", "otel_trace_id"), ("trace_id", "span_id")), rows)
+
+    def otel_trace_id(self, trace_id: str, span_id: str) -> str | None:
+        with self._d.read() as conn:
+            row = self._d.execute(conn, "SELECT otel_trace_id FROM otel_spans WHERE trace_id = ? AND span_id = ?",
+                                  [stored_id(trace_id), stored_id(span_id)]).fetchone()
+        return None if row is None else row[0]
 
     # -- attributions ------------------------------------------------------
     def save_attribution(self, attribution: Attribution) -> None:
