@@ -4,7 +4,8 @@ middleware cannot import the packages above it, so the server takes its
 behaviour as callables; this module builds them:
 
 - on_failure(trace_id): attribute the run (`attributors.build(method, model, **options)`), save the
-  attribution, reflect on it and keep the lessons (`feedback.loop.attribute_and_reflect`);
+  attribution, reflect on it and keep the lessons (`feedback.loop.attribute_and_reflect`), and
+  return what it saved (`feedback.loop.Saved`: `--export-otlp` exports its attribution);
   it runs on the failed-run queue in the store (`--workers` threads here, and
   any `faultlens worker` process on the same store: `faultlens.worker`);
 - on_outcome(trace_id, outcome): credit the outcome to the lessons the run was shown;
@@ -14,6 +15,7 @@ behaviour as callables; this module builds them:
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +31,7 @@ from faultlens.middleware.store.sqlite import Store, open_store
 from faultlens.feedback.hooks import record_trace_outcome
 from faultlens.attributors import build, parse_options
 from faultlens.attributors.registry import DEFAULT_METHOD
-from faultlens.feedback.loop import attribute_and_reflect, learn_from_label
+from faultlens.feedback.loop import Saved, attribute_and_reflect, learn_from_label
 from faultlens.feedback.memory import LessonMemory
 from faultlens.feedback.reflect import get_reflector
 
@@ -42,7 +44,7 @@ def failure_handler(
     reflector: str | None = None,
     method_options: dict[str, Any] | None = None,
 ):
-    """on_failure(trace_id): attribute with `method`, save, reflect with `reflector`, keep the lessons.
+    """on_failure(trace_id) -> Saved: attribute with `method`, save, reflect with `reflector`, keep the lessons.
 
     Inside a queue job, what it writes is keyed by the job (`feedback.loop.reflect_on`),
     so a job run twice (a retry, a worker that died) stores one attribution."""
@@ -50,8 +52,8 @@ def failure_handler(
     reflect = get_reflector(reflector)
     memory = LessonMemory(store)
 
-    def on_failure(trace_id: str) -> None:
-        attribute_and_reflect(store, trace_id, attributor, reflect, memory)
+    def on_failure(trace_id: str) -> Saved:
+        return attribute_and_reflect(store, trace_id, attributor, reflect, memory)
 
     return on_failure
 
@@ -82,7 +84,7 @@ def build_app(
         # A person's verdict overrules the attributor's: the lessons follow the label.
         learn_from_label(store, trace_id, label_reflector, memory)
 
-    exporter = EvaluationExporter(otlp_http_exporter(export_endpoint, export_token)) if export_endpoint else None
+    exporter = evaluation_exporter(export_endpoint, export_token)
     return create_app(
         store,
         token=token,
@@ -96,6 +98,32 @@ def build_app(
 
 
 EXPORT_TOKEN_ENV = "FAULTLENS_EXPORT_TOKEN"
+
+
+def evaluation_exporter(endpoint: str | None, token: str | None = None) -> EvaluationExporter | None:
+    """What `--export-otlp` builds: attributions out to `endpoint` over OTLP/HTTP (None: no export)."""
+    return EvaluationExporter(otlp_http_exporter(endpoint, token)) if endpoint else None
+
+
+def export_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`--export-otlp`, `--export-token` and `--export-token-file`, on `serve` and on `worker` (each exports what it attributes)."""
+    options = [
+        click.option("--export-otlp", "export_endpoint", default=None,
+                     help="Also send each attribution made here to this OTLP/HTTP endpoint (…/v1/traces) as a gen_ai.evaluation.result "
+                          "event on the blamed span (`faultlens worker` processes export theirs: give them --export-otlp too)."),
+        click.option("--export-token", default=None, help="Bearer token for --export-otlp [default: $FAULTLENS_EXPORT_TOKEN]. Visible in `ps`: prefer "
+                                                         "$FAULTLENS_EXPORT_TOKEN or --export-token-file."),
+        click.option("--export-token-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+                     help="Read the --export-otlp token from the first line of this file."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def export_token_of(given: str | None, file: Path | None) -> str | None:
+    """The --export-otlp token from `--export-token`, `--export-token-file` or $FAULTLENS_EXPORT_TOKEN."""
+    return cli_token("--export-token", given, file, EXPORT_TOKEN_ENV)
 
 
 def cli_token(option: str, given: str | None, file: Path | None, env: str) -> str | None:
@@ -124,11 +152,7 @@ def cli_token(option: str, given: str | None, file: Path | None, env: str) -> st
 @click.option("--reflector", default=None, help="How lessons are written: offline (default), or a litellm model name.")
 @click.option("--reports", "reports_dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="A `faultlens bench report` output directory to show at /reports.")
 @click.option("--media-root", type=click.Path(file_okay=False, path_type=Path), default=None, help="Serve step images given as file paths only from under this directory.")
-@click.option("--export-otlp", "export_endpoint", default=None, help="Also send each attribution to this OTLP/HTTP endpoint (…/v1/traces) as a gen_ai.evaluation.result event on the blamed span.")
-@click.option("--export-token", default=None, help="Bearer token for --export-otlp [default: $FAULTLENS_EXPORT_TOKEN]. Visible in `ps`: prefer "
-                                                   "$FAULTLENS_EXPORT_TOKEN or --export-token-file.")
-@click.option("--export-token-file", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Read the --export-otlp token from the first line of this file.")
+@export_options
 @click.option("--max-body", default=DEFAULT_MAX_BODY, show_default=True, help="Largest accepted /v1/traces body in bytes (also after decompression).")
 @click.option("--queue", "max_queue", default=1000, show_default=True, help="How many failed runs may wait for attribution.")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(min=0),
@@ -143,7 +167,7 @@ def serve(db_path, host, port, token, token_file, method, model, method_options,
     The API is described at /docs.
     """
     token = cli_token("--token", token, token_file, TOKEN_ENV)
-    export_token = cli_token("--export-token", export_token, export_token_file, EXPORT_TOKEN_ENV)
+    export_token = export_token_of(export_token, export_token_file)
 
     check_bind(host, token)  # before opening the store: refuse early and plainly
     store = open_store(db_path)
@@ -163,5 +187,7 @@ def serve(db_path, host, port, token, token_file, method, model, method_options,
         workers=workers,
     )
     attributing = f"attribution: {method}{' ' + model if model else ''} on {workers} worker(s)" if workers else "attribution: by `faultlens worker` processes"
+    if export_endpoint and not workers:
+        attributing += ", which export what they attribute when given --export-otlp"
     click.echo(f"faultlens serving {store.location} on http://{host}:{port}/  ({attributing})")
     run_server(app, host=host, port=port, token=token)

@@ -5,7 +5,9 @@ Any number of workers, on any number of machines, share the queue that
 (``FOR UPDATE SKIP LOCKED`` on PostgreSQL), holds a lease on it while it
 attributes and reflects, and marks it done. A worker that dies leaves its job
 to be claimed again when the lease runs out; what a job writes is keyed by the
-job, so running it twice stores it once.
+job, so running it twice stores it once. With `--export-otlp`, each
+attribution a worker saves is sent onto the blamed span over OTLP, under the
+OpenTelemetry trace id the server stored with that span at ingest.
 """
 
 from __future__ import annotations
@@ -16,11 +18,13 @@ import threading
 import click
 
 from faultlens.attributors.registry import DEFAULT_METHOD, parse_options
-from faultlens.middleware.store.jobs import JobQueue
+from faultlens.middleware.store.jobs import Job, JobQueue
 from faultlens.middleware.terminal.options import db_option
 from faultlens.middleware.store.sqlite import open_store
 
-from .serve import failure_handler
+from faultlens.server.interop import exporting
+
+from .serve import evaluation_exporter, export_options, export_token_of, failure_handler
 
 
 @click.command("worker")
@@ -35,11 +39,22 @@ from .serve import failure_handler
 @click.option("--max-attempts", default=3, show_default=True, type=click.IntRange(min=1), help="Failures per job before it is marked error (leases lost with their worker are counted apart).")
 @click.option("--poll", default=0.5, show_default=True, type=click.FloatRange(min=0.01), help="Seconds between looks at an empty queue.")
 @click.option("--exit-when-idle", is_flag=True, help="Stop once the queue is empty (for batch jobs and scripts).")
-def worker(db_path, threads, method, model, method_options, reflector, lease, max_attempts, poll, exit_when_idle):
+@export_options
+def worker(db_path, threads, method, model, method_options, reflector, lease, max_attempts, poll, exit_when_idle,
+           export_endpoint, export_token, export_token_file):
     """Attribute failed runs queued in the store, until interrupted (Ctrl-C or SIGTERM finish the job in hand)."""
+    export_token = export_token_of(export_token, export_token_file)
     store = open_store(db_path)
     handler = failure_handler(store, method=method, model=model, reflector=reflector, method_options=parse_options(method_options))
-    queue = JobQueue(store, lambda job: handler(job.trace_id), workers=threads, lease=lease, max_attempts=max_attempts, poll=poll)
+    exporter = evaluation_exporter(export_endpoint, export_token)
+    export = exporting(store, exporter) if exporter is not None else None
+
+    def attribute(job: Job) -> None:
+        saved = handler(job.trace_id)
+        if export is not None:
+            export(job.trace_id, saved)
+
+    queue = JobQueue(store, attribute, workers=threads, lease=lease, max_attempts=max_attempts, poll=poll)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -51,4 +66,6 @@ def worker(db_path, threads, method, model, method_options, reflector, lease, ma
                 break
     finally:
         queue.stop(timeout=max(lease, 10.0))
+        if exporter is not None:
+            exporter.shutdown()
     click.echo(f"faultlens worker: {queue.processed} job(s) done, {queue.failed} failed attempt(s)", err=True)

@@ -34,7 +34,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from faultlens.attributors import Attributor, build
 from faultlens.attributors.registry import DEFAULT_METHOD
@@ -62,6 +62,18 @@ class LoopResult:
     error: str | None = None
     seconds: float = 0.0
     retired: list[Lesson] = field(default_factory=list)  # lessons a label overruled (`learn_from_label`)
+
+
+class Saved(NamedTuple):
+    """What attributing and reflecting on one failed run stored: the attribution (None if there was no
+    attributor) and the lessons, as stored. Unpacks as `attribution, lessons = ...`."""
+
+    attribution: Attribution | None
+    lessons: list[Lesson]
+
+    @property
+    def attributions(self) -> list[Attribution]:
+        return [] if self.attribution is None else [self.attribution]
 
 
 def resolve_attributor(attributor: str | Attributor | None, model: str | None = None, **options: Any) -> Attributor | None:
@@ -137,8 +149,8 @@ def attribute_and_reflect(
     attributor: str | Attributor | None = DEFAULT_METHOD,
     reflector: str | Reflector | None = None,
     memory: BaseLessonMemory | None = None,
-) -> tuple[Attribution | None, list[Lesson]]:
-    """Attribute, reflect and store, synchronously. Returns the attribution and the lessons as stored.
+) -> Saved:
+    """Attribute, reflect and store, synchronously. Returns what it stored: the attribution and the lessons.
 
     `reflector` is a `Reflector`, or a spec for `get_reflector` (``offline``,
     ``terminal`` or a litellm model). An attribution that failed or a reflection
@@ -152,7 +164,7 @@ def attribute_and_reflect(
         reflector if isinstance(reflector, Reflector) else get_reflector(reflector),
         memory,
     )
-    return result.attribution, result.lessons
+    return Saved(result.attribution, result.lessons)
 
 
 LABEL_METHOD = "label"  # the `method` of an attribution that is a person's label, not an attributor's verdict

@@ -19,15 +19,18 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests/: the protobuf → OTLP JSON oracle
 
-import faultlens.middleware.store.sqlite as store_module  # noqa: E402
+import faultlens.middleware.store.ids as ids_module  # noqa: E402
+import faultlens.middleware.store.sql as sql_module  # noqa: E402
 from faultlens.middleware.otlp.schema import validate_export  # noqa: E402
 from faultlens.middleware.store.sqlite import SQLiteStore  # noqa: E402
 from faultlens.server.ingest import Ingestor  # noqa: E402
-from faultlens.server.otlp_body import protobuf_to_otlp_json  # noqa: E402
 from load_server import _encoded_runs  # noqa: E402
+from tests.faultlens.server.otlp_oracle import protobuf_to_otlp_json  # noqa: E402
 
-REAL = (store_module.redact, store_module.redact_id)
+# The store's own redaction of ids (ids.stored_id) and of the columns it writes (sql.SQLStore).
+REAL = (sql_module.redact, ids_module.redact_id)
 redact_module = importlib.import_module("faultlens.middleware.store.redact")  # the package exports a function of the same name
 
 
@@ -36,7 +39,7 @@ def identity(value, key=None):
 
 
 def once(payloads: list[dict], check: bool, redact: bool) -> float:
-    store_module.redact, store_module.redact_id = REAL if redact else (identity, identity)
+    sql_module.redact, ids_module.redact_id = REAL if redact else (identity, identity)
     redact_module.clear_cache()  # every run starts cold, as a server meeting new runs does
     with tempfile.TemporaryDirectory() as folder:
         ingest = Ingestor(SQLiteStore(Path(folder) / "bench.db"))
@@ -60,7 +63,7 @@ def main() -> None:
         times["neither"].append(once(payloads, check=False, redact=False))
         times["schema"].append(once(payloads, check=True, redact=False))
         times["schema+redaction"].append(once(payloads, check=True, redact=True))
-    store_module.redact, store_module.redact_id = REAL
+    sql_module.redact, ids_module.redact_id = REAL
     # The fastest of the repeats: on a shared machine the others measure the neighbours too.
     base = min(times["neither"])
     for name, values in times.items():

@@ -5,7 +5,9 @@
     run_server(app, host="127.0.0.1", port=4318)
 
 `on_failure(trace_id)` is injected by the caller (`faultlens serve` wires in
-attribution and reflection from the packages above middleware).
+attribution and reflection from the packages above middleware); it returns
+what it saved (`feedback.loop.Saved`, an Attribution, a list of them, or
+None), which is what `evaluation_exporter=` sends on over OTLP.
 """
 
 from .app import DEFAULT_MAX_BODY, OutcomeIn, create_app

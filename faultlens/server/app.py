@@ -24,9 +24,9 @@ from faultlens.middleware.store.sqlite import Store
 from . import routes_lessons, routes_otlp, routes_runs, security
 from .auth import resolve_token
 from .ingest import Ingestor
-from .interop import EvaluationExporter
+from .interop import EvaluationExporter, exporting
 from .routes_runs import OutcomeIn
-from .services import LessonsFor, Services, best_track_record_first, exporting_after, parse_since
+from .services import LessonsFor, Services, best_track_record_first, parse_since
 from .ui import add_ui
 from .failed_runs import FailureWorker, OnFailure
 
@@ -57,7 +57,9 @@ def create_app(
     """The faultlens app over `store`.
 
     token: if set (or $FAULTLENS_TOKEN), every request needs `Authorization: Bearer <token>`.
-    on_failure: called with a trace id on the background worker whenever a run is recorded as failed.
+    on_failure: called with a trace id on the background worker whenever a run is recorded as failed;
+        returns what it saved (`feedback.loop.Saved`, an Attribution, a list of them, or None), which
+        `evaluation_exporter` exports.
     on_outcome: called with (trace id, outcome) right after a run's outcome is stored, through the API
         or by spans (e.g. to credit the lessons the run was shown); its errors become a 500, after the
         outcome is saved and queued.
@@ -72,7 +74,8 @@ def create_app(
         best track record (`feedback.memory.track_record`) first; `faultlens serve` passes `LessonMemory.retrieve`.
     reports_dir: a `faultlens bench report` output directory shown at /reports.
     media_root: step media given as local paths are served only from under this directory.
-    evaluation_exporter: export each new attribution over OTLP (see `interop`).
+    evaluation_exporter: export each attribution on_failure saved in this process over OTLP (see
+        `interop`); `faultlens worker` processes export what they save themselves (`--export-otlp`).
     queue_root_errors: also queue on_failure for a run that becomes failed through its spans (a root
         span with status ERROR and no explicit outcome), not only through POST /api/runs/{id}/outcome.
     failed_login_limit, failed_login_window: after this many wrong tokens from one address within
@@ -80,7 +83,7 @@ def create_app(
     """
     token = resolve_token(token)
     ingestor = Ingestor(store)
-    after = exporting_after(store, ingestor, evaluation_exporter) if evaluation_exporter is not None else None
+    after = exporting(store, evaluation_exporter) if evaluation_exporter is not None else None
     worker = FailureWorker(on_failure, store=store, workers=workers, max_queue=max_queue, after=after)
     if lessons_for is None:
         lessons_for = best_track_record_first(store)
@@ -111,6 +114,9 @@ def create_app(
         summary="Agent failure attribution: OTLP ingest, runs, attributions and lessons.",
         version="1",
         lifespan=lifespan,
+        # One schema per model, its fields as read: `Step`'s serializer (which leaves out an implied role)
+        # would otherwise give it an empty output schema.
+        separate_input_output_schemas=False,
     )
     app.state.services = services
     app.state.failed_logins = security.FailedLogins(failed_login_limit, failed_login_window)

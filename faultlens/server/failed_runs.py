@@ -16,6 +16,7 @@ from typing import Any
 from faultlens.middleware.store.jobs import Job, JobQueue, JobStore
 from faultlens.middleware.store.sqlite import open_store
 
+# on_failure(trace_id) -> what it saved (`feedback.loop.Saved`, an Attribution, a list of them, or None).
 OnFailure = Callable[[str], Any]
 
 
@@ -39,14 +40,26 @@ class JobStatus:
         return asdict(self)
 
 
+def _then(on_failure: OnFailure, after: Callable[[str, Any], Any] | None) -> Callable[[Job], Any]:
+    """A queue handler: `on_failure(trace_id)`, then `after(trace_id, what it returned)`."""
+
+    def handle(job: Job) -> Any:
+        saved = on_failure(job.trace_id)
+        if after is not None:
+            after(job.trace_id, saved)
+        return saved
+
+    return handle
+
+
 class FailureWorker:
     """`on_failure` over the store's job queue, on `workers` threads of this process.
 
     store: where the jobs live (default: a private in-memory store, for tests).
     workers: threads here; 0 only queues (separate `faultlens worker` processes attribute).
-    `after` (optional) runs after each successful `on_failure`, with the trace
-    id and the time the job started (the server uses it to export new
-    attributions over OTLP).
+    `after` (optional) runs after each successful `on_failure`, in the same
+    job, with the trace id and what `on_failure` returned (the server exports
+    the attributions it saved over OTLP: `interop.exporting`).
     """
 
     def __init__(
@@ -55,7 +68,7 @@ class FailureWorker:
         *,
         store: JobStore | None = None,
         max_queue: int = 1000,
-        after: Callable[[str, float], Any] | None = None,
+        after: Callable[[str, Any], Any] | None = None,
         workers: int = 1,
         lease: float = 60.0,
         poll: float = 0.5,
@@ -64,12 +77,11 @@ class FailureWorker:
         self.max_queue = max_queue
         self.queue = JobQueue(
             store if store is not None else open_store(":memory:"),
-            None if on_failure is None else (lambda job: on_failure(job.trace_id)),
+            None if on_failure is None else _then(on_failure, after),
             workers=workers,
             lease=lease,
             poll=poll,
             max_queued=max_queue,
-            after=None if after is None else (lambda job, started: after(job.trace_id, started)),
             no_handler="no on_failure configured: the server only stores",
         )
 

@@ -5,15 +5,14 @@ one batch at a time, in one store transaction (so two clients, or two
 servers on one PostgreSQL store, racing on the same new trace cannot
 overwrite its header with a placeholder), noticing which runs *became* failed
 with this batch (a root span with status ERROR fails the run, see
-`spans.header_from_record`), and remembering each span's OpenTelemetry trace id
-(a run is keyed by `gen_ai.conversation.id` when there is one) so attributions
-can be exported back onto the right span.
+`spans.header_from_record`), and storing each span's OpenTelemetry trace id
+with its run (a run is keyed by `gen_ai.conversation.id` when there is one;
+`Store.save_otel_trace_ids`) so attributions can be exported back onto the
+right span by whichever process makes them.
 """
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,30 +35,9 @@ class IngestResult:
         return [trace_id for trace_id, outcome in self.outcomes.items() if not outcome.success]
 
 
-class SpanIndex:
-    """span id → OpenTelemetry trace id for recent spans (bounded; lost on restart)."""
-
-    def __init__(self, capacity: int = 200_000):
-        self.capacity = capacity
-        self._map: OrderedDict[str, str] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def add(self, span_id: str, trace_id: str) -> None:
-        with self._lock:
-            self._map[span_id] = trace_id
-            self._map.move_to_end(span_id)
-            while len(self._map) > self.capacity:
-                self._map.popitem(last=False)
-
-    def get(self, span_id: str | None) -> str | None:
-        with self._lock:
-            return self._map.get(span_id or "")
-
-
 class Ingestor:
-    def __init__(self, store: Store, spans: SpanIndex | None = None):
+    def __init__(self, store: Store):
         self.store = store
-        self.spans = spans or SpanIndex()
 
     def _outcome(self, trace_id: str) -> Outcome | None:
         try:
@@ -85,10 +63,16 @@ class Ingestor:
         # (SQLite: its one writer; PostgreSQL: a lock per run, across servers).
         with self.store.batch(plan.trace_ids):
             touched = write_ingest(self.store, plan)
+            for run in plan.runs:
+                # In the same transaction as the steps: whichever process attributes the run later
+                # (a `faultlens worker`, another server, this one restarted) finds each span's OTel trace.
+                # A span in the OTel trace the run is keyed by needs no row (the export falls back to the
+                # run's id), so runs without a conversation id, most of them, cost no extra write.
+                elsewhere = {record.span_id: record.trace_id for record in run.group if record.trace_id != run.trace_id}
+                if elsewhere:
+                    self.store.save_otel_trace_ids(run.trace_id, elsewhere)
             # write_ingest read each run's outcome before writing it (`run.before`); only a run
             # whose header this request brings can have a new one.
             after = {run.trace_id: self._outcome(run.trace_id) if run.header is not None else run.before[1] for run in plan.runs}
         changed = {run.trace_id: outcome for run in plan.runs if (outcome := after[run.trace_id]) is not None and outcome != run.before[1]}
-        for record in records:
-            self.spans.add(record.span_id, record.trace_id)
         return IngestResult(spans=len(records), traces=touched, outcomes=changed)

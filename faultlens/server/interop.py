@@ -12,6 +12,7 @@ Phoenix and Jaeger show it under the step that was blamed.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from opentelemetry import trace as otel_trace
@@ -21,6 +22,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
 from faultlens.middleware.model.trace import Attribution, Trace
+from faultlens.middleware.store.protocol import Store
 
 EVENT_NAME = "gen_ai.evaluation.result"
 _HEX = re.compile(r"^[0-9a-f]+$")
@@ -37,8 +39,8 @@ def trace_otel_id(trace: Trace) -> int | None:
     """The run's OpenTelemetry trace id when the run is keyed by it (a 32-hex-digit id).
 
     True of runs recorded by faultlens' tracer (its conversation id is the
-    trace id) and of spans without `gen_ai.conversation.id`; the server
-    prefers the trace id it saw on the blamed span itself.
+    trace id) and of spans without `gen_ai.conversation.id`; the export
+    prefers the trace id stored with the blamed span at ingest (`exporting`).
     """
     return _hex_id(trace.id, 32)
 
@@ -97,6 +99,44 @@ class EvaluationExporter:
 
     def shutdown(self) -> None:
         self.provider.shutdown()
+
+
+def saved_attributions(saved: Any) -> list[Attribution]:
+    """The attributions in what an `on_failure` returned: a `feedback.loop.Saved` (or anything with
+    `.attributions`, or `.attribution` as `feedback.LoopResult`), an `Attribution`, a list of them, or None."""
+    if saved is None:
+        return []
+    if isinstance(saved, Attribution):
+        return [saved]
+    if hasattr(saved, "attributions"):
+        return list(saved.attributions)
+    if hasattr(saved, "attribution"):
+        return [] if saved.attribution is None else [saved.attribution]
+    if isinstance(saved, (list, tuple)) and all(isinstance(a, Attribution) for a in saved):
+        return list(saved)
+    raise TypeError(f"on_failure returned {type(saved).__name__}; return what it saved (feedback.loop.Saved, an Attribution, a list of them or None)")
+
+
+def exporting(store: Store, exporter: EvaluationExporter) -> Callable[[str, Any], int]:
+    """export(trace_id, saved): export each attribution `saved` holds (what `on_failure` returned) onto
+    the blamed span, under the OpenTelemetry trace id stored with that span at ingest. Returns how many went out.
+
+    What was saved, not what the store holds since some moment, and ids from the store, not from this
+    process's memory: the same in a `faultlens worker`, on another server, or after a restart.
+    """
+
+    def export(trace_id: str, saved: Any) -> int:
+        attributions = saved_attributions(saved)
+        if not attributions:
+            return 0
+        trace = store.get_trace(trace_id)
+        sent = 0
+        for attribution in attributions:
+            span = blamed_span(trace, attribution)
+            sent += exporter.export(trace, attribution, otel_trace_id=store.otel_trace_id(trace.id, span) if span else None)
+        return sent
+
+    return export
 
 
 def otlp_http_exporter(endpoint: str, token: str | None = None) -> SpanExporter:

@@ -7,7 +7,9 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Query
 
+from faultlens.middleware.model.trace import Lesson
 from faultlens.middleware.store.sqlite import Store
+from .api_models import HealthOut, WorkerOut
 from .deps import get_services, get_store, get_worker
 from .services import Services
 from .failed_runs import FailureWorker
@@ -15,12 +17,12 @@ from .failed_runs import FailureWorker
 router = APIRouter()
 
 
-@router.get("/api/lessons", tags=["lessons"], summary="Stored lessons")
+@router.get("/api/lessons", tags=["lessons"], summary="Stored lessons", response_model=list[Lesson])
 def list_lessons(agent: str | None = None, include_retired: bool = False, store: Store = Depends(get_store)) -> list[dict[str, Any]]:
     return [l.model_dump(mode="json") for l in store.lessons(agent=agent or None, include_retired=include_retired)]
 
 
-@router.get("/api/lessons/for", tags=["lessons"], summary="Lessons to show an agent before it works on a task")
+@router.get("/api/lessons/for", tags=["lessons"], summary="Lessons to show an agent before it works on a task", response_model=list[Lesson])
 def lessons_for_task(
     agent: str = Query(..., min_length=1),
     task: str = Query("", description="the task text"),
@@ -30,11 +32,11 @@ def lessons_for_task(
     return [l.model_dump(mode="json") for l in services.lessons_for(agent, task, k)]
 
 
-@router.get("/api/worker", tags=["service"], summary="Background worker: queue length and counters")
+@router.get("/api/worker", tags=["service"], summary="Background worker: queue length and counters", response_model=WorkerOut)
 def worker_status(worker: FailureWorker = Depends(get_worker)) -> dict[str, Any]:
     return worker.summary()
 
 
-@router.get("/api/health", tags=["service"], summary="Liveness and store size")
+@router.get("/api/health", tags=["service"], summary="Liveness and store size", response_model=HealthOut)
 def health(store: Store = Depends(get_store)) -> dict[str, Any]:
     return {"ok": True, "runs": store.count_traces(), "time": time.time()}

@@ -9,6 +9,7 @@ from pydantic import BaseModel, Field
 
 from faultlens.middleware.model.trace import Outcome, Source, Task, Trace
 from faultlens.middleware.store.sqlite import Store
+from .api_models import AttributionsOut, LabelOut, OutcomeOut, RequeueOut, RunSummaryOut
 from .deps import get_services, get_store, get_worker, trace_or_404
 from .services import Services, parse_since
 from .failed_runs import FailureWorker
@@ -34,7 +35,7 @@ class LabelIn(BaseModel):
     reason: str | None = None
 
 
-@router.get("", summary="List runs, newest first")
+@router.get("", summary="List runs, newest first", response_model=list[RunSummaryOut])
 def list_runs(
     status: str | None = Query(None, description="failed, succeeded or unknown"),
     agent: str | None = Query(None, description="only runs with a step by this agent"),
@@ -61,7 +62,7 @@ def list_runs(
 
 # A run id is the caller's conversation id and may hold '/' or a newline; `:run_id` (deps.RunIdConvertor) keeps such runs reachable, and the
 # attribution route is declared first so that '.../attribution' is not read as part of an id.
-@router.get("/{trace_id:run_id}/attribution", summary="The run's attributions, newest last, and the worker's state")
+@router.get("/{trace_id:run_id}/attribution", summary="The run's attributions, newest last, and the worker's state", response_model=AttributionsOut)
 def get_attribution(trace_id: str, store: Store = Depends(get_store), worker: FailureWorker = Depends(get_worker)) -> dict[str, Any]:
     if not store.has_trace(trace_id):
         raise HTTPException(404, f"no run with id {trace_id!r}")
@@ -75,12 +76,14 @@ def get_attribution(trace_id: str, store: Store = Depends(get_store), worker: Fa
     }
 
 
-@router.get("/{trace_id:run_id}", summary="One run as a faultlens Trace")
+@router.get("/{trace_id:run_id}", summary="One run as a faultlens Trace", response_model=Trace)
 def get_run(trace_id: str, store: Store = Depends(get_store)) -> dict[str, Any]:
     return trace_or_404(store, trace_id).model_dump(mode="json")
 
 
-@router.post("/{trace_id:run_id}/outcome", summary="Record how a run ended; a failure queues attribution")
+# exclude_unset: `worker` is in the answer only for a failed run, as it always was.
+@router.post("/{trace_id:run_id}/outcome", summary="Record how a run ended; a failure queues attribution", response_model=OutcomeOut,
+             response_model_exclude_unset=True)
 def post_outcome(trace_id: str, outcome: OutcomeIn, services: Services = Depends(get_services)) -> dict[str, Any]:
     """Store the outcome. A failure is queued for attribution at once if the run has steps,
     else it waits (state `waiting`) until its first spans arrive."""
@@ -92,7 +95,7 @@ def post_outcome(trace_id: str, outcome: OutcomeIn, services: Services = Depends
     return services.record_outcome(trace_id, Outcome(success=outcome.success, score=outcome.score, detail=outcome.detail, evaluator=outcome.evaluator or "api"))
 
 
-@router.post("/{trace_id:run_id}/attribute", summary="Queue a failed run for attribution again")
+@router.post("/{trace_id:run_id}/attribute", summary="Queue a failed run for attribution again", response_model=RequeueOut)
 def requeue(trace_id: str, store: Store = Depends(get_store), worker: FailureWorker = Depends(get_worker)) -> dict[str, Any]:
     trace = trace_or_404(store, trace_id)
     if not trace.failed:
@@ -101,12 +104,12 @@ def requeue(trace_id: str, store: Store = Depends(get_store), worker: FailureWor
     return {"trace_id": trace_id, "queued": status.state == "queued", "worker": status.as_dict()}
 
 
-@router.put("/{trace_id:run_id}/label", summary="Label the run's decisive step (what `learned` trains on; lessons follow it)")
+@router.put("/{trace_id:run_id}/label", summary="Label the run's decisive step (what `learned` trains on; lessons follow it)", response_model=LabelOut)
 def put_label(trace_id: str, label: LabelIn, services: Services = Depends(get_services)) -> dict[str, Any]:
     return services.record_label(trace_or_404(services.store, trace_id), label.step, agent=label.agent, mode=label.mode,
                                  reason=label.reason)
 
 
-@router.delete("/{trace_id:run_id}/label", summary="Remove the run's label")
+@router.delete("/{trace_id:run_id}/label", summary="Remove the run's label", response_model=LabelOut)
 def delete_label(trace_id: str, services: Services = Depends(get_services)) -> dict[str, Any]:
     return services.record_label(trace_or_404(services.store, trace_id), None)

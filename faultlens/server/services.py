@@ -23,7 +23,6 @@ from faultlens.middleware.store.redact import redact_id
 from faultlens.middleware.spans.mapping import SpanRecord
 from faultlens.middleware.store.sqlite import Store
 from .ingest import IngestResult, Ingestor
-from .interop import EvaluationExporter, blamed_span
 from .failed_runs import FailureWorker
 
 log = logging.getLogger("faultlens.server")
@@ -106,18 +105,6 @@ class Services:
                 except Exception:  # the spans are stored; failing the export would only make the client resend them
                     log.exception("on_outcome(%s) failed after ingest", trace_id)
         return result
-
-
-def exporting_after(store: Store, ingestor: Ingestor, exporter: EvaluationExporter) -> Callable[[str, float], None]:
-    """The worker's `after` hook: export each attribution made since `started` onto the blamed span."""
-
-    def export_new_attributions(trace_id: str, started: float) -> None:
-        trace = store.get_trace(trace_id)
-        for attribution in store.attributions(trace_id):
-            if attribution.created_at >= started - 1e-3:
-                exporter.export(trace, attribution, otel_trace_id=ingestor.spans.get(blamed_span(trace, attribution)))
-
-    return export_new_attributions
 
 
 def best_track_record_first(store: Store) -> LessonsFor:

@@ -1,9 +1,10 @@
-"""What every faultlens store is: the `Store` protocol, and what its implementations share.
+"""What every faultlens store is: the `Store` protocol, its result and error types, and how a trace becomes rows.
 
-`store.SQLiteStore` and `pg_store.PostgresStore` both import this module; it
-holds the protocol the code above them is typed against, the summary and
-error types they return, how a trace and a step become rows (redacted before
-anything is written; a step's JSON is `step_json`'s), and how a `--db` value names one or the other.
+`sql.SQLStore` (run as `sqlite.SQLiteStore` or `postgres.PostgresStore`)
+implements it; this module holds the protocol the code above it is typed
+against, the summary and error types it returns, how a trace and a step become
+rows (redacted before anything is written: ids as `ids.StoredId`, a step's JSON
+as `step_json` writes it), and how a `--db` value names one backend or the other.
 """
 
 from __future__ import annotations
@@ -20,13 +21,14 @@ from typing import Any, Protocol, runtime_checkable
 from ..errors import FaultlensError, NotFound
 from .jobs import JobStore
 from ..model.trace import AgentInfo, Attribution, GoldLabel, Lesson, Outcome, Step, Trace
-from .redact import redact, redact_id, redact_text
+from .ids import StoredId, optional_id, stored_id
+from .redact import redact, redact_text
 from .step_json import PreparedStep, stored_step
 
 DEFAULT_DB = Path(".faultlens") / "faultlens.db"
 # The version of the tables' layout (not of the Trace model: that is model.SCHEMA_VERSION).
 # Each store applies its missing migrations in order when it opens.
-STORE_SCHEMA_VERSION = 5
+STORE_SCHEMA_VERSION = 6
 _URL_SCHEMES = ("postgresql", "postgres")
 
 
@@ -93,7 +95,7 @@ class TraceSummary:
 
 @runtime_checkable
 class Store(JobStore, Protocol):
-    """What the rest of faultlens needs from a store: `SQLiteStore` (the default) and `pg_store.PostgresStore`.
+    """What the rest of faultlens needs from a store: `SQLiteStore` (the default) and `PostgresStore`.
 
     The shared semantics (one test suite checks both): a step is idempotent by
     span id; `save_traces` and everything inside `batch()` land together or
@@ -140,6 +142,9 @@ class Store(JobStore, Protocol):
     def delete_step(self, trace_id: str, key: str) -> None: ...
     def set_run_agents(self, trace_id: str, agents: list[AgentInfo]) -> None: ...
     def fill_run_query(self, trace_id: str, query: str) -> None: ...
+    # Migration 6: span id -> OpenTelemetry trace id of a run's steps (what attributions are exported onto).
+    def save_otel_trace_ids(self, trace_id: str, otel_trace_ids: Mapping[str, str]) -> None: ...
+    def otel_trace_id(self, trace_id: str, span_id: str) -> str | None: ...
 
 
 class TraceNotFound(NotFound):
@@ -165,7 +170,7 @@ def trace_row(trace: Trace) -> dict[str, Any]:
     # Every stored string goes through redaction, the id and columns included.
     data = redact(trace.model_dump(mode="json", exclude={"steps"}))
     return {
-        "id": data["id"],
+        "id": stored_id(trace.id),
         "schema_version": data["schema_version"],
         "query": data["task"]["query"],
         "success": None if trace.outcome is None else int(trace.outcome.success),
@@ -198,11 +203,11 @@ def prepared(steps: Sequence[Step | PreparedStep]) -> list[PreparedStep]:
     return [s if isinstance(s, PreparedStep) else stored_step(s) for s in steps]
 
 
-def step_row(trace_id: str, step: Step, seq: int, position: float) -> dict[str, Any]:
+def step_row(trace_id: StoredId, step: Step, seq: int, position: float) -> dict[str, Any]:
     """A step as a `steps` row, secrets redacted."""
     p = stored_step(step)
     return {
-        "trace_id": redact_id(trace_id),
+        "trace_id": trace_id,
         "key": p.key,
         "position": position,
         "seq": seq,
@@ -216,26 +221,20 @@ def step_row(trace_id: str, step: Step, seq: int, position: float) -> dict[str, 
 def stored_link(row: Mapping[str, Any]) -> dict[str, Any]:
     """A `span_links` row (see `spans.SpanLink.row`) as stored, secrets redacted the way `steps` and `traces` keep the same strings.
 
-    Span ids, the agent and `waiting_on` are ids (`redact_id`, so look-ups by them keep
+    Span ids, the agent and `waiting_on` are ids (`StoredId`, so look-ups by them keep
     working); the task and output are text; the agents a span describes are kept as
-    `traces.agents` keeps them. Ids read back are already stored ids (`redact_id` leaves
+    `traces.agents` keeps them. Ids read back are already stored ids (`stored_id` leaves
     them as they are), so a row may go through this more than once.
     """
     out = dict(row)
     for column in ("span_id", "parent_id", "agent", "waiting_on"):
-        if out.get(column) is not None:
-            out[column] = redact_id(out[column])
+        out[column] = optional_id(out.get(column))
     for column in ("task", "output"):
         if out.get(column) is not None:
             out[column] = redact_text(out[column])
     if out.get("describes"):
         out["describes"] = json.dumps(redact(json.loads(out["describes"])), sort_keys=True)
     return out
-
-
-def stored_ids(values: Iterable[str]) -> list[str]:
-    """Span ids or agent names as `stored_link` keeps them, for looking them up."""
-    return [redact_id(v) for v in values]
 
 
 def trace_from_row(trace_id: str, row: Any, step_data: Iterable[str]) -> Trace:
@@ -262,7 +261,7 @@ def trace_from_row(trace_id: str, row: Any, step_data: Iterable[str]) -> Trace:
     )
 
 
-def list_query(*, status: str | None, agent: str | None, since: float | None, labelled: bool | None,
+def list_query(*, status: str | None, agent: StoredId | None, since: float | None, labelled: bool | None,
                limit: int | None, offset: int, mark: str) -> tuple[str, list[Any]]:
     """`list_traces`'s SELECT (rows for `summary_from_row`, newest first) and its parameters; `mark` is the
     backend's placeholder (`?`, `%s`)."""

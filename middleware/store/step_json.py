@@ -25,15 +25,16 @@ from typing import Any, NamedTuple
 from pydantic_core import to_jsonable_python
 
 from ..model.trace import Media, Step, default_role
+from .ids import StoredId, stored_id
 from .redact import redact, redact_id, redact_text
 
 
 class PreparedStep(NamedTuple):
     """A step serialised and redacted for storage (`stored_step`), ready to write."""
 
-    key: str
+    key: StoredId
     started_at: float | None
-    agent: str
+    agent: StoredId
     kind: str
     error: int
     data: str
@@ -103,7 +104,7 @@ def stored_fields(fields: Mapping[str, Any]) -> PreparedStep:
     """
     kind = fields["kind"].value
     role = fields["role"]
-    agent = redact_id(fields["agent"])
+    agent = stored_id(fields["agent"])
     usage, media, lessons, error = fields["usage"], fields["media"], fields["lessons"], fields["error"]
     span_id, parent_id, native_id, model, tool_name = fields["span_id"], fields["parent_span_id"], fields["native_id"], fields["model"], fields["tool_name"]
     index, started_at = fields["index"], fields["started_at"]
@@ -123,7 +124,7 @@ def stored_fields(fields: Mapping[str, Any]) -> PreparedStep:
         f'"tool_result": {_any(fields["tool_result"], "tool_result")}, '
         f'"usage": {"null" if usage is None else _encode({"cost_usd": _finite(usage.cost_usd), "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens})}}}'
     )
-    key = redact_id(span_id) if span_id else f"#{index}"
+    key = stored_id(span_id if span_id else f"#{index}")
     return PreparedStep(key, started_at, agent, kind, int(error is not None), data)
 
 

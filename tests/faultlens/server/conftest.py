@@ -71,13 +71,15 @@ def sdk_provider(endpoint: str, encoding: str = "protobuf", token: str | None = 
     return provider
 
 
-def run_team(provider: TracerProvider, *, query: str = "What is 17 * 23?", fail: bool = False, root_error: bool | None = None, secret: str | None = None, image_png: str | None = None) -> dict:
+def run_team(provider: TracerProvider, *, query: str = "What is 17 * 23?", fail: bool = False, root_error: bool | None = None, secret: str | None = None, image_png: str | None = None,
+             conversation: str | None = None) -> dict:
     """A small planner→solver→calculator run recorded with GenAI-convention spans. Returns ids.
 
     fail: the solver calls the calculator with the wrong operands and answers 544;
-    root_error: the root span ends with status ERROR (default: same as fail).
+    root_error: the root span ends with status ERROR (default: same as fail);
+    conversation: every span carries this `gen_ai.conversation.id` (the run is keyed by it, not by its OTel trace id).
     """
-    tracer = provider.get_tracer("tests.server")
+    tracer = _in_conversation(provider.get_tracer("tests.server"), conversation)
     ids: dict = {"steps": {}}
     with tracer.start_as_current_span(
         "invoke_workflow math-team",
@@ -123,24 +125,35 @@ def run_team(provider: TracerProvider, *, query: str = "What is 17 * 23?", fail:
     return ids
 
 
-def blame_tool_step(store: Store) -> Callable[[str], None]:
-    """Test double for on_failure (stands in for attributors.get(...).attribute): blames the first tool step."""
+class _in_conversation:
+    """A tracer whose spans all carry `gen_ai.conversation.id` (none when `conversation` is None)."""
 
-    def on_failure(trace_id: str) -> None:
+    def __init__(self, tracer, conversation: str | None):
+        self.tracer, self.conversation = tracer, conversation
+
+    def start_as_current_span(self, name: str, attributes: dict | None = None, **kwargs):
+        extra = {"gen_ai.conversation.id": self.conversation} if self.conversation else {}
+        return self.tracer.start_as_current_span(name, attributes={**(attributes or {}), **extra}, **kwargs)
+
+
+def blame_tool_step(store: Store) -> Callable[[str], Attribution]:
+    """Test double for on_failure (stands in for attributors.get(...).attribute): blames the first tool step; returns what it saved."""
+
+    def on_failure(trace_id: str) -> Attribution:
         trace = store.get_trace(trace_id)
         step = next(s for s in trace.steps if s.tool_name)
-        store.save_attribution(
-            Attribution(
-                trace_id=trace_id,
-                method="test-double",
-                agent=step.agent,
-                step=step.index,
-                mode="A.2",
-                reason="the calculator was called with 17 * 32 instead of 17 * 23",
-                confidence=0.9,
-                ranking=[Candidate(step=step.index, score=0.9, agent=step.agent), Candidate(step=len(trace.steps) - 1, score=0.1)],
-            )
+        attribution = Attribution(
+            trace_id=trace_id,
+            method="test-double",
+            agent=step.agent,
+            step=step.index,
+            mode="A.2",
+            reason="the calculator was called with 17 * 32 instead of 17 * 23",
+            confidence=0.9,
+            ranking=[Candidate(step=step.index, score=0.9, agent=step.agent), Candidate(step=len(trace.steps) - 1, score=0.1)],
         )
+        store.save_attribution(attribution)
+        return attribution
 
     return on_failure
 

@@ -12,7 +12,9 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import Link, Status, StatusCode
 
-from faultlens.server.otlp_body import BodyError, decode_otlp, decompress, protobuf_to_otlp_json
+from faultlens.server.otlp_body import BodyError, decompress
+
+from .otlp_oracle import decode_otlp, protobuf_to_otlp_json
 
 
 def _spans():
@@ -92,7 +94,7 @@ def test_the_direct_protobuf_walk_gives_what_the_generic_converter_gives():
     from google.protobuf import json_format
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-    from faultlens.server.otlp_body import _ids_to_hex, request_to_otlp_json
+    from .otlp_oracle import _ids_to_hex, request_to_otlp_json
 
     memory = InMemorySpanExporter()
     provider = TracerProvider()

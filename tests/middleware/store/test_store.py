@@ -11,14 +11,6 @@ from faultlens.middleware.store.sqlite import STORE_SCHEMA_VERSION, TraceNotFoun
 from tests.middleware.model.test_trace import sample_trace
 
 
-@pytest.fixture
-def store(store_target):
-    """The same suite on both backends: SQLite, then PostgreSQL (tests/conftest.py)."""
-    s = open_store(store_target)
-    yield s
-    s.close()
-
-
 def raw(store, sql: str) -> list:
     """Rows straight from the backend's tables (no model in between)."""
     if isinstance(store, PostgresStore):
@@ -364,8 +356,36 @@ def test_a_version_3_store_gets_the_step_order_index(store_target):
             db.execute("DELETE FROM store_schema WHERE version >= 4")
     store.close()
     store = open_store(store_target)
-    assert store.schema_version() == STORE_SCHEMA_VERSION == 5 and raw(store, index)
+    assert store.schema_version() == STORE_SCHEMA_VERSION == 6 and raw(store, index)
     assert store.submit_job("t").lost == 0  # migration 5's column
+    store.close()
+
+
+def test_a_version_5_store_gets_the_otel_trace_ids_of_steps(store_target):
+    """Migration 6 (otel_spans) on a store made before it; the ids go with their run, and a run whose id holds a secret keeps them."""
+    store = open_store(store_target)
+    if isinstance(store, PostgresStore):
+        with store._pool.connection() as conn:
+            conn.execute("DROP TABLE otel_spans")
+            conn.execute("DELETE FROM store_schema WHERE version >= 6")
+    else:
+        with store._write() as db:
+            db.execute("DROP TABLE otel_spans")
+            db.execute("DELETE FROM store_schema WHERE version >= 6")
+    store.close()
+    store = open_store(store_target)
+    assert store.schema_version() == 6
+    secret_run = "conv-sk-proj-" + "A1b2C3d4" * 5  # a conversation id that holds an API key
+    for run in ("conversation-1", secret_run):
+        store.begin_trace(Trace(id=run, task=Task(query="q")))
+        store.save_otel_trace_ids(run, {"0a" * 8: "1b" * 16, "0c" * 8: "2d" * 16})
+        store.save_otel_trace_ids(run, {"0c" * 8: "3e" * 16})  # the same span again: replaced
+    for run in ("conversation-1", secret_run):
+        assert store.otel_trace_id(run, "0a" * 8) == "1b" * 16 and store.otel_trace_id(run, "0c" * 8) == "3e" * 16
+    assert store.otel_trace_id("conversation-1", "0e" * 8) is None and store.otel_trace_id("another run", "0a" * 8) is None
+    assert not any(secret_run in str(row) for row in raw(store, "SELECT * FROM otel_spans"))
+    store.delete_trace("conversation-1")
+    assert store.otel_trace_id("conversation-1", "0a" * 8) is None and store.otel_trace_id(secret_run, "0a" * 8) == "1b" * 16
     store.close()
 
 

@@ -1,0 +1,93 @@
+"""The JSON API's response models: what each /api route answers, as the OpenAPI schema at /docs shows it.
+
+Runs, attributions, labels and lessons are the data model's own types
+(`middleware.model.trace`); the rest are declared here. `extra="forbid"`:
+a key a route returns but its model does not declare is an error, not
+silently dropped from the answer.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from faultlens.middleware.model.trace import Attribution, GoldLabel
+
+
+class _Reply(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class JobOut(_Reply):
+    """A failed run's job in the store's queue (`failed_runs.JobStatus`)."""
+
+    trace_id: str
+    state: str = Field(description="waiting (for spans), queued, running, done, error or dropped")
+    queued_at: float | None = None
+    started_at: float | None = None
+    finished_at: float | None = None
+    error: str | None = None
+    runs: int = 0
+    attempts: int = 0
+    worker: str | None = None
+
+
+class RunSummaryOut(_Reply):
+    """One run in the list (`TraceSummary`), with its attribution job's state."""
+
+    id: str
+    query: str
+    success: bool | None
+    n_steps: int
+    agents: list[str]
+    framework: str | None
+    benchmark: str | None
+    modality: str | None
+    created_at: float
+    updated_at: float
+    labelled: bool = False
+    attribution_job: str | None = None
+
+
+class AttributionsOut(_Reply):
+    trace_id: str
+    job: JobOut | None
+    latest: Attribution | None
+    attributions: list[Attribution]
+
+
+class OutcomeOut(_Reply):
+    trace_id: str
+    success: bool
+    queued: bool
+    worker: JobOut | None = Field(default=None, description="the run's job; only for a failed run")
+
+
+class RequeueOut(_Reply):
+    trace_id: str
+    queued: bool
+    worker: JobOut
+
+
+class LabelOut(_Reply):
+    trace_id: str
+    label: GoldLabel | None
+
+
+class WorkerOut(_Reply):
+    """The failed-run queue across all processes on the store, and this process's counters."""
+
+    enabled: bool
+    running: bool
+    workers: int
+    queued: int
+    max_queue: int
+    processed: int
+    failed: int
+    dropped: int
+    states: dict[str, int]
+
+
+class HealthOut(_Reply):
+    ok: bool
+    runs: int
+    time: float
