@@ -343,3 +343,20 @@ def test_secrets_in_messages_are_redacted_before_the_step_is_stored(store, tmp_p
     assert gateway.flush(10)
     assert secret not in store.get_trace("sec").model_dump_json()
     assert secret.encode() not in (tmp_path / "runs.db").read_bytes()
+
+
+def test_lessons_never_change_tools_schema_or_any_other_field(store):
+    memory = LessonMemory(store)
+    shown = memory.add(lesson("x"))
+    seen = []
+    gateway = Gateway(CallableUpstream(lambda a, r: seen.append(r) or scripted(a, r)), store, GatewayLessons(memory, ["x"]))
+    schema = {"type": "json_schema", "json_schema": {"name": "Answer", "strict": True,
+                                                    "schema": {"type": "object", "properties": {"n": {"type": "integer"}}}}}
+    body = {"model": "m", "messages": [{"role": "system", "content": "You are x."}, {"role": "user", "content": QUESTION}],
+            "tools": TOOLS, "tool_choice": "auto", "response_format": schema, "temperature": 0.3, "seed": 7}
+    with ServerThread(create_gateway_app(gateway)) as server:
+        assert httpx.post(f"{server.url}/run/f/agent/x/v1/chat/completions", json=body).status_code == 200
+    sent = seen[0]
+    assert {k: v for k, v in sent.items() if k != "messages"} == {k: v for k, v in body.items() if k != "messages"}
+    assert sent["messages"][1:] == body["messages"][1:]
+    assert sent["messages"][0]["content"].startswith("You are x.") and shown.id in sent["messages"][0]["content"]
