@@ -110,7 +110,8 @@ def run_arm(env_name: str, arm: str, seed: int, rounds: int, per_round: int, att
     from faultlens.feedback.gateway import EVERY_AGENT, GatewayLessons
     from faultlens.injectors.envs import get as get_env
     from faultlens.injectors.gateway_team import GatewayTeam
-    from faultlens.middleware.capture.gateway import CallableUpstream, Gateway
+    from faultlens.middleware.capture.gateway import Gateway
+    from faultlens.middleware.capture.upstream import CallableUpstream
     from faultlens.middleware.store.sqlite import open_store
 
     logging.getLogger("LiteLLM").setLevel(logging.ERROR)

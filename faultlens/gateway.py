@@ -18,7 +18,8 @@ from faultlens.attributors import parse_options
 from faultlens.attributors.registry import DEFAULT_METHOD
 from faultlens.feedback.gateway import EVERY_AGENT, GatewayLessons
 from faultlens.feedback.memory import LessonMemory
-from faultlens.middleware.capture.gateway import Gateway, LiteLLMUpstream, gateway_router
+from faultlens.middleware.capture.gateway import Gateway, gateway_router
+from faultlens.middleware.capture.upstream import LiteLLMUpstream
 from faultlens.middleware.terminal.options import db_option
 from faultlens.middleware.store.sqlite import Store, open_store
 from faultlens.serve import build_app, cli_token

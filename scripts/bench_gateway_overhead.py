@@ -87,7 +87,8 @@ def main(calls: int, stream: bool, lessons: bool) -> None:
 
     from faultlens.feedback.gateway import GatewayLessons
     from faultlens.feedback.memory import LessonMemory
-    from faultlens.middleware.capture.gateway import Gateway, LiteLLMUpstream, create_gateway_app
+    from faultlens.middleware.capture.gateway import Gateway, create_gateway_app
+    from faultlens.middleware.capture.upstream import LiteLLMUpstream
     from faultlens.middleware.model.trace import Lesson
     from faultlens.middleware.store.sqlite import open_store
     from faultlens.server.run import ServerThread

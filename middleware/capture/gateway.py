@@ -39,31 +39,27 @@ import re
 import threading
 import time
 import uuid
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.concurrency import run_in_threadpool
-from tenacity import RetryCallState, Retrying, retry_if_exception_type, wait_exponential
 
 from .instrument.messages import content_parts, openai_to_genai, tool_call_parts
 from ..model.trace import AgentInfo, Source, Step, StepKind, Task, Trace, Usage
-from ..replay.endpoint import DEFAULT_AGENT, sse_chunks
+from ..replay.endpoint import DEFAULT_AGENT
 from ..spans.mapping import messages_text
+from .step_writer import PendingWrite, StepWriter
+from .upstream import GatewayUpstream, UpstreamError
 
 __all__ = [
     "LESSONS_BEGIN",
     "LESSONS_END",
-    "CallableUpstream",
     "Gateway",
-    "GatewayUpstream",
     "LessonsShown",
-    "LiteLLMUpstream",
-    "StepWriter",
-    "UpstreamError",
     "completion_text",
     "create_gateway_app",
     "gateway_router",
@@ -82,106 +78,6 @@ TASK_HEADER = "x-faultlens-task"
 FRAMEWORK = "gateway"
 _TRACEPARENT = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
 
-
-# -- upstream -------------------------------------------------------------------
-
-class UpstreamError(Exception):
-    """The upstream refused or failed a call: its HTTP status and body, passed back to the client as they are."""
-
-    def __init__(self, status: int, body: bytes, media_type: str = "application/json"):
-        super().__init__(f"upstream answered {status}: {body[:200].decode('utf-8', 'replace')}")
-        self.status = status
-        self.body = body
-        self.media_type = media_type
-
-
-class GatewayUpstream(Protocol):
-    """Where the gateway forwards calls: a whole completion, or its stream of chunks."""
-
-    def complete(self, agent: str, request: dict[str, Any]) -> dict[str, Any]: ...
-
-    def stream(self, agent: str, request: dict[str, Any]) -> Iterator[dict[str, Any]]: ...
-
-
-def _forwarded_body(request: Mapping[str, Any]) -> dict[str, Any]:
-    # The model is the gateway's to choose (per agent); streaming is asked for by the method called.
-    return {k: v for k, v in request.items() if k not in ("model", "stream", "stream_options")}
-
-
-def upstream_error(exc: BaseException) -> UpstreamError:
-    """A litellm (or other) exception as the status and body the client gets.
-
-    litellm keeps the provider's HTTP response on the exception when there was
-    one: its status and bytes are passed on unchanged. Otherwise the body is an
-    OpenAI-style error object built from the exception (status 502 when it
-    names none: the gateway could not get an answer).
-    """
-    response = getattr(exc, "response", None)
-    content = getattr(response, "content", None) if response is not None else None
-    status = getattr(exc, "status_code", None) or getattr(response, "status_code", None) or 502
-    if isinstance(content, bytes) and content:
-        media = (getattr(response, "headers", None) or {}).get("content-type", "application/json")
-        return UpstreamError(int(status), content, media)
-    message = str(getattr(exc, "message", None) or exc)
-    body = {"error": {"message": message, "type": type(exc).__name__, "code": int(status)}}
-    return UpstreamError(int(status), json.dumps(body).encode())
-
-
-class LiteLLMUpstream:
-    """Forward to `model` through litellm (any provider, or a local/offline one); `{agent}` in it is the caller's name."""
-
-    def __init__(self, model: str, **completion_kwargs: Any):
-        self.model = model
-        self.kwargs = completion_kwargs
-
-    def _model(self, agent: str) -> str:
-        return self.model.replace("{agent}", agent)
-
-    def complete(self, agent: str, request: dict[str, Any]) -> dict[str, Any]:
-        import litellm
-
-        try:
-            response = litellm.completion(model=self._model(agent), **_forwarded_body(request), **self.kwargs)
-        except Exception as exc:
-            raise upstream_error(exc) from exc
-        return response.model_dump(exclude_none=True)
-
-    def stream(self, agent: str, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        import litellm
-
-        try:
-            chunks = litellm.completion(model=self._model(agent), **_forwarded_body(request), stream=True,
-                                        stream_options={"include_usage": True}, **self.kwargs)
-        except Exception as exc:
-            raise upstream_error(exc) from exc
-
-        def each() -> Iterator[dict[str, Any]]:
-            try:
-                for chunk in chunks:
-                    yield chunk.model_dump(exclude_none=True)
-            except Exception as exc:
-                raise upstream_error(exc) from exc
-
-        return each()
-
-
-class CallableUpstream:
-    """An upstream given as a function `(agent, request) -> chat completion` (tests, simulated agents);
-    a stream is the completion cut into chunks (`proxy.sse_chunks`)."""
-
-    def __init__(self, call: Callable[[str, dict[str, Any]], dict[str, Any]]):
-        self.call = call
-
-    def complete(self, agent: str, request: dict[str, Any]) -> dict[str, Any]:
-        return self.call(agent, request)
-
-    def stream(self, agent: str, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
-        completion = self.call(agent, request)
-        return (json.loads(line[len("data: "):]) for line in sse_chunks(completion, include_usage=True)
-                if line.startswith("data: {"))
-
-
-# -- lessons --------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class LessonsShown:
@@ -254,136 +150,6 @@ def resolve_run(headers: Mapping[str, str], path_run: str | None, default_run: s
         return CallRun(headers[RUN_HEADER], "header")
     return CallRun(default_run, "default")
 
-
-# -- recording ------------------------------------------------------------------
-
-@dataclass
-class _Write:
-    run_id: str
-    header: Trace  # the run's header, written if the store has no such run yet
-    step: Step
-    new_agent: bool
-
-
-class StepWriter:
-    """Writes the gateway's steps to the store on its own thread, so a slow or down store never holds up a call.
-
-    A write that fails is retried (backing off up to `max_wait` seconds)
-    while the steps behind it wait; at most `max_pending` steps wait, and a
-    step beyond that is dropped (the oldest first) and counted.
-    """
-
-    def __init__(self, store: Any, *, max_pending: int = 10_000, max_wait: float = 2.0):
-        self.store = store
-        self.max_pending = max_pending
-        self.max_wait = max_wait
-        self.recorded = 0
-        self.dropped = 0
-        self.store_errors = 0
-        self.last_error: str | None = None
-        self._pending: deque[_Write] = deque()
-        self._known: set[str] = set()  # runs this writer has seen in the store (header written or found)
-        self._agents: dict[str, list[str]] = {}
-        self._cond = threading.Condition()
-        self._busy = False
-        self._stopping = False
-        self._thread: threading.Thread | None = None
-
-    def submit(self, write: _Write) -> None:
-        with self._cond:
-            if len(self._pending) >= self.max_pending:
-                self._pending.popleft()
-                self.dropped += 1
-            self._pending.append(write)
-            self._cond.notify_all()
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._loop, name="faultlens-gateway-writer", daemon=True)
-                self._thread.start()
-
-    @property
-    def queued(self) -> int:
-        with self._cond:
-            return len(self._pending)  # the step being written is still the first of them
-
-    def _loop(self) -> None:
-        while True:
-            with self._cond:
-                while not self._pending and not self._stopping:
-                    self._cond.wait()
-                if not self._pending:
-                    return
-                write = self._pending[0]
-                self._busy = True
-            done = self._write_with_retries(write)
-            with self._cond:
-                if self._pending and self._pending[0] is write:
-                    self._pending.popleft()
-                    if done:
-                        self.recorded += 1
-                    else:
-                        self.dropped += 1
-                self._busy = False
-                self._cond.notify_all()
-
-    def _failed(self, state: RetryCallState) -> None:
-        exc = state.outcome.exception() if state.outcome else None
-        with self._cond:
-            self.store_errors += 1
-            self.last_error = f"{type(exc).__name__}: {exc}" if exc else "unknown"
-        log.warning("gateway: the store refused a step (%s); retrying", self.last_error)
-
-    def _write_with_retries(self, write: _Write) -> bool:
-        retrying = Retrying(
-            retry=retry_if_exception_type(Exception),
-            wait=wait_exponential(multiplier=0.05, max=self.max_wait),
-            stop=lambda _state: self._stopping,
-            after=self._failed,
-            reraise=False,
-            retry_error_callback=lambda _state: False,
-        )
-        return bool(retrying(self._write, write))
-
-    def _write(self, write: _Write) -> bool:
-        store, run_id = self.store, write.run_id
-        if run_id not in self._known:
-            if store.has_trace(run_id):
-                store.fill_run_query(run_id, write.header.task.query)
-            else:
-                store.begin_trace(write.header)
-            self._known.add(run_id)
-            self._agents[run_id] = [write.step.agent]
-        elif write.new_agent and write.step.agent not in self._agents.setdefault(run_id, []):
-            self._agents[run_id].append(write.step.agent)
-        store.add_steps(run_id, [write.step])
-        if write.new_agent and len(self._agents[run_id]) > 1:
-            # The run's header names its agents (a trace read back lists every step's agent either way).
-            store.set_run_agents(run_id, [AgentInfo(name=a) for a in self._agents[run_id]])
-        return True
-
-    def flush(self, timeout: float | None = None) -> bool:
-        """Wait until every submitted step is written or dropped; False if `timeout` ran out first."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with self._cond:
-            while self._pending or self._busy:
-                left = None if deadline is None else deadline - time.monotonic()
-                if left is not None and left <= 0:
-                    return False
-                self._cond.wait(left)
-        return True
-
-    def close(self, timeout: float = 5.0) -> None:
-        """Write what is queued (waiting up to `timeout`), then stop; steps still waiting are dropped and counted."""
-        self.flush(timeout)
-        with self._cond:
-            self._stopping = True
-            self.dropped += len(self._pending)
-            self._pending.clear()
-            self._cond.notify_all()
-        if self._thread is not None:
-            self._thread.join(timeout)
-
-
-# -- the gateway ----------------------------------------------------------------
 
 @dataclass
 class Answer:
@@ -623,7 +389,7 @@ class _Recording:
             return
         header = Trace(id=self.run.id, task=Task(query=self.info.task), agents=[AgentInfo(name=self.agent)],
                        source=Source(framework=FRAMEWORK, format=FRAMEWORK), metadata={"run_from": self.run.by})
-        gateway.writer.submit(_Write(self.run.id, header, step, self.new_agent))
+        gateway.writer.submit(PendingWrite(self.run.id, header, step, self.new_agent))
 
     def step(self, completion: dict[str, Any] | None, error: UpstreamError | None) -> Step:
         seconds = time.perf_counter() - self.clock

@@ -13,7 +13,8 @@ from faultlens.feedback.gateway import GatewayLessons
 from faultlens.feedback.memory import LessonMemory
 from faultlens.injectors import envs
 from faultlens.injectors.gateway_team import GatewayTeam, follows_lesson, strip_lessons
-from faultlens.middleware.capture.gateway import LESSONS_BEGIN, CallableUpstream, Gateway, inject_lessons
+from faultlens.middleware.capture.gateway import Gateway, LESSONS_BEGIN, inject_lessons
+from faultlens.middleware.capture.upstream import CallableUpstream
 from faultlens.middleware.model.trace import Lesson
 from faultlens.middleware.store.sqlite import open_store
 

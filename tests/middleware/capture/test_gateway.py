@@ -19,8 +19,8 @@ import pytest
 from faultlens.feedback.gateway import GatewayLessons
 from faultlens.feedback.hooks import parse_lessons_block, record_trace_outcome
 from faultlens.feedback.memory import LessonMemory
-from faultlens.middleware.capture.gateway import (LESSONS_BEGIN, LESSONS_END, CallableUpstream, Gateway, LiteLLMUpstream, UpstreamError,
-                                          create_gateway_app, inject_lessons, parse_traceparent)
+from faultlens.middleware.capture.gateway import Gateway, LESSONS_BEGIN, LESSONS_END, create_gateway_app, inject_lessons, parse_traceparent
+from faultlens.middleware.capture.upstream import CallableUpstream, LiteLLMUpstream, UpstreamError
 from faultlens.middleware.model.trace import Lesson, Outcome
 from faultlens.middleware.store.sqlite import open_store
 from faultlens.server.run import ServerThread
