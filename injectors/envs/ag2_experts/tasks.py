@@ -48,6 +48,8 @@ def make_task(rng: random.Random, family: str) -> tuple[str, Spec]:
     if family == "mean_above":
         data = tuple(round(rng.uniform(5, 95), 1) for _ in range(rng.randint(9, 13)))
         x = rng.choice([30, 40, 50, 60])
+        while not any(r > x for r in data):  # a mean of no readings has no answer; drawn again (rare: no task before this had one)
+            data = tuple(round(rng.uniform(5, 95), 1) for _ in range(rng.randint(9, 13)))
         shown = ", ".join(f"{v:.1f}" for v in data)
         return (f"The sensor readings are: [{shown}]. What is the mean of the readings greater than {x}, "
                 "rounded to 2 decimals?", Spec(family, (x,), "greater than", data))

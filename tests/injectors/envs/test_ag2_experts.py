@@ -220,3 +220,15 @@ def test_each_env_rule_makes_the_task_fail(runs, mode):
                 assert attempt.trace.steps[t].content == generated.text
                 tried += 1
     assert tried >= 2, f"{mode}: the rules applied to fewer than two steps of five seed runs"
+
+
+def test_every_mean_above_task_has_a_reading_above_its_threshold():
+    """A draw with no reading above the threshold had no answer (ZeroDivisionError in answer_of); it is drawn again."""
+    import random
+
+    from faultlens.injectors.envs.ag2_experts.tasks import answer_of, make_task
+
+    for seed in range(3000):
+        _, spec = make_task(random.Random(seed), "mean_above")
+        assert any(r > spec.values[0] for r in spec.data), seed
+        float(answer_of(spec))
