@@ -21,7 +21,7 @@ trace id is both the OTel trace id and `gen_ai.conversation.id`.
 The work is split along OpenTelemetry's own seam: `RunContextProcessor` notes
 on each starting span which run and agent it belongs to, and
 `StoreSpanExporter` writes finished spans to the store as `Step`s (see
-`middleware.spans.mapping`), behind a `BatchSpanProcessor` by default so the agent's
+`middleware.spans`, `middleware.ingest`), behind a `BatchSpanProcessor` by default so the agent's
 thread pays what the bare SDK pays (`Tracer(durability="step")` commits each
 step as it ends instead; see `Tracer` for what each mode can lose). Other
 exporters go beside it: `tracer.add_span_processor(...)`, or the standard
@@ -58,7 +58,9 @@ from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.trace import Status, StatusCode
 from pydantic import BaseModel
 
-from faultlens.middleware.spans import mapping as S
+from faultlens.middleware.ingest.write import ingest
+from faultlens.middleware.spans import conventions as S
+from faultlens.middleware.spans.record import SpanRecord, record_from_readable_span
 from ..errors import InputError
 from ..model.trace import AgentInfo, Media, Outcome, Source, StepKind, StepRole, Task, Trace, new_id
 from .runstate import DEFAULT_AGENT, CallContext, Instrumentation, returned_error, to_text
@@ -323,11 +325,11 @@ class StoreSpanExporter(SpanExporter):
         self.errors: list[BaseException] = []
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        records = [r for r in map(S.record_from_readable_span, spans) if r.conversation_id is not None]
+        records = [r for r in map(record_from_readable_span, spans) if r.conversation_id is not None]
         if not records:
             return SpanExportResult.SUCCESS
         try:
-            S.ingest(self.store, records, source="tracer")
+            ingest(self.store, records, source="tracer")
             return SpanExportResult.SUCCESS
         except InputError:
             if len(records) == 1:
@@ -341,13 +343,13 @@ class StoreSpanExporter(SpanExporter):
         result = SpanExportResult.SUCCESS
         for record in records:
             try:
-                S.ingest(self.store, [record], source="tracer")
+                ingest(self.store, [record], source="tracer")
             except Exception:  # noqa: BLE001
                 self._failed(record)
                 result = SpanExportResult.FAILURE
         return result
 
-    def _failed(self, record: S.SpanRecord) -> None:
+    def _failed(self, record: SpanRecord) -> None:
         log.exception("faultlens could not store span %s (%s)", record.span_id, record.name)
         exc = sys.exc_info()[1]
         if exc is not None:

@@ -1,0 +1,88 @@
+"""Framework adapters: what a framework's spans say beyond the conventions, behind one small interface.
+
+The mapping core (`spans.mapping`, `spans.tree`) reads the conventions
+(`spans.conventions`) and names no framework. What a framework does its own
+way (an agent named by its span name, helper agents that speak for another,
+a span that is a whole conversation, agents listed on a manager's span,
+tool arguments in its own wrapping) is one module here exposing a
+`SpanAdapter`, registered in the `faultlens.span_adapters` entry-point group:
+
+    [project.entry-points."faultlens.span_adapters"]
+    myframework = "mypackage.spans:ADAPTER"
+
+Adding a framework is that module, its entry point and its test. The
+adapters are loaded once per process (`hooks()`), in entry-point name order.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Any
+
+from ...errors import ConfigError
+from ...model.trace import AgentInfo
+from ..record import SpanRecord
+
+GROUP = "faultlens.span_adapters"
+
+AgentNamer = Callable[[SpanRecord, str | None], str | None]
+
+
+@dataclass(frozen=True)
+class SpanAdapter:
+    """One framework's hooks; each is optional, and answers only for spans of its framework."""
+
+    name: str
+    # Agents whose spans belong to the agent above them (the framework's own helpers).
+    helper_agents: frozenset[str] = frozenset()
+    # (record, operation) -> the agent a span names by its shape rather than an attribute, or None.
+    agent_name: AgentNamer | None = None
+    # record -> whether an agent span stands for a whole conversation (its output is another agent's).
+    whole_conversation: Callable[[SpanRecord], bool] | None = None
+    # record -> the agents a span lists (managed agents, team members), with what it says of them.
+    listed_agents: Callable[[SpanRecord], list[AgentInfo]] | None = None
+    # (arguments, declared parameters) -> a tool call's arguments out of the framework's own wrapping,
+    # or the arguments unchanged when they are not in it.
+    call_arguments: Callable[[Any, Any], Any] | None = None
+
+
+@dataclass(frozen=True)
+class Hooks:
+    """Every registered adapter's hooks, gathered: what the mapping calls."""
+
+    helper_agents: frozenset[str]
+    agent_name: tuple[AgentNamer, ...]
+    whole_conversation: tuple[Callable[[SpanRecord], bool], ...]
+    listed_agents: tuple[Callable[[SpanRecord], list[AgentInfo]], ...]
+    call_arguments: tuple[Callable[[Any, Any], Any], ...]
+
+
+@functools.cache
+def adapters() -> tuple[SpanAdapter, ...]:
+    """The registered adapters, in entry-point name order (loaded on first use, then cached)."""
+    found = []
+    for ep in sorted(entry_points(group=GROUP), key=lambda ep: ep.name):
+        adapter = ep.load()
+        if not isinstance(adapter, SpanAdapter):
+            raise ConfigError(f"entry point {ep.name!r} of {GROUP} ({ep.value}) is a {type(adapter).__name__}, not a SpanAdapter")
+        found.append(adapter)
+    if not found:
+        # faultlens registers its own adapters: none means the install's metadata is stale.
+        raise ConfigError(f"no span adapters in the {GROUP!r} entry-point group: reinstall faultlens (pip install -e .)")
+    return tuple(found)
+
+
+@functools.cache
+def hooks() -> Hooks:
+    """The adapters' hooks, gathered once: each tuple holds only the adapters that have that hook."""
+    loaded = adapters()
+    return Hooks(
+        helper_agents=frozenset().union(*(a.helper_agents for a in loaded)),
+        agent_name=tuple(a.agent_name for a in loaded if a.agent_name is not None),
+        whole_conversation=tuple(a.whole_conversation for a in loaded if a.whole_conversation is not None),
+        listed_agents=tuple(a.listed_agents for a in loaded if a.listed_agents is not None),
+        call_arguments=tuple(a.call_arguments for a in loaded if a.call_arguments is not None),
+    )
