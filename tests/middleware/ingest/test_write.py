@@ -165,3 +165,52 @@ def test_a_step_given_its_agent_later_gets_the_agents_hashed_name(store_target):
     ingest(store, [_agent("a" * 16, agent, 1, "run-late")])
     assert [s.agent for s in store.get_trace("run-late").steps] == [redact_id(agent)]
     assert AWS_KEY not in "\n".join(map(str, raw(store, "SELECT * FROM steps")))
+
+
+# -- the writer returns what it found, writes inside the caller's transaction, and leaves the plan as planned ------
+def test_write_ingest_returns_each_runs_outcome_before(tmp_path):
+    from faultlens.middleware.ingest.plan import plan_ingest
+    from faultlens.middleware.ingest.write import write_ingest
+
+    store = open_store(tmp_path / "i.db")
+    failed = record(sid(1), "invoke_workflow w", start=1, end=4, status="error", message="boom", **{"gen_ai.operation.name": "invoke_workflow"})
+    plan = plan_ingest([failed])
+    with store.batch(plan.trace_ids):
+        first = write_ingest(store, plan)
+    assert first.trace_ids == [TRACE] and first.outcomes_before == {TRACE: None}
+    later = plan_ingest([oi(sid(2), "generation", "LLM", parent=sid(1))])
+    with store.batch(later.trace_ids):
+        second = write_ingest(store, later)
+    assert second.outcomes_before[TRACE].success is False
+
+
+def test_write_ingest_opens_no_transaction_of_its_own(tmp_path):
+    from faultlens.middleware.ingest.plan import plan_ingest
+    from faultlens.middleware.ingest.write import write_ingest
+
+    store = open_store(tmp_path / "i.db")
+    opened = []
+    real = store.batch
+    store.batch = lambda trace_ids=(): opened.append(list(trace_ids)) or real(trace_ids)
+    plan = plan_ingest([oi(sid(2), "generation", "LLM", parent=sid(1))])
+    with real(plan.trace_ids):
+        write_ingest(store, plan)
+    assert opened == []
+    ingest(store, [oi(sid(3), "generation", "LLM", parent=sid(1))])  # ingest opens the one transaction itself
+    assert opened == [[TRACE]]
+
+
+def test_writing_leaves_the_plan_as_planned(tmp_path):
+    from faultlens.middleware.ingest.plan import plan_ingest
+    from faultlens.middleware.ingest.write import write_ingest
+
+    store = open_store(tmp_path / "i.db")
+    ingest(store, [oi(sid(1), "Triage", "AGENT", start=1, end=9, **{"agent.name": "Triage"}),
+                   record(sid(9), "invoke_workflow w", start=0, end=10, status="error", **{"gen_ai.operation.name": "invoke_workflow"})])
+    plan = plan_ingest([oi(sid(2), "generation", "LLM", parent=sid(1)), record(sid(9), "invoke_workflow w", start=0, end=10, **{"gen_ai.operation.name": "invoke_workflow"})])
+    (run,) = plan.runs
+    assert [step["agent"] for _, step, _, _ in run.steps] == ["agent"] and run.header.outcome is None
+    with store.batch(plan.trace_ids):
+        write_ingest(store, plan)
+    assert [step["agent"] for _, step, _, _ in run.steps] == ["agent"] and run.header.outcome is None
+    assert [s.agent for s in store.get_trace(TRACE).steps] == ["Triage"] and store.get_outcome(TRACE).success is False
