@@ -1,1 +1,1 @@
-"""Spans to steps: OpenTelemetry GenAI, OpenInference and OpenLLMetry spans read into the trace model."""
+"""Spans to steps: attribute names (`conventions`), messages (`messages`), the span -> step mapping (`mapping`), agents from the span tree (`tree`), whole traces (`traces`) and one adapter per framework (`adapters/`)."""
