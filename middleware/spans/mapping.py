@@ -101,7 +101,7 @@ def named_agent(record: SpanRecord) -> str | None:
 def agent_of(record: SpanRecord) -> str | None:
     """The agent a span names itself (None: its agent is its nearest ancestor's)."""
     name = named_agent(record)
-    return None if name in hooks().helper_agents else name
+    return None if name is None or name in hooks().helper_agents else name
 
 
 def _error_of(record: SpanRecord) -> str | None:

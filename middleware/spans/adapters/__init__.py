@@ -11,7 +11,8 @@ tool arguments in its own wrapping) is one module here exposing a
     myframework = "mypackage.spans:ADAPTER"
 
 Adding a framework is that module, its entry point and its test. The
-adapters are loaded once per process (`hooks()`), in entry-point name order.
+adapters are loaded once per process (`hooks()`), in entry-point name order
+(`clear_cache()` makes the next call read the entry points again).
 """
 
 from __future__ import annotations
@@ -75,14 +76,33 @@ def adapters() -> tuple[SpanAdapter, ...]:
     return tuple(found)
 
 
-@functools.cache
+_gathered: Hooks | None = None
+
+
 def hooks() -> Hooks:
-    """The adapters' hooks, gathered once: each tuple holds only the adapters that have that hook."""
+    """The adapters' hooks, gathered once: each tuple holds only the adapters that have that hook.
+
+    (A global rather than functools.cache: the mapping asks for them on every
+    span, and the cache's call costs several times this one.)
+    """
+    return _gathered or _gather()
+
+
+def clear_cache() -> None:
+    """Forget the loaded adapters: the next `hooks()` reads the entry points again."""
+    global _gathered
+    _gathered = None
+    adapters.cache_clear()
+
+
+def _gather() -> Hooks:
+    global _gathered
     loaded = adapters()
-    return Hooks(
+    _gathered = Hooks(
         helper_agents=frozenset().union(*(a.helper_agents for a in loaded)),
         agent_name=tuple(a.agent_name for a in loaded if a.agent_name is not None),
         whole_conversation=tuple(a.whole_conversation for a in loaded if a.whole_conversation is not None),
         listed_agents=tuple(a.listed_agents for a in loaded if a.listed_agents is not None),
         call_arguments=tuple(a.call_arguments for a in loaded if a.call_arguments is not None),
     )
+    return _gathered

@@ -27,16 +27,14 @@ def test_hooks_hold_only_the_adapters_that_have_them():
 def _entry_points(monkeypatch, *values: str) -> None:
     found = [EntryPoint(name=f"ep{i}", value=value, group=registry.GROUP) for i, value in enumerate(values)]
     monkeypatch.setattr(registry, "entry_points", lambda group: found if group == registry.GROUP else [])
-    registry.adapters.cache_clear()
-    registry.hooks.cache_clear()
+    registry.clear_cache()
 
 
 @pytest.fixture
 def fresh(monkeypatch):
     yield monkeypatch
     monkeypatch.undo()
-    registry.adapters.cache_clear()
-    registry.hooks.cache_clear()
+    registry.clear_cache()
 
 
 def test_a_new_framework_is_one_entry_point(fresh):
