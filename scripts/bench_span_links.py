@@ -91,13 +91,13 @@ def main() -> None:
     args = parser.parse_args()
     records = run_spans(args.steps)
     base = baseline_module(args.baseline, args.baseline_path)
-    best = {"baseline": float("inf"), "span links": float("inf")}
+    best = {"baseline": float("inf"), "this tree": float("inf")}
     for _ in range(args.repeats):
         best["baseline"] = min(best["baseline"], timed(base, records, args.batch))
-        best["span links"] = min(best["span links"], timed(current, records, args.batch))
+        best["this tree"] = min(best["this tree"], timed(current, records, args.batch))
     for name, seconds in best.items():
         print(f"{name:10}: {len(records)} spans, {args.batch} per request, in {seconds:.2f} s = {len(records) / seconds:,.0f} spans/s (best of {args.repeats})")
-    print(f"ratio span links / baseline time: {best['span links'] / best['baseline']:.2f}")
+    print(f"ratio this tree / baseline time: {best['this tree'] / best['baseline']:.2f}")
 
 
 if __name__ == "__main__":
