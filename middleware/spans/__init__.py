@@ -1,1 +1,1 @@
-"""Spans to steps: attribute names (`conventions`), messages (`messages`), the span -> step mapping (`mapping`), agents from the span tree (`tree`), whole traces (`traces`) and one adapter per framework (`adapters/`)."""
+"""Spans to steps: attribute names (`conventions`), messages, the span -> step mapping, the span tree, whole traces, one adapter per framework (`adapters/`)."""

@@ -91,8 +91,8 @@ def named_agent(record: SpanRecord) -> str | None:
     if op == AGENT and attrs.get(OI_GRAPH_NODE_ID):
         return str(attrs[OI_GRAPH_NODE_ID])
     # Spans that name their agent by their shape (a span name, a team's span), as each framework's adapter reads it.
-    for agent_name in hooks().agent_name:
-        found = agent_name(record, op)
+    for agent_name in hooks().agent_names.get(op or "", ()):
+        found = agent_name(record)
         if found is not None:
             return found
     return None

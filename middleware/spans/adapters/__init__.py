@@ -18,8 +18,8 @@ adapters are loaded once per process (`hooks()`), in entry-point name order
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any
 
@@ -29,7 +29,7 @@ from ..record import SpanRecord
 
 GROUP = "faultlens.span_adapters"
 
-AgentNamer = Callable[[SpanRecord, str | None], str | None]
+AgentNamer = Callable[[SpanRecord], str | None]
 
 
 @dataclass(frozen=True)
@@ -39,8 +39,9 @@ class SpanAdapter:
     name: str
     # Agents whose spans belong to the agent above them (the framework's own helpers).
     helper_agents: frozenset[str] = frozenset()
-    # (record, operation) -> the agent a span names by its shape rather than an attribute, or None.
-    agent_name: AgentNamer | None = None
+    # operation (`conventions.AGENT`, `CHAIN`, ...) -> (record -> the agent a span of that operation names
+    # by its shape rather than an attribute, or None). Keyed by operation: the mapping asks only these.
+    agent_names: Mapping[str, AgentNamer] = field(default_factory=dict)
     # record -> whether an agent span stands for a whole conversation (its output is another agent's).
     whole_conversation: Callable[[SpanRecord], bool] | None = None
     # record -> the agents a span lists (managed agents, team members), with what it says of them.
@@ -55,7 +56,7 @@ class Hooks:
     """Every registered adapter's hooks, gathered: what the mapping calls."""
 
     helper_agents: frozenset[str]
-    agent_name: tuple[AgentNamer, ...]
+    agent_names: Mapping[str, tuple[AgentNamer, ...]]  # by operation
     whole_conversation: tuple[Callable[[SpanRecord], bool], ...]
     listed_agents: tuple[Callable[[SpanRecord], list[AgentInfo]], ...]
     call_arguments: tuple[Callable[[Any, Any], Any], ...]
@@ -100,7 +101,7 @@ def _gather() -> Hooks:
     loaded = adapters()
     _gathered = Hooks(
         helper_agents=frozenset().union(*(a.helper_agents for a in loaded)),
-        agent_name=tuple(a.agent_name for a in loaded if a.agent_name is not None),
+        agent_names={op: tuple(a.agent_names[op] for a in loaded if op in a.agent_names) for op in sorted({op for a in loaded for op in a.agent_names})},
         whole_conversation=tuple(a.whole_conversation for a in loaded if a.whole_conversation is not None),
         listed_agents=tuple(a.listed_agents for a in loaded if a.listed_agents is not None),
         call_arguments=tuple(a.call_arguments for a in loaded if a.call_arguments is not None),

@@ -24,9 +24,9 @@ PARTICIPANT_DESCRIPTIONS = "participant_descriptions"
 TEAM_MANAGERS = {"MagenticOneGroupChat": "MagenticOneOrchestrator"}
 
 
-def agent_name(record: SpanRecord, operation: str | None) -> str | None:
-    """The team's manager, on a team's `<Team>.run_stream` chain (the one listing participants)."""
-    if operation != CHAIN or not record.attributes.get(PARTICIPANT_NAMES):
+def agent_name(record: SpanRecord) -> str | None:
+    """The team's manager, on a team's `<Team>.run_stream` chain (the one listing participants; asked of chains)."""
+    if not record.attributes.get(PARTICIPANT_NAMES):
         return None
     team = record.name.split(".", 1)[0]
     return TEAM_MANAGERS.get(team, f"{team}Manager")
@@ -48,4 +48,4 @@ def listed_agents(record: SpanRecord) -> list[AgentInfo]:
     return [AgentInfo(name=name, description=descriptions[i] if i < len(descriptions) and descriptions[i] != "None" else "") for i, name in enumerate(names)]
 
 
-ADAPTER = SpanAdapter(name="autogen", agent_name=agent_name, listed_agents=listed_agents)
+ADAPTER = SpanAdapter(name="autogen", agent_names={CHAIN: agent_name}, listed_agents=listed_agents)

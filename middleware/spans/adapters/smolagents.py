@@ -25,10 +25,8 @@ MANAGED_AGENTS = "smolagents.managed_agents"
 _CALL_KEYS = {"args", "kwargs", "sanitize_inputs_outputs"}
 
 
-def agent_name(record: SpanRecord, operation: str | None) -> str | None:
-    """`weather_agent.run` -> `weather_agent`, on agent spans."""
-    if operation != AGENT:
-        return None
+def agent_name(record: SpanRecord) -> str | None:
+    """`weather_agent.run` -> `weather_agent` (asked of agent spans)."""
     m = METHOD_SPAN.match(record.name)
     return m.group(1) if m else None
 
@@ -51,4 +49,4 @@ def call_arguments(arguments: Any, parameters: Any) -> Any:
     return {**named, **({"args": positional} if positional else {})}
 
 
-ADAPTER = SpanAdapter(name="smolagents", agent_name=agent_name, listed_agents=listed_agents, call_arguments=call_arguments)
+ADAPTER = SpanAdapter(name="smolagents", agent_names={AGENT: agent_name}, listed_agents=listed_agents, call_arguments=call_arguments)

@@ -19,7 +19,7 @@ def test_the_root_and_its_turns_name_no_agent():
 
 def test_a_recorded_run_gets_its_agents_from_the_agent_spans():
     (adapter,) = [a for a in adapters() if a.name == "openai_agents"]
-    assert (adapter.agent_name, adapter.whole_conversation, adapter.listed_agents, adapter.call_arguments) == (None, None, None, None)
+    assert (adapter.helper_agents, dict(adapter.agent_names), adapter.whole_conversation, adapter.listed_agents, adapter.call_arguments) == (frozenset(), {}, None, None, None)
     (trace,) = traces_from_records(otlp_json_to_records(json.loads(FIXTURE.read_text()), source="fixture"))
     assert trace.agent_names == ["Triage", "Weather Specialist"]
     assert {s.agent for s in trace.steps} == {"Triage", "Weather Specialist"}

@@ -20,7 +20,7 @@ def test_loaded_once_and_cached():
 def test_hooks_hold_only_the_adapters_that_have_them():
     gathered = hooks()
     assert gathered.helper_agents == frozenset({"checking_agent", "speaker_selection_agent"})
-    assert len(gathered.agent_name) == 2 and len(gathered.listed_agents) == 2
+    assert {op: len(namers) for op, namers in gathered.agent_names.items()} == {"chain": 1, "invoke_agent": 1} and len(gathered.listed_agents) == 2
     assert len(gathered.whole_conversation) == 1 and len(gathered.call_arguments) == 1
 
 
