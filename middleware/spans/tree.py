@@ -76,7 +76,8 @@ def _described_agents(record: SpanRecord, own: str | None) -> tuple[list[AgentIn
         found.append(AgentInfo(name=own, description=str(attrs[AGENT_DESCRIPTION])))
     # What a framework lists on a span (managed agents, a team's participants), as its adapter reads it.
     for listed in hooks().listed_agents:
-        found.extend(listed(record))
+        if more := listed(record):
+            found.extend(more)
     return found, False
 
 
