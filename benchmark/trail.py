@@ -11,7 +11,7 @@ parent_span_id, span_name, span_kind, timestamp, duration, status_code,
 status_message, span_attributes, resource_attributes, events, child_spans}]}`.
 It is converted span by span to an OTLP ExportTraceServiceRequest and mapped
 to steps by the same OpenInference mapping `faultlens traces import` uses
-(`middleware.otlp.convert` and `middleware.spans.mapping`): LLM spans are decisions, TOOL spans
+(`middleware.otlp.convert` and `middleware.spans`): LLM spans are decisions, TOOL spans
 tool results (evidence about the LLM call whose code or tool call ran them).
 
 Labels: `processed_annotations_gaia/<trace_id>.json(.gz)` (and
@@ -53,7 +53,7 @@ from pydantic import ValidationError
 from faultlens.middleware.errors import InputError, from_validation_error
 from faultlens.middleware.model.trace import GoldLabel, Outcome, Source, Task, Trace
 from faultlens.middleware.otlp.convert import otlp_json_to_records
-from faultlens.middleware.spans.mapping import traces_from_records
+from faultlens.middleware.spans.traces import traces_from_records
 
 FORMAT = "trail"
 SUBSETS = {"GAIA": "processed_annotations_gaia", "SWE": "processed_annotations_swe_bench"}

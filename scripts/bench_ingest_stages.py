@@ -27,7 +27,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from load_server import _encoded_runs  # noqa: E402
 
-from faultlens.middleware.spans.mapping import plan_ingest, write_ingest  # noqa: E402
+try:
+    from faultlens.middleware.ingest.plan import plan_ingest
+    from faultlens.middleware.ingest.write import write_ingest
+except ImportError:  # code before middleware/ingest, which this script also measures: its planner took the store
+    from faultlens.middleware.spans import mapping as _before_ingest
+
+    write_ingest = _before_ingest.write_ingest
+
+    def plan_ingest(records, *, source):
+        return _before_ingest.plan_ingest(None, records, source=source)
 from faultlens.middleware.store.sqlite import Store, open_store  # noqa: E402
 from faultlens.server.ingest import SOURCE, Ingestor  # noqa: E402
 from faultlens.server import otlp_body  # noqa: E402
@@ -53,7 +62,7 @@ def _stages(bodies: list[bytes], store: Store) -> dict[str, float]:
             validate_export(payload)
             records = otlp_json_to_records(payload, source=SOURCE, checked=True)
         t1 = time.thread_time()
-        plan = plan_ingest(store, records, source=SOURCE)
+        plan = plan_ingest(records, source=SOURCE)
         t2 = time.thread_time()
         with store.batch(plan.trace_ids):
             write_ingest(store, plan)
@@ -108,7 +117,7 @@ def _sql(bodies: list[bytes], store: Store) -> None:
     db.conn = _TimedConnection(db.conn, cost, count)
     total = 0.0
     for batch in records:
-        plan = plan_ingest(store, batch, source=SOURCE)
+        plan = plan_ingest(batch, source=SOURCE)
         started = time.thread_time()
         with store.batch(plan.trace_ids):
             write_ingest(store, plan)
@@ -126,7 +135,7 @@ def _serialise(bodies: list[bytes], store: Store, repeats: int) -> None:
     from faultlens.middleware.store.redact import redact
     from faultlens.middleware.store.protocol import prepare_steps
 
-    plans = [plan_ingest(store, protobuf_to_records(body), source=SOURCE) for body in bodies]
+    plans = [plan_ingest(protobuf_to_records(body), source=SOURCE) for body in bodies]
     # (plan_ingest keeps a step as its field values since issue #17's fourth round; older code kept the Step)
     steps = [step if isinstance(step, Step) else Step(**step) for plan in plans for run in plan.runs for _, step, _, _ in run.steps]
     dumped = [step.model_dump(mode="json") for step in steps]
@@ -145,7 +154,7 @@ def _serialise(bodies: list[bytes], store: Store, repeats: int) -> None:
     print(f"  redact                  {best(lambda: [redact(d) for d in dumped]):6.2f}")
     print(f"  json.dumps              {best(lambda: [json.dumps(d, ensure_ascii=False, sort_keys=True) for d in redacted]):6.2f}")
     print(f"  prepare_steps (all)     {best(lambda: prepare_steps(steps)):6.2f} (the three above before issue #17's fourth round)")
-    per_span = best(lambda: [plan_ingest(store, protobuf_to_records(b), source=SOURCE) for b in bodies]) * len(steps) / (len(steps) + len(bodies))
+    per_span = best(lambda: [plan_ingest(protobuf_to_records(b), source=SOURCE) for b in bodies]) * len(steps) / (len(steps) + len(bodies))
     print(f"  plan_ingest per span    {per_span:6.2f} (protobuf reading included)")
 
 

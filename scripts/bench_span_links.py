@@ -3,11 +3,12 @@
 Builds a smolagents-shaped run (a manager agent span over N `Step` chains, each
 with a model call and a tool call, every second step calling a managed agent
 with its own step) and ingests it span by span, children first, into a fresh
-SQLite store: once with this tree's `spans.ingest` and once with the baseline
-`middleware/spans/mapping.py` of a git revision (default: the commit before span links),
-in the same run. Prints spans per second of each and the ratio.
+SQLite store: once with this tree's `ingest.write.ingest` and once with the
+`ingest` of a git revision's module (default: `middleware/spans/mapping.py` at
+98c78c3, the commit before `middleware/ingest/`; `--baseline-path` names the
+file for older layouts), in the same run. Prints spans per second of each and the ratio.
 
-    .venv/bin/python scripts/bench_span_links.py --steps 300 --baseline 96503ff [--batch 512]
+    .venv/bin/python scripts/bench_span_links.py --steps 300 --baseline 98c78c3 [--batch 512]
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ import time
 from pathlib import Path
 
 from faultlens.middleware import open_store
-from faultlens.middleware.spans import mapping as current
-from faultlens.middleware.spans.mapping import SpanRecord
+from faultlens.middleware.ingest import write as current
+from faultlens.middleware.spans.record import SpanRecord
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"
 
@@ -57,11 +58,12 @@ def run_spans(steps: int) -> list[SpanRecord]:
     return out
 
 
-def baseline_module(revision: str):
-    source = subprocess.run(["git", "show", f"{revision}:middleware/spans/mapping.py"], capture_output=True, text=True, check=True).stdout
-    path = Path(tempfile.mkdtemp()) / "spans_baseline.py"
+def baseline_module(revision: str, file: str):
+    """`file` of `revision`, imported beside where it was (so its relative imports resolve as they did)."""
+    source = subprocess.run(["git", "show", f"{revision}:{file}"], capture_output=True, text=True, check=True).stdout
+    path = Path(tempfile.mkdtemp()) / "baseline.py"
     path.write_text(source)
-    spec = importlib.util.spec_from_file_location("faultlens.middleware.spans_baseline", path)
+    spec = importlib.util.spec_from_file_location("faultlens." + file.removesuffix(".py").replace("/", ".") + "_baseline", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
@@ -82,19 +84,20 @@ def timed(module, records: list[SpanRecord], batch: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--steps", type=int, default=300)
-    parser.add_argument("--baseline", default="96503ff")
+    parser.add_argument("--baseline", default="98c78c3")
+    parser.add_argument("--baseline-path", default="middleware/spans/mapping.py", help="the file of the baseline revision that holds `ingest`")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--batch", type=int, default=1, help="spans per ingest call (1: SimpleSpanProcessor; BatchSpanProcessor sends up to 512)")
     args = parser.parse_args()
     records = run_spans(args.steps)
-    base = baseline_module(args.baseline)
-    best = {"baseline": float("inf"), "span links": float("inf")}
+    base = baseline_module(args.baseline, args.baseline_path)
+    best = {"baseline": float("inf"), "this tree": float("inf")}
     for _ in range(args.repeats):
         best["baseline"] = min(best["baseline"], timed(base, records, args.batch))
-        best["span links"] = min(best["span links"], timed(current, records, args.batch))
+        best["this tree"] = min(best["this tree"], timed(current, records, args.batch))
     for name, seconds in best.items():
         print(f"{name:10}: {len(records)} spans, {args.batch} per request, in {seconds:.2f} s = {len(records) / seconds:,.0f} spans/s (best of {args.repeats})")
-    print(f"ratio span links / baseline time: {best['span links'] / best['baseline']:.2f}")
+    print(f"ratio this tree / baseline time: {best['this tree'] / best['baseline']:.2f}")
 
 
 if __name__ == "__main__":

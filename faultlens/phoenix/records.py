@@ -14,7 +14,8 @@ from datetime import datetime
 from typing import Any
 
 from faultlens.middleware.errors import InputError
-from faultlens.middleware.spans.mapping import OI_KIND, SpanRecord
+from faultlens.middleware.spans.conventions import OI_KIND
+from faultlens.middleware.spans.record import SpanRecord
 
 _STATUS = {"OK": "ok", "ERROR": "error", "UNSET": "unset"}
 _INDEXED = re.compile(r"^(.+)\.(\d+)$")

@@ -20,7 +20,8 @@ from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from faultlens.middleware.errors import InputError
 from faultlens.middleware.model.trace import Trace
-from faultlens.middleware.spans.mapping import SpanRecord, traces_from_records
+from faultlens.middleware.spans.record import SpanRecord
+from faultlens.middleware.spans.traces import traces_from_records
 
 from .client import PhoenixClient
 from .records import span_record

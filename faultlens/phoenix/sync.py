@@ -34,7 +34,9 @@ from typing import Any
 from faultlens.attributors.registry import DEFAULT_METHOD
 from faultlens.middleware.store.jobs import JobQueue
 from faultlens.middleware.model.trace import Outcome
-from faultlens.middleware.spans.mapping import SpanLink, group_by_trace, ingest
+from faultlens.middleware.ingest.write import ingest
+from faultlens.middleware.spans.traces import group_by_trace
+from faultlens.middleware.spans.tree import SpanLink
 
 from .annotations import verdict_annotations
 from .client import PhoenixClient, PhoenixUnavailable

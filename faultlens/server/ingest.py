@@ -1,11 +1,11 @@
-"""OTLP payload → store, through the shared span→step mapping (`middleware.spans.mapping`).
+"""OTLP payload → store, through the shared span→step mapping (`middleware.spans`) and ingest (`middleware.ingest`).
 
-The server adds only what a live service needs on top of `spans.ingest`:
+The server adds only what a live service needs on top of `ingest.write.ingest`:
 one batch at a time, in one store transaction (so two clients, or two
 servers on one PostgreSQL store, racing on the same new trace cannot
 overwrite its header with a placeholder), noticing which runs *became* failed
 with this batch (a root span with status ERROR fails the run, see
-`spans.header_from_record`), and storing each span's OpenTelemetry trace id
+`spans.mapping.header_from_record`), and storing each span's OpenTelemetry trace id
 with its run (a run is keyed by `gen_ai.conversation.id` when there is one;
 `Store.save_otel_trace_ids`) so attributions can be exported back onto the
 right span by whichever process makes them.
@@ -16,7 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from faultlens.middleware.spans.mapping import SpanRecord, plan_ingest, write_ingest
+from faultlens.middleware.ingest.plan import plan_ingest
+from faultlens.middleware.ingest.write import write_ingest
+from faultlens.middleware.spans.record import SpanRecord
 from faultlens.middleware.model.trace import Outcome
 from faultlens.middleware.store.sqlite import Store, TraceNotFound
 
@@ -58,11 +60,12 @@ class Ingestor:
         """Store span records of one export (a protobuf body is read straight into them, `otlp_records`)."""
         # Mapping and serialising spans is most of the work; done before the transaction,
         # a big request does not hold up small ones for its whole length.
-        plan = plan_ingest(self.store, records, source=SOURCE)
+        plan = plan_ingest(records, source=SOURCE)
         # One transaction per request. The store makes other writers of the same runs wait
         # (SQLite: its one writer; PostgreSQL: a lock per run, across servers).
         with self.store.batch(plan.trace_ids):
-            touched = write_ingest(self.store, plan)
+            written = write_ingest(self.store, plan)
+            before = written.outcomes_before
             for run in plan.runs:
                 # In the same transaction as the steps: whichever process attributes the run later
                 # (a `faultlens worker`, another server, this one restarted) finds each span's OTel trace.
@@ -71,8 +74,7 @@ class Ingestor:
                 elsewhere = {record.span_id: record.trace_id for record in run.group if record.trace_id != run.trace_id}
                 if elsewhere:
                     self.store.save_otel_trace_ids(run.trace_id, elsewhere)
-            # write_ingest read each run's outcome before writing it (`run.before`); only a run
-            # whose header this request brings can have a new one.
-            after = {run.trace_id: self._outcome(run.trace_id) if run.header is not None else run.before[1] for run in plan.runs}
-        changed = {run.trace_id: outcome for run in plan.runs if (outcome := after[run.trace_id]) is not None and outcome != run.before[1]}
-        return IngestResult(spans=len(records), traces=touched, outcomes=changed)
+            # Only a run whose header this request brings can have a new outcome.
+            after = {run.trace_id: self._outcome(run.trace_id) if run.header is not None else before[run.trace_id] for run in plan.runs}
+        changed = {run.trace_id: outcome for run in plan.runs if (outcome := after[run.trace_id]) is not None and outcome != before[run.trace_id]}
+        return IngestResult(spans=len(records), traces=written.trace_ids, outcomes=changed)

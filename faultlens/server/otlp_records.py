@@ -29,7 +29,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from faultlens.middleware.otlp.convert import KIND_NAMES, STATUS_NAMES
 from faultlens.middleware.otlp.schema import MAX_VALUE_DEPTH, SPAN_KINDS, STATUS_CODES, SchemaError, not_one_of
-from faultlens.middleware.spans.mapping import SpanRecord
+from faultlens.middleware.spans.record import SpanRecord
 
 from .otlp_body import BodyError
 

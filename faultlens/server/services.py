@@ -20,7 +20,7 @@ from faultlens.middleware.errors import InputError
 from faultlens.middleware.model.labels import label_for
 from faultlens.middleware.model.trace import Lesson, Outcome, Trace
 from faultlens.middleware.store.redact import redact_id
-from faultlens.middleware.spans.mapping import SpanRecord
+from faultlens.middleware.spans.record import SpanRecord
 from faultlens.middleware.store.sqlite import Store
 from .ingest import IngestResult, Ingestor
 from .failed_runs import FailureWorker

@@ -295,7 +295,7 @@ class Runtime:
 
     def _emit(self, step: Step) -> None:
         """Record `step` as one GenAI-convention span of the tracer's current run."""
-        from faultlens.middleware.spans import mapping as S
+        from faultlens.middleware.spans import conventions as S
 
         here = self.tracer.call_context()
         if here is None:

@@ -86,8 +86,11 @@ class InProcessEndpoint:
         parts = request.url.path.strip("/").split("/")
         agent = parts[1] if len(parts) > 2 and parts[0] == "agent" else "model"
         if _ROUTES and not getattr(self, "_routed", False):
-            for wrap in _ROUTES:
-                self.proxy.upstream = wrap(self.proxy.upstream)
+            upstream = self.proxy.upstream
+            if upstream is not None:  # always set here (__init__); a replay-only proxy has none to route
+                for wrap in _ROUTES:
+                    upstream = wrap(upstream)
+                self.proxy.upstream = upstream
             self._routed = True
         try:
             body = self.proxy.complete(agent, json.loads(request.content))

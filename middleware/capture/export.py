@@ -12,7 +12,9 @@ from opentelemetry import trace as otel_trace
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from faultlens.middleware.spans import mapping as S
+from faultlens.middleware.ingest.write import ingest
+from faultlens.middleware.spans import conventions as S
+from faultlens.middleware.spans.record import SpanRecord, record_from_readable_span
 from ..errors import InputError
 
 if TYPE_CHECKING:
@@ -84,11 +86,11 @@ class StoreSpanExporter(SpanExporter):
         self.errors: list[BaseException] = []
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        records = [r for r in map(S.record_from_readable_span, spans) if r.conversation_id is not None]
+        records = [r for r in map(record_from_readable_span, spans) if r.conversation_id is not None]
         if not records:
             return SpanExportResult.SUCCESS
         try:
-            S.ingest(self.store, records, source="tracer")
+            ingest(self.store, records, source="tracer")
             return SpanExportResult.SUCCESS
         except InputError:
             if len(records) == 1:
@@ -102,13 +104,13 @@ class StoreSpanExporter(SpanExporter):
         result = SpanExportResult.SUCCESS
         for record in records:
             try:
-                S.ingest(self.store, [record], source="tracer")
+                ingest(self.store, [record], source="tracer")
             except Exception:  # noqa: BLE001
                 self._failed(record)
                 result = SpanExportResult.FAILURE
         return result
 
-    def _failed(self, record: S.SpanRecord) -> None:
+    def _failed(self, record: SpanRecord) -> None:
         log.exception("faultlens could not store span %s (%s)", record.span_id, record.name)
         exc = sys.exc_info()[1]
         if exc is not None:

@@ -51,7 +51,7 @@ from starlette.concurrency import run_in_threadpool
 from .instrument.messages import content_parts, openai_to_genai, tool_call_parts
 from ..model.trace import AgentInfo, Source, Step, StepKind, Task, Trace, Usage
 from ..replay.endpoint import DEFAULT_AGENT
-from ..spans.mapping import messages_text
+from faultlens.middleware.spans.messages import messages_text
 from .step_writer import PendingWrite, StepWriter
 from .upstream import GatewayUpstream, UpstreamError
 

@@ -21,7 +21,7 @@ trace id is both the OTel trace id and `gen_ai.conversation.id`.
 The work is split along OpenTelemetry's own seam: `RunContextProcessor` notes
 on each starting span which run and agent it belongs to, and
 `StoreSpanExporter` writes finished spans to the store as `Step`s (see
-`middleware.spans.mapping`), behind a `BatchSpanProcessor` by default so the agent's
+`middleware.spans`, `middleware.ingest`), behind a `BatchSpanProcessor` by default so the agent's
 thread pays what the bare SDK pays (`Tracer(durability="step")` commits each
 step as it ends instead; see `Tracer` for what each mode can lose). Other
 exporters go beside it: `tracer.add_span_processor(...)`, or the standard
@@ -55,7 +55,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 from opentelemetry.sdk.trace.id_generator import RandomIdGenerator
 from opentelemetry.trace import Status, StatusCode
 
-from faultlens.middleware.spans import mapping as S
+from faultlens.middleware.spans import conventions as S
 from ..model.trace import AgentInfo, Media, Outcome, Source, StepKind, StepRole, Task, Trace, new_id
 from .runstate import DEFAULT_AGENT, CallContext, Instrumentation, to_text
 from .runstate import current_run_var as _current_run

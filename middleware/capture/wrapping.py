@@ -12,7 +12,7 @@ from typing import Any
 from opentelemetry.trace import Status, StatusCode
 from pydantic import BaseModel
 
-from faultlens.middleware.spans import mapping as S
+from faultlens.middleware.spans import conventions as S
 from .runstate import returned_error
 
 

@@ -5,7 +5,7 @@ Reads ExportTraceServiceRequest JSON (`resourceSpans` → `scopeSpans` →
 integer enums, as the Collector's file exporter writes) and protobuf's
 `MessageToJson` (base64 ids, enum names). A file holds one JSON document or
 one per line. Spans may follow the GenAI semantic conventions or OpenInference
-(see `middleware.spans.mapping`). `trace_to_otlp` writes a `Trace` back so that
+(see `middleware.spans`). `trace_to_otlp` writes a `Trace` back so that
 `read_otlp_file` returns it unchanged.
 """
 
@@ -19,12 +19,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from faultlens.middleware.spans import mapping as S
+from faultlens.middleware.spans import conventions as S
 from ..errors import FieldError, InputError
 from ..jsonl import read_utf8
 from ..model.trace import Step, StepKind, Trace
 from .schema import SchemaError, validate_export
-from ..spans.mapping import SpanRecord
+from ..spans.messages import messages_text
+from ..spans.record import SpanRecord
+from ..spans.traces import traces_from_records
 
 _STATUS = {0: "unset", 1: "ok", 2: "error", "STATUS_CODE_UNSET": "unset", "STATUS_CODE_OK": "ok", "STATUS_CODE_ERROR": "error"}
 _KINDS = {0: "unspecified", 1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
@@ -218,7 +220,7 @@ def read_otlp_file(path: str | Path) -> Iterator[Trace]:
         labels.update(found_labels)
     if not records:
         raise InputError(source, None, "resourceSpans", "the file holds no spans")
-    yield from S.traces_from_records(records, source=source, labels=labels)
+    yield from traces_from_records(records, source=source, labels=labels)
 
 
 # -- Trace → OTLP -------------------------------------------------------------
@@ -300,7 +302,7 @@ def _step_span(trace: Trace, step: Step, trace_hex: str, root_id: str, base_ns: 
         attrs[S.INPUT_MESSAGES] = _json(inputs)
     if outputs is not None:
         attrs[S.OUTPUT_MESSAGES] = _json(outputs)
-    if outputs is None or S.messages_text(outputs) != step.content:
+    if outputs is None or messages_text(outputs) != step.content:
         attrs[S.CONTENT] = step.content
     if metadata:
         attrs[S.STEP_METADATA] = _json(metadata)

@@ -1,1 +1,1 @@
-"""Spans to steps: OpenTelemetry GenAI, OpenInference and OpenLLMetry spans read into the trace model."""
+"""Spans to steps: attribute names (`conventions`), messages, the span -> step mapping, the span tree, whole traces, one adapter per framework (`adapters/`)."""

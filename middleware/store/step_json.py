@@ -1,7 +1,7 @@
 """A step as the store keeps it: its JSON, secrets redacted, written straight from the step's fields.
 
 Every capture path stores a step through `stored_fields`: the tracer's
-exporter and the server from the values `spans.plan_ingest` maps a span to,
+exporter and the server from the values `ingest.plan.plan_ingest` maps a span to,
 without building a `Step`; `traces import`, `save_trace` and `add_steps`
 through `store_api.prepare_steps`, which reads a `Step`'s values
 (`stored_step`). The stored text is byte for byte what
@@ -99,7 +99,7 @@ def stored_step(step: Step) -> PreparedStep:
 def stored_fields(fields: Mapping[str, Any]) -> PreparedStep:
     """A step given as its fields' values (what a valid `Step` holds), redacted and serialised for storage.
 
-    `spans.plan_ingest` calls this with the values it mapped from a span, which
+    `ingest.plan.plan_ingest` calls this with the values it mapped from a span, which
     it checked the way `Step` would (`spans.valid_step_fields`), without building the model.
     """
     kind = fields["kind"].value

@@ -27,7 +27,8 @@ from langchain_core.callbacks import BaseCallbackHandler
 from opentelemetry import trace as otel_trace
 from opentelemetry.trace import Status, StatusCode
 
-from faultlens.middleware.spans import mapping as S
+from faultlens.middleware.spans import conventions as S
+from faultlens.middleware.spans.messages import maybe_json
 from faultlens.middleware.model.trace import Source, Task
 from ..runstate import DEFAULT_AGENT, CallContext, active_run, returned_error
 from .messages import openai_to_genai
@@ -250,7 +251,7 @@ class LangGraphCallbackHandler(BaseCallbackHandler):
         with self._lock:
             self._parents[run_id] = parent_run_id
         name = kwargs.get("name") or (serialized or {}).get("name") or "tool"
-        arguments = inputs if inputs is not None else S.maybe_json(input_str)
+        arguments = inputs if inputs is not None else maybe_json(input_str)
         agent = (metadata or {}).get("langgraph_node") or self._agent_of(parent_run_id)
         self._start(run_id, parent_run_id, f"{S.TOOL} {name}", {S.OPERATION: S.TOOL, S.TOOL_NAME: str(name), S.TOOL_ARGUMENTS: json.dumps(arguments, ensure_ascii=False, default=str)}, agent)
 
@@ -258,7 +259,7 @@ class LangGraphCallbackHandler(BaseCallbackHandler):
         content = getattr(output, "content", output)
         error = returned_error(output)
         if error is None and not hasattr(output, "content"):
-            error = returned_error(S.maybe_json(output))
+            error = returned_error(maybe_json(output))
         with self._lock:
             entry = self._spans.get(run_id)
         if entry is not None and error is not None:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from litellm.integrations.custom_logger import CustomLogger
 from opentelemetry.trace import Status, StatusCode
 
-from faultlens.middleware.spans import mapping as S
+from faultlens.middleware.spans import conventions as S
 from .messages import content_parts, get_field, openai_to_genai, tool_call_parts
 
 if TYPE_CHECKING:

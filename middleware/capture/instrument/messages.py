@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from faultlens.middleware.spans.mapping import maybe_json
+from faultlens.middleware.spans.messages import maybe_json
 
 
 def get_field(obj: Any, name: str, default: Any = None) -> Any:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from faultlens.middleware.errors import InputError
-from faultlens.middleware.spans.mapping import traces_from_records
+from faultlens.middleware.spans.traces import traces_from_records
 from faultlens.phoenix.records import span_record, unflatten_lists
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"

@@ -111,7 +111,9 @@ def test_traceparent_joins_the_openinference_spans_of_the_same_trace(store):
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from faultlens.middleware.spans.mapping import ingest, record_from_readable_span
+    from faultlens.middleware.ingest.write import ingest
+
+    from faultlens.middleware.spans.record import record_from_readable_span
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()

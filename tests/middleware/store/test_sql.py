@@ -5,7 +5,8 @@ import json
 import pytest
 
 from faultlens.middleware import Attribution, GoldLabel, Outcome, Step, Task, Trace
-from faultlens.middleware.spans.mapping import SpanRecord, ingest
+from faultlens.middleware.ingest.write import ingest
+from faultlens.middleware.spans.record import SpanRecord
 from faultlens.middleware.store.ids import stored_id
 from faultlens.middleware.store.migrations import MIGRATIONS, statements
 from faultlens.middleware.store.protocol import STORE_SCHEMA_VERSION, TraceNotFound

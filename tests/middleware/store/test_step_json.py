@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from faultlens.middleware.model.trace import Media, Step, StepKind, StepRole, Usage
 from faultlens.middleware.store.redact import REDACTED, redact, redact_id
-from faultlens.middleware.spans.mapping import SpanRecord, ingest
+from faultlens.middleware.ingest.write import ingest
+from faultlens.middleware.spans.record import SpanRecord
 from faultlens.middleware.store.step_json import PreparedStep, json_text, stored_step
 from faultlens.middleware.store.sqlite import SQLiteStore
 
@@ -134,7 +135,8 @@ def test_json_text_is_json_dumps_sorted_with_str_for_the_unknown(value):
 
 
 # -- the span path: what ingest stores without building a Step is what the Step would store --------
-from faultlens.middleware.spans import mapping as S  # noqa: E402
+from faultlens.middleware.spans import conventions as S  # noqa: E402
+from faultlens.middleware.spans.mapping import span_to_step, step_fields  # noqa: E402
 from faultlens.middleware.errors import InputError  # noqa: E402
 from faultlens.middleware.store.step_json import stored_fields  # noqa: E402
 
@@ -183,15 +185,15 @@ records = st.builds(
 @given(records)
 def test_a_span_is_stored_as_its_step_would_be_or_refused_with_the_same_error(record):
     try:
-        step = S.span_to_step(record, source="t")
+        step = span_to_step(record, source="t")
     except InputError as exc:
         try:
-            S.step_fields(record, source="t")
+            step_fields(record, source="t")
         except InputError as again:
             assert str(again) == str(exc)
             return
         raise AssertionError(f"step_fields took a span span_to_step refuses: {exc}") from None
-    fields = S.step_fields(record, source="t")
+    fields = step_fields(record, source="t")
     if step is None:
         assert fields is None
         return

@@ -438,7 +438,8 @@ def test_a_run_sent_with_secrets_everywhere_leaves_none_in_any_text_column(store
 
     from faultlens.middleware import GoldLabel
     from faultlens.middleware.store.jobs import JobQueue
-    from faultlens.middleware.spans.mapping import SpanRecord, ingest
+    from faultlens.middleware.ingest.write import ingest
+    from faultlens.middleware.spans.record import SpanRecord
 
     s = SECRETS
     run, trace = f"conv {s['run id']}", "4bf92f3577b34da6a3ce929d0e0e4736"

@@ -6,7 +6,8 @@ import sys
 import textwrap
 
 from faultlens.middleware import open_store
-from faultlens.middleware.spans.mapping import SpanRecord, ingest
+from faultlens.middleware.ingest.write import ingest
+from faultlens.middleware.spans.record import SpanRecord
 
 
 def _records(trace: str, n: int, start: int = 0) -> list[SpanRecord]:
@@ -25,7 +26,8 @@ KILLED_MID_BATCH = textwrap.dedent(
     """
     import os, sys
     from faultlens.middleware import open_store
-    from faultlens.middleware.spans.mapping import SpanRecord, ingest
+    from faultlens.middleware.ingest.write import ingest
+    from faultlens.middleware.spans.record import SpanRecord
     from faultlens.middleware.store.sqlite import SQLiteStore
 
     def records(trace, n):
