@@ -6,7 +6,7 @@
 One pass:
 
 1. **pull**: the spans added since the state's cursor, a page at a time,
-   through the span mapping OTLP ingest uses (`middleware.spans.ingest`),
+   through the span mapping OTLP ingest uses (`middleware.ingest`),
    saving the cursor after each page;
 2. **judge** the runs whose root span has arrived (`failed.FailureRule`):
    a failed run gets a failed outcome in the store and a row in the failed-run

@@ -62,7 +62,7 @@ MIGRATIONS: dict[int, tuple[Step, ...]] = {
     ),
     # Every span's place in its run's tree (steps and the containers that are
     # not steps), so a step's agent is found whatever order spans arrive in
-    # (see spans.ingest). `waiting_on`: the ancestor a step's agent waits for.
+    # (see `middleware.ingest`). `waiting_on`: the ancestor a step's agent waits for.
     3: _steps(
         """CREATE TABLE IF NOT EXISTS span_links (
             trace_id TEXT NOT NULL REFERENCES traces(id) ON DELETE CASCADE,

@@ -173,7 +173,7 @@ class SQLStore(JobsSQL):
             out.append((trace_id, p.key, p.started_at if p.started_at is not None else float(seq), seq, p.agent, p.kind, p.error, p.data))
         return out
 
-    # -- span links: the tree a run's agents are resolved from (spans.ingest) --
+    # -- span links: the tree a run's agents are resolved from (middleware.ingest) --
     def save_span_links(self, trace_id: str, rows: Iterable[dict[str, Any]]) -> None:
         sid = stored_id(trace_id)
         values = [(sid, *map(stored_link(row).get, _LINK_COLUMNS)) for row in rows]

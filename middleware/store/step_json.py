@@ -3,7 +3,7 @@
 Every capture path stores a step through `stored_fields`: the tracer's
 exporter and the server from the values `ingest.plan.plan_ingest` maps a span to,
 without building a `Step`; `traces import`, `save_trace` and `add_steps`
-through `store_api.prepare_steps`, which reads a `Step`'s values
+through `store.protocol.prepare_steps`, which reads a `Step`'s values
 (`stored_step`). The stored text is byte for byte what
 ``json.dumps(redact(step.model_dump(mode="json")), ensure_ascii=False,
 sort_keys=True)`` gives (tests/middleware/store/test_step_json.py keeps that as the
