@@ -50,7 +50,7 @@ from starlette.concurrency import run_in_threadpool
 
 from .instrument.messages import content_parts, openai_to_genai, tool_call_parts
 from ..model.trace import AgentInfo, Source, Step, StepKind, Task, Trace, Usage
-from ..replay.endpoint import DEFAULT_AGENT
+from ..replay.endpoint import DEFAULT_AGENT, chat_body, model_listing
 from faultlens.middleware.spans.messages import messages_text
 from .step_writer import PendingWrite, StepWriter
 from .upstream import GatewayUpstream, UpstreamError
@@ -426,24 +426,17 @@ class _Recording:
 
 # -- HTTP -----------------------------------------------------------------------
 
-def _error(status: int, message: str, kind: str) -> JSONResponse:
-    return JSONResponse({"error": {"message": message, "type": kind}}, status_code=status)
-
-
 def gateway_router(gateway: Gateway, models: list[str] | None = None) -> APIRouter:
     """The gateway's routes: chat completions and models at `/v1`, `/agent/<name>/v1`, `/run/<id>/v1`,
     `/run/<id>/agent/<name>/v1`, and `GET /gateway/status`. Mount it on the faultlens server
     (`faultlens gateway`) to get its token rules, the runs API and the failed-run worker with it."""
     router = APIRouter()
-    listing = {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "faultlens"} for m in (models or ["faultlens-gateway"])]}
+    listing = model_listing(models or ["faultlens-gateway"])
 
     async def chat(request: Request, agent: str | None, run: str | None) -> Response:
-        try:
-            body = json.loads(await request.body())
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            return _error(400, f"request body is not JSON: {exc}", "invalid_request_error")
-        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-            return _error(400, "request body must be an object with a 'messages' list", "invalid_request_error")
+        body = await chat_body(request)
+        if isinstance(body, JSONResponse):
+            return body
         name = agent or request.headers.get(AGENT_HEADER) or DEFAULT_AGENT
         answer = await run_in_threadpool(gateway.handle, name, body, request.headers, run)
         if answer.stream is not None:

@@ -151,28 +151,42 @@ def _sse(payload: Mapping[str, Any]) -> str:
     return f"data: {canonical(payload)}\n\n"
 
 
-def _error(status: int, message: str, kind: str, **extra: Any) -> JSONResponse:
+def error_response(status: int, message: str, kind: str, **extra: Any) -> JSONResponse:
+    """An OpenAI-style error body (`{"error": {"message", "type", ...}}`) with `status`."""
     return JSONResponse({"error": {"message": message, "type": kind, **extra}}, status_code=status)
+
+
+def model_listing(models: list[str]) -> dict[str, Any]:
+    """The `/v1/models` answer naming `models`."""
+    return {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "faultlens"} for m in models]}
+
+
+async def chat_body(request: Request) -> dict[str, Any] | JSONResponse:
+    """A chat-completion request's JSON body, or the 400 answer to a body that is not one."""
+    try:
+        body = json.loads(await request.body())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        return error_response(400, f"request body is not JSON: {exc}", "invalid_request_error")
+    if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+        return error_response(400, "request body must be an object with a 'messages' list", "invalid_request_error")
+    return body
 
 
 def create_proxy_app(proxy: ChatProxy, models: list[str] | None = None) -> FastAPI:
     """The HTTP face of `proxy`: `/v1/chat/completions`, `/v1/models`, and the same under `/agent/<name>/v1`."""
     app = FastAPI(title="faultlens proxy", docs_url=None, redoc_url=None)
-    model_list = {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "faultlens"} for m in (models or ["faultlens-proxy"])]}
+    model_list = model_listing(models or ["faultlens-proxy"])
 
     async def chat(request: Request, agent: str) -> Response:
-        try:
-            body = json.loads(await request.body())
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            return _error(400, f"request body is not JSON: {exc}", "invalid_request_error")
-        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-            return _error(400, "request body must be an object with a 'messages' list", "invalid_request_error")
+        body = await chat_body(request)
+        if isinstance(body, JSONResponse):
+            return body
         try:
             completion = proxy.complete(agent, body)
         except Drift as drift:
-            return _error(409, str(drift), "faultlens_drift", index=drift.index)
+            return error_response(409, str(drift), "faultlens_drift", index=drift.index)
         except FaultlensError as exc:  # e.g. no error of the chosen mode fits call T: say so, never serve the original
-            return _error(500, str(exc), type(exc).__name__)
+            return error_response(500, str(exc), type(exc).__name__)
         if body.get("stream"):
             usage = bool((body.get("stream_options") or {}).get("include_usage"))
             return StreamingResponse(sse_chunks(completion, usage), media_type="text/event-stream")
