@@ -234,19 +234,26 @@ class _Tables(NamedTuple):
     patterns: list[_Pattern]
     sized: list[tuple[re.Pattern[str], tuple[int, ...], int]]  # (pattern, groups, shortest match), in `patterns` order
     hex_sized: list[tuple[re.Pattern[str], tuple[int, ...], int]]  # those that can match inside lowercase hex
-    # Lowercase hex shorter than this is something no pattern can match in (`_secret_spans` would skip them all):
-    # a new span or trace id on every span, answered without a scan or a place in the short-string cache.
-    hex_safe_below: int
+
+
+# Lowercase hex shorter than this is something no pattern can match in (`_secret_spans` would skip them all):
+# a new span or trace id on every span, answered without a scan or a place in the short-string cache.
+# 0 (no shortcut) until `_tables` has been built; the first id that needs the scan builds it. A global and
+# not a field of the tables: `redact_id` reads it for every id, and a call to the cached `_tables` costs
+# about a fifth of a 16-digit id's whole redaction.
+_HEX_SAFE_BELOW = 0
 
 
 @lru_cache(maxsize=1)
 def _tables() -> _Tables:
     """The patterns, compiled on first use: detect-secrets and the compiling cost ~0.2 s, which importing
     faultlens to trace (the tracer imports this module) should not pay before anything is stored."""
+    global _HEX_SAFE_BELOW
     patterns = _detect_secrets_patterns() + _extra()
     sized = [(pattern, groups, _shortest_match(pattern)) for pattern, groups in patterns]
     hex_sized = [entry for entry in sized if _can_match_within(regex_parser.parse(entry[0].pattern, entry[0].flags), entry[0].flags, _HEX)]
-    return _Tables(patterns, sized, hex_sized, min((shortest for _, _, shortest in hex_sized), default=2**31))
+    _HEX_SAFE_BELOW = min((shortest for _, _, shortest in hex_sized), default=2**31)
+    return _Tables(patterns, sized, hex_sized)
 
 
 def _secret_spans(text: str) -> Iterator[tuple[int, int]]:
@@ -311,7 +318,7 @@ def _redact(text: str) -> str:
 
 def redact_id(value: str) -> str:
     """`value` unchanged, or `redacted-<hash>` if it contains a secret (the same value always maps to the same id)."""
-    if len(value) < _tables().hex_safe_below and _HEX_TEXT.fullmatch(value):
+    if len(value) < _HEX_SAFE_BELOW and _HEX_TEXT.fullmatch(value):
         return value
     if redact_text(value) == value:
         return value

@@ -217,3 +217,16 @@ def test_secrets_in_a_long_paragraph_and_under_named_keys_are_still_redacted():
 def test_a_hex_id_is_kept_exactly_when_no_pattern_finds_a_secret_in_it(text):
     # redact_id answers lowercase hex shorter than any pattern that could match in it without scanning.
     assert (R.redact_id(text) == text) == (not _every_pattern(text))
+
+
+def test_ids_are_redacted_the_same_before_the_patterns_are_built():
+    """The patterns are compiled on first use; the very first ids of a process are mapped as every later one is."""
+    import subprocess
+    import sys
+
+    code = ("from faultlens.middleware.store import redact as R; "
+            "first = [R.redact_id(v) for v in ('0123456789abcdef', 'run-sk-proj-abcdefgh12345678')]; "
+            "again = [R.redact_id(v) for v in ('0123456789abcdef', 'run-sk-proj-abcdefgh12345678')]; "
+            "print(first == again, first[0], first[1].startswith(R.ID_PREFIX))")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split()
+    assert out == ["True", "0123456789abcdef", "True"]
