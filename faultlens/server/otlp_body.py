@@ -109,11 +109,3 @@ def encode_response(kind: str, partial_rejected: int = 0, message: str = "") -> 
     if kind == PROTOBUF:
         return response.SerializeToString(), PROTOBUF
     return json.dumps(json_format.MessageToDict(response)).encode(), JSON
-
-
-def count_spans(payload: dict[str, Any]) -> int:
-    return sum(
-        len((scope or {}).get("spans") or [])
-        for resource in payload.get("resourceSpans") or []
-        for scope in (resource or {}).get("scopeSpans") or []
-    )
