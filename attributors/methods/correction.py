@@ -12,20 +12,28 @@ difference as a person would:
 | a plan | brought back words or numbers the task states | R.4 task misunderstanding |
 | a plan | anything else | PL.1 ineffective plan |
 | a final answer | wrote a value the earlier steps had already worked out | A.4 output format/syntax error |
-| a message (several agents) | restored a value its inputs held | C.2 communication failure |
-| a message (one agent) | restored a value its inputs held | V.1 context/memory loss |
-| a message or answer | changed numbers no input holds | R.3 numerical/calculation error |
+| a message (several agents) | restored a value its inputs held (a number or a name) | C.2 communication failure |
+| a message (one agent) | restored a value its inputs held (a number or a name) | V.1 context/memory loss |
+| a message or answer | changed numbers no input holds, or the words around them | R.3 numerical/calculation error |
 | anything else | | None (the caller keeps its own mode) |
 
-Inputs are the task and the steps before t. Tokens are lower-cased words of
-three letters or more and numbers (with their sign; thousands separators dropped).
+Inputs are the task, the steps before t and the messages step t's model call
+was given (`metadata["input_messages"]`, recorded by the gateway and read from
+GenAI and OpenInference spans): a value a tool returned reaches the next call
+as a message, not always as a step. Tokens are lower-cased words of three
+letters or more and numbers (with their sign; thousands separators dropped).
+What the correction changed is read position by position (a diff of the two
+token sequences), so a value the step also states elsewhere still counts as
+changed where the correction put it.
 """
 
 from __future__ import annotations
 
 import re
+from difflib import SequenceMatcher
 
-from faultlens.middleware.model.trace import StepKind, Trace
+from faultlens.middleware.model.trace import Step, StepKind, Trace
+from faultlens.middleware.spans.messages import messages_text
 
 __all__ = ["mode_of_correction"]
 
@@ -33,8 +41,30 @@ _TOKEN = re.compile(r"-?\d[\d,]*(?:\.\d+)?|[a-z]{3,}")
 _NUMBER = re.compile(r"-?\d")
 
 
+def _token_list(text: str) -> list[str]:
+    return [t.replace(",", "") for t in _TOKEN.findall(text.lower())]
+
+
 def _tokens(text: str) -> set[str]:
-    return {t.replace(",", "") for t in _TOKEN.findall(text.lower())}
+    return set(_token_list(text))
+
+
+def _changed(old: str, new: str) -> tuple[set[str], set[str]]:
+    """(tokens the correction put in, tokens it took out), where the two token sequences differ."""
+    a, b = _token_list(old), _token_list(new)
+    added: set[str] = set()
+    removed: set[str] = set()
+    for op, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op != "equal":
+            removed.update(a[i1:i2])
+            added.update(b[j1:j2])
+    return added, removed
+
+
+def _given(step: Step) -> str:
+    """The text of the messages the step's model call was given, when the trace recorded them."""
+    messages = step.metadata.get("input_messages") if isinstance(step.metadata, dict) else None
+    return messages_text(messages) if isinstance(messages, list) else ""
 
 
 def _tool_name(text: str) -> str | None:
@@ -45,14 +75,14 @@ def _tool_name(text: str) -> str | None:
 def mode_of_correction(trace: Trace, step: int, corrected: str) -> str | None:
     """The mode that turning `trace.steps[step]` into `corrected` fixed, or None when the change says nothing."""
     original = trace.steps[step]
-    old, new = _tokens(original.content), _tokens(corrected)
-    added = new - old
-    if not added and not (old - new):
+    added, removed = _changed(original.content, corrected)
+    if not added and not removed:
         return None
     inputs = _tokens(trace.task.query)
     task_words = set(inputs)
     for earlier in trace.steps[:step]:
         inputs |= _tokens(earlier.content)
+    inputs |= _tokens(_given(original))
     numbers_added = {t for t in added if _NUMBER.match(t)}
     if original.kind == StepKind.tool_call or original.tool_name:
         before, after = original.tool_name or _tool_name(original.content), _tool_name(corrected)
@@ -62,8 +92,8 @@ def mode_of_correction(trace: Trace, step: int, corrected: str) -> str | None:
     if original.kind == StepKind.final_answer and numbers_added and numbers_added <= inputs:
         return "A.4"
     if original.kind in (StepKind.message, StepKind.final_answer, StepKind.llm_call):
-        if numbers_added and numbers_added <= inputs:
+        if added and added <= inputs:
             return "C.2" if trace.multi_agent else "V.1"
-        if numbers_added:
+        if numbers_added:  # a new number no input holds, or a known one in a computation the correction rewrote
             return "R.3"
     return None

@@ -49,3 +49,31 @@ def test_a_single_agent_that_loses_a_value_it_had_is_context_loss():
              Step(index=1, agent="solo", kind=StepKind.message, content="The population is 1215.")]
     trace = Trace(task=Task(query="What is the population?"), steps=steps)
     assert mode_of_correction(trace, 1, "The population is 1512.") == "V.1"
+
+
+def test_a_value_the_step_also_states_elsewhere_still_counts_where_the_correction_put_it():
+    # "printed 14656 ... ANSWER: 1465": the right value is already in the step, so a set difference sees no value added
+    step = Step(index=4, agent="planner", kind=StepKind.llm_call, content="The code printed 14656.\nANSWER: 1465")
+    trace = desk(Step(index=3, agent="analyst", kind=StepKind.message, content="Code output: 14656"))
+    trace = trace.model_copy(update={"steps": [*trace.steps, step]})
+    assert mode_of_correction(trace, 4, "The code printed 14656.\nANSWER: 14656") == "C.2"
+
+
+def test_the_messages_a_call_was_given_are_among_its_inputs():
+    # a tool's output reaches the next model call as a message, not as a step of the run
+    given = [{"role": "user", "parts": [{"type": "text", "content": "Observation: South: 29, 78, 64"}]}]
+    step = Step(index=0, agent="data_agent", kind=StepKind.llm_call, content='final_answer("South: 29, 83, 64")',
+                metadata={"input_messages": given})
+    trace = Trace(task=Task(query="Sales of South?"), steps=[step, Step(index=1, agent="analyst", content="done")])
+    assert mode_of_correction(trace, 0, 'final_answer("South: 29, 78, 64")') == "C.2"
+    bare = trace.model_copy(update={"steps": [step.model_copy(update={"metadata": {}}), trace.steps[1]]})
+    assert mode_of_correction(bare, 0, 'final_answer("South: 29, 78, 64")') == "R.3"
+
+
+def test_a_name_its_inputs_held_is_a_restored_value_and_a_rewritten_computation_is_a_calculation_error():
+    trace = desk(Step(index=3, agent="analyst", kind=StepKind.message, content="Looking up Brival Corp."))
+    wrong = Step(index=3, agent="analyst", kind=StepKind.message, content="The revenue of Brivel Corp fell by 247.")
+    trace = trace.model_copy(update={"steps": [*trace.steps[:3], wrong]})
+    assert mode_of_correction(trace, 3, "The revenue of Brival Corp fell by 247.") == "C.2"
+    # the correction also changes the operation: not a value carried over, a computation done again
+    assert mode_of_correction(trace, 3, "The revenue of Brivel Corp fell by round(247 / 1, 1).") == "R.3"
