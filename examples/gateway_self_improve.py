@@ -202,10 +202,12 @@ def plot(results: dict[str, dict[str, list[list[float]]]], out: Path, title: str
             rounds = range(1, len(series[0]) + 1)
             stats = [_mean_sd([s[i] for s in series]) for i in range(len(series[0]))]
             mean = [m for m, _ in stats]
-            ax.plot(rounds, mean, marker="o", label=arm, color=colors.get(arm))
+            # terminal often equals none exactly: dashed over solid keeps both visible
+            ax.plot(rounds, mean, marker="o", label=arm, color=colors.get(arm), linestyle="--" if arm == "terminal" else "-")
             ax.fill_between(rounds, [m - d for m, d in stats], [m + d for m, d in stats], alpha=0.12, color=colors.get(arm))
         ax.set_title(f"{FRAMEWORK_OF.get(env, env)} ({env})", fontsize=9)
         ax.set_xlabel("round (fresh tasks each round)")
+        ax.set_xticks(list(rounds))
         ax.set_ylim(0, 1.02)
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("success rate")
