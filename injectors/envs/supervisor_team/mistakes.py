@@ -1,0 +1,2 @@
+"""Error rules of `supervisor_team`."""
+MUTATORS: dict = {}
