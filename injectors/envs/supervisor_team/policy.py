@@ -102,6 +102,7 @@ class SupervisorPolicy:
         asked = LOOKUP_BRIEF.search(brief)
         if asked is None:
             return "I have no items to look up in this request."
+        question = message_text(messages[0].get("content")) if messages else ""
         what, items = asked.group(1), [i.strip() for i in asked.group(2).split(",") if i.strip()]
         calls, results = _own_results(messages[start + 1:])
         # The k-th look-up that found an item is the k-th item of the brief (the researcher trusts its own calls).
@@ -111,7 +112,7 @@ class SupervisorPolicy:
             noise = float(sim.get("noise", 0.0))
             # a recovered mistake: the first look-up of an item uses the plural of the question ("widgets")
             plural = (noise > 0 and len(results) == len(found) and item in ITEMS
-                      and stable_seed(sim.get("seed", 0), "plural", item, len(found)) % 10_000 / 10_000 < noise)
+                      and stable_seed(sim.get("seed", 0), "plural", question, item, len(found)) % 10_000 / 10_000 < noise)
             return render_call(LOOKUP_TOOL[what], {"item": item + "s" if plural else item},
                                f"I look up the {'unit price' if what == 'unit prices' else 'shipping cost'} of {item}.")
         figures = [FIGURE.search(r.replace(":", "")) for r in found]
