@@ -28,6 +28,7 @@ item up by its plural, is told the items that exist, and retries.
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, ClassVar
 
 from faultlens.middleware.model.trace import AgentInfo, Outcome, Step, StepKind, Task
@@ -36,11 +37,12 @@ from faultlens.middleware.replay.session import CallRecord
 from .. import register
 from ..agents_desk.wire import completion, text_of, tool_call_of
 from ..base import Runtime
-from ..framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, InProcessEndpoint, family_tasks, numeric_outcome
+from ..framework import TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, InProcessEndpoint, family_tasks, numeric_outcome
 from .mistakes import MUTATORS
 from .policy import SupervisorPolicy
 from .seams import seeded_handoff_ids
-from .world import FAMILIES, ITEMS, WORKERS, calculate, lookup, make_task
+from . import team
+from .world import FAMILIES, ITEMS, make_task
 
 FRAMEWORK = "langgraph"
 # Enough for a clean run (5 supervisor-graph steps; a worker's agent/tools loop of at most 9), low enough that any
@@ -59,12 +61,6 @@ DESCRIPTIONS = {
     "researcher": "Looks up unit prices and shipping costs in the store's catalogue.",
     "calculator": "Evaluates arithmetic expressions.",
 }
-TOOLS = {
-    "researcher": {"lookup_price": "The unit price of an item of the store's catalogue.",
-                   "lookup_shipping": "The shipping cost per unit of an item of the store's catalogue."},
-    "calculator": {"calculate": "The value of an arithmetic expression (numbers and + - * / and parentheses)."},
-}
-
 NOT_APPLICABLE = {
     **TEXT_ONLY_NOT_APPLICABLE,
     "A.6": "a repeated handoff or look-up gets the same answer and the agent moves on (the supervisor briefs each kind of "
@@ -117,44 +113,22 @@ class SupervisorTeam(FrameworkEnvironment):
 
     def program(self, task: Task, rt: Runtime) -> str | None:
         try:
-            from langchain_core.tools import StructuredTool
-            from langchain_openai import ChatOpenAI
+            import langchain_openai  # noqa: F401  (the team's model class)
+            import langgraph_supervisor  # noqa: F401
             from langgraph.errors import GraphRecursionError
-            from langgraph.prebuilt import create_react_agent
-            from langgraph_supervisor import create_handoff_tool, create_supervisor
         except ImportError as exc:  # the optional extra is not installed
             raise RuntimeError("supervisor_team needs langgraph-supervisor and langchain-openai: pip install 'faultlens[frameworks]'") from exc
         self.require_simulated(rt)
         policy, sim = self.policy(), dict(rt.sim)
         endpoint = LangGraphEndpoint(rt.session, lambda agent, request: policy.respond(agent, request, sim))
-        catalogue = task.metadata["catalogue"]
-
-        def model(agent: str) -> Any:
-            return ChatOpenAI(model=rt.model, api_key="faultlens-sim", base_url=BASE_URL.format(agent=agent), temperature=0,
-                              max_retries=0, http_client=endpoint.client())
-
-        def lookup_price(item: str) -> str:
-            return lookup(catalogue, item, "price")
-
-        def lookup_shipping(item: str) -> str:
-            return lookup(catalogue, item, "shipping")
-
-        def calculate_tool(expression: str) -> str:
-            return calculate(expression)
-
-        functions = {"lookup_price": lookup_price, "lookup_shipping": lookup_shipping, "calculate": calculate_tool}
-        workers = [create_react_agent(model(w), name=w, prompt=rt.system(w),
-                                      tools=[StructuredTool.from_function(functions[t], name=t, description=d)
-                                             for t, d in TOOLS[w].items()]) for w in WORKERS]
-        # Our own handoff tools, in a fixed order: the default ones are made from a set of the agents' names, whose order
-        # (and so the request's tool order) changes with the process's hash seed.
-        handoffs = [create_handoff_tool(agent_name=w) for w in WORKERS]
-        graph = create_supervisor(workers, model=model("supervisor"), tools=handoffs, prompt=rt.system("supervisor"),
-                                  supervisor_name="supervisor").compile()
+        with warnings.catch_warnings():
+            # langgraph 1.x calls create_react_agent deprecated; langgraph-supervisor 0.0.31 is built on it
+            warnings.simplefilter("ignore", DeprecationWarning)
+            app = team.graph(rt.model, {a: rt.system(a) for a in PROMPTS})
         answer: str | None
         try:
-            with seeded_handoff_ids(f"{task.id}"):
-                result = graph.invoke({"messages": [{"role": "user", "content": task.query}]}, {"recursion_limit": RECURSION_LIMIT})
+            with team.bound(endpoint, task.metadata["catalogue"]), seeded_handoff_ids(f"{task.id}"):
+                result = app.invoke({"messages": [{"role": "user", "content": task.query}]}, {"recursion_limit": RECURSION_LIMIT})
             answer = str(result["messages"][-1].content)
         except GraphRecursionError as exc:  # an injected run that went round in circles: a failed run, not a crash
             endpoint.reraise()
