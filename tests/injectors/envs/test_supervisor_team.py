@@ -19,6 +19,7 @@ from faultlens.injectors import envs  # noqa: E402
 from faultlens.injectors.envs.supervisor_team.mistakes import MUTATORS  # noqa: E402
 from faultlens.injectors.envs.supervisor_team.seams import SeededIds  # noqa: E402
 from faultlens.injectors.envs.supervisor_team.world import calculate, read_question  # noqa: E402
+from faultlens.injectors.envs.base import stable_seed  # noqa: E402
 from faultlens.injectors.generators import announces, gen_input  # noqa: E402
 from faultlens.injectors.pipeline import InjectConfig, inject, inject_one  # noqa: E402
 from faultlens.middleware.model.trace import StepKind  # noqa: E402
@@ -179,3 +180,27 @@ def test_inject_is_byte_identical_in_process_and_in_workers():
     assert a.traces and dump(a) == dump(b)
     assert all(not t.outcome.success and t.gold is not None for t in a.traces)
     assert all(s.seed_success for s in a.seeds)
+
+
+@needs_sdk
+def test_runs_are_captured_as_langchains_openinference_spans_and_import(tmp_path):
+    pytest.importorskip("openinference.instrumentation.langchain")
+    from click.testing import CliRunner
+
+    from faultlens.cli import cli
+    from faultlens.middleware.otlp.convert import read_otlp_file
+
+    out = tmp_path / "otlp"
+    result = inject(InjectConfig(envs=[ENV], seeds=1, per_seed=1, seed=2, workers=1, otlp_dir=str(out)))
+    task = envs.get(ENV).tasks(2, 1)[0]
+    seed_file = out / f"{task.id}-seed.json"
+    assert seed_file.exists() and len(list(out.glob("*.json"))) == 1 + len(result.seeds[0].attempts)
+    seed_run = envs.get(ENV).run(task, sim={"seed": stable_seed(2, ENV, 0), "noise": 0.2, "tendencies": {}})
+    (imported,) = list(read_otlp_file(seed_file))
+    assert imported.source.framework == "langgraph"
+    # One LLM span per recorded call, each under the agent that made it (the langgraph span adapter).
+    llm = [s.agent for s in imported.steps if s.kind == StepKind.llm_call]
+    assert llm == [c.agent for c in seed_run.recording.calls]
+    assert [a.name for a in imported.agents] == ["supervisor", "researcher", "calculator"]
+    ran = CliRunner().invoke(cli, ["traces", "import", f"otlp:{seed_file}", "--db", str(tmp_path / "t.db")], catch_exceptions=False)
+    assert ran.exit_code == 0, ran.output
