@@ -40,8 +40,8 @@ from ..base import Runtime
 from ..framework import TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, InProcessEndpoint, family_tasks, numeric_outcome
 from .mistakes import MUTATORS
 from .policy import SupervisorPolicy
-from .seams import seeded_handoff_ids
 from . import team
+from .seams import seeded_handoff_ids
 from .world import FAMILIES, ITEMS, make_task
 
 FRAMEWORK = "langgraph"
@@ -63,8 +63,6 @@ DESCRIPTIONS = {
 }
 NOT_APPLICABLE = {
     **TEXT_ONLY_NOT_APPLICABLE,
-    "A.6": "a repeated handoff or look-up gets the same answer and the agent moves on (the supervisor briefs each kind of "
-           "work once, a worker's repeat is answered as before), well within the recursion limit: it costs steps, never the task",
     "V.3": "tool outputs come from the workers' tools inside LangGraph's ToolNode (no recorded call to replace)",
 }
 

@@ -1,7 +1,7 @@
 """Error rules of `supervisor_team` (tried before the generic ones): the team's own kinds of mistakes.
 
 Where each rule acts (see `env` for the steps): the supervisor's plan, its first handoff (R.4, PL.1, PL.2, PL.3,
-C.1); the researcher's look-ups (A.1, A.2, A.3, V.2) and its report (R.1, C.2); the supervisor's brief to the
+C.1); the researcher's look-ups (A.1, A.2, A.3, A.6, V.2) and its report (R.1, C.2); the supervisor's brief to the
 calculator (R.2, V.1, A.5, C.1, C.3); the calculator's expression (R.3, A.4); the supervisor's answer (A.4).
 Each error is one the simulated agents after it act on, so it reaches the answer.
 """
@@ -158,6 +158,16 @@ def _v2(inp: GenInput) -> Generated | None:
                      f"reports the look-up as complete and checked with {args['item']} not yet priced")
 
 
+def _a6(inp: GenInput) -> Generated | None:
+    """The researcher repeats its previous look-up instead of moving on to the next item (and takes the repeat's
+    figure for that item)."""
+    args = _lookup(inp)
+    previous = next((p.text for p in reversed(inp.prefix) if p.agent == "researcher" and p.kind == StepKind.tool_call.value), None)
+    if args is None or previous is None or previous == inp.text or tool_arguments(previous) is None:
+        return None
+    return Generated(previous, f"repeats its look-up of {tool_arguments(previous).get('item')} instead of looking up {args['item']}")
+
+
 def _report(inp: GenInput) -> list[tuple[str, str]] | None:
     if inp.agent != "researcher" or inp.kind != StepKind.message:
         return None
@@ -287,7 +297,7 @@ def _a4(inp: GenInput) -> Generated | None:
 MUTATORS = {
     "R.1": [_r1], "R.2": [_r2], "R.3": [_r3], "R.4": [_r4],
     "PL.1": [_pl1], "PL.2": [_pl2], "PL.3": [_pl3],
-    "A.1": [_a1], "A.2": [_a2], "A.3": [_a3], "A.4": [_a4], "A.5": [_a5],
+    "A.1": [_a1], "A.2": [_a2], "A.3": [_a3], "A.4": [_a4], "A.5": [_a5], "A.6": [_a6],
     "V.1": [_v1], "V.2": [_v2],
     "C.1": [_c1_plan, _c1_brief], "C.2": [_c2], "C.3": [_c3],
 }
