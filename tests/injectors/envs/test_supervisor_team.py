@@ -204,3 +204,29 @@ def test_runs_are_captured_as_langchains_openinference_spans_and_import(tmp_path
     assert [a.name for a in imported.agents] == ["supervisor", "researcher", "calculator"]
     ran = CliRunner().invoke(cli, ["traces", "import", f"otlp:{seed_file}", "--db", str(tmp_path / "t.db")], catch_exceptions=False)
     assert ran.exit_code == 0, ran.output
+
+
+
+@needs_sdk
+def test_every_applicable_mode_is_made_by_the_template_generator_and_never_drifts(runs):
+    from faultlens.injectors.applicability import applicable_modes
+    from faultlens.injectors.generators import get_generator
+
+    env, generator = envs.get(ENV), get_generator("template")
+    kept: set[str] = set()
+    for task, result in runs[:4]:
+        done: set[str] = set()
+        for t, call in enumerate(result.step_calls):
+            step = result.trace.steps[t]
+            for mode in applicable_modes(step, result.trace) if call is not None else []:
+                generated = None if mode in done else generator.generate(gen_input(result.trace, t, mode, random.Random(t), env))
+                if generated is None:
+                    continue
+                done.add(mode)
+                attempt = inject_one(env, result.trace, result.recording, t, mode, generated, model=None, sim=SIM,
+                                     trace_id=f"{task.id}-t{t}-{mode}", step_calls=result.step_calls)
+                assert attempt.status in ("kept", "succeeded"), (mode, attempt.status, attempt.reason)
+                if attempt.status == "kept":
+                    assert attempt.trace.steps[t].content == generated.text
+                    kept.add(mode)
+    assert kept == set(MUTATORS)  # every mode with a rule, and no other (P.*, V.3 are declared not applicable)
