@@ -32,6 +32,8 @@ INSTRUMENTORS: dict[str, tuple[str, ...]] = {
     # Replaces the SDK's own trace exporter (exclusive processor), so nothing is sent to OpenAI.
     "openai-agents": ("openinference.instrumentation.openai_agents:OpenAIAgentsInstrumentor",),
     "autogen": ("openinference.instrumentation.autogen_agentchat:AutogenAgentChatInstrumentor",),
+    # LangGraph runs on LangChain's callbacks: one instrumentor covers the graph's nodes, the chat models and the tools.
+    "langgraph": ("openinference.instrumentation.langchain:LangChainInstrumentor",),
 }
 
 

@@ -1,0 +1,232 @@
+"""`supervisor_team`: LangGraph's prebuilt supervisor (handoff tools, ReAct workers with tools) on simulated agents.
+
+The tests that run the team skip when the `frameworks` extra (langgraph-supervisor, langchain-openai) is not
+installed; `make test` installs it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import random
+import sys
+
+import pytest
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from faultlens.injectors import envs  # noqa: E402
+from faultlens.injectors.envs.supervisor_team.mistakes import MUTATORS  # noqa: E402
+from faultlens.injectors.envs.supervisor_team.seams import SeededIds  # noqa: E402
+from faultlens.injectors.envs.supervisor_team.world import calculate, read_question  # noqa: E402
+from faultlens.injectors.envs.base import stable_seed  # noqa: E402
+from faultlens.injectors.generators import announces, gen_input  # noqa: E402
+from faultlens.injectors.pipeline import InjectConfig, inject, inject_one  # noqa: E402
+from faultlens.middleware.model.trace import StepKind  # noqa: E402
+from faultlens.middleware.replay.session import Drift, Session  # noqa: E402
+
+ENV = "supervisor_team"
+SIM = {"seed": 5, "noise": 0.3, "tendencies": {}}
+needs_sdk = pytest.mark.skipif(importlib.util.find_spec("langgraph_supervisor") is None or importlib.util.find_spec("langchain_openai") is None,
+                               reason="needs the frameworks extra: pip install 'faultlens[frameworks]'")
+
+
+@pytest.fixture(scope="module")
+def runs():
+    env = envs.get(ENV)
+    return [(task, env.run(task, sim=SIM, trace_id=f"{task.id}-seed")) for task in env.tasks(0, 9)]
+
+
+def test_listed_only_with_frameworks_so_the_bundled_benchmark_is_unchanged():
+    assert ENV not in envs.names()
+    assert ENV in envs.names(include_frameworks=True)
+    assert envs.get(ENV).framework == "langgraph"
+
+
+def test_without_the_framework_a_run_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "langgraph_supervisor", None)  # as if not installed
+    env = envs.get(ENV)
+    task = env.tasks(0, 1)[0]  # tasks need no framework
+    with pytest.raises(RuntimeError, match=r"faultlens\[frameworks\]"):
+        env.run(task, sim={"seed": 0, "noise": 0.0})
+
+
+def test_the_answers_are_computed_by_us():
+    env = envs.get(ENV)
+    for task in env.tasks(0, 6):
+        items, formula = read_question(task.query)
+        assert items == task.metadata["items"] and formula == task.metadata["formula"]
+        prices = {i: task.metadata["catalogue"][i]["price"] for i in items}
+        expr = formula
+        for item, price in prices.items():
+            expr = expr.replace(item, price)
+        assert calculate(expr).endswith(f"= {task.reference_answer}")
+    assert calculate("2 × 3").startswith("cannot compute")
+
+
+def test_seeded_ids_are_the_same_in_every_process():
+    a, b = SeededIds("t"), SeededIds("t")
+    assert [a.uuid4() for _ in range(3)] == [b.uuid4() for _ in range(3)]
+    assert SeededIds("u").uuid4() != SeededIds("t").uuid4()
+
+
+@needs_sdk
+def test_seed_runs_succeed_and_replay_with_zero_drift(runs):
+    env = envs.get(ENV)
+    assert {t.metadata["family"] for t, _ in runs} == {"total", "difference", "budget"}
+    for task, result in runs:
+        trace = result.trace
+        assert trace.outcome.success, (task.query, trace.outcome.detail)
+        assert trace.source.framework == "langgraph" and trace.source.benchmark == ENV
+        session = Session(result.recording, replay_until=None)
+        again = env.run(task, session=session, sim=SIM, trace_id=trace.id)
+        assert again.trace.model_dump() == trace.model_dump()
+        assert session.live == 0 and session.replayed == len(result.recording.calls)
+
+
+@needs_sdk
+def test_the_requests_are_langgraph_supervisors_own(runs):
+    _, result = runs[0]
+    calls = result.recording.calls
+    assert [c.agent for c in calls][0] == "supervisor" and calls[-1].agent == "supervisor"
+    tools = [t["function"]["name"] for t in calls[0].request["tools"]]
+    assert tools == ["transfer_to_researcher", "transfer_to_calculator"]  # our fixed order (see env.py)
+    back = [m for c in calls if c.agent == "supervisor" for m in c.request["messages"]
+            if m.get("role") == "assistant" and m.get("content") == "Transferring back to supervisor"]
+    assert back and back[0]["tool_calls"][0]["function"]["name"] == "transfer_back_to_supervisor"
+    worker = next(c for c in calls if c.agent == "researcher")
+    assert {t["function"]["name"] for t in worker.request["tools"]} == {"lookup_price", "lookup_shipping"}
+
+
+@needs_sdk
+def test_steps_map_to_their_calls_and_tool_results_have_none(runs):
+    for _, result in runs:
+        steps, calls = result.trace.steps, result.recording.calls
+        assert len(result.step_calls) == len(steps)
+        assert sorted(c for c in result.step_calls if c is not None) == list(range(len(calls)))
+        for step, call in zip(steps, result.step_calls):
+            if call is None:
+                assert step.kind == StepKind.tool_result and step.tool_result
+        assert steps[0].kind == StepKind.plan and steps[-1].kind == StepKind.final_answer
+        assert all(s.tool_name is None for s in steps if s.metadata.get("handoff"))
+
+
+@needs_sdk
+def test_seeds_hold_recovered_mistakes_and_none_without_noise(runs):
+    unknown = sum(any(s.kind == StepKind.tool_result and s.content.startswith("unknown item") for s in r.trace.steps) for _, r in runs)
+    assert unknown >= 2
+    env = envs.get(ENV)
+    for task, _ in runs[:3]:
+        clean = env.run(task, sim=dict(SIM, noise=0.0))
+        assert clean.trace.outcome.success
+        assert not any(s.content.startswith("unknown item") for s in clean.trace.steps)
+
+
+@needs_sdk
+def test_a_changed_request_on_replay_is_drift_not_a_crash(runs):
+    env = envs.get(ENV)
+    _, result = runs[0]
+    with pytest.raises(Drift):
+        env.run(env.tasks(0, 9)[1], session=Session(result.recording, replay_until=None), sim=SIM)
+
+
+@needs_sdk
+@pytest.mark.parametrize("mode,rule", [(m, r) for m, rules in MUTATORS.items() for r in rules],
+                         ids=lambda v: getattr(v, "__name__", v))
+def test_each_rule_of_the_environment_fails_the_task_with_an_exact_label(runs, mode, rule):
+    env = envs.get(ENV)
+    tried = []
+    for task, result in runs:
+        for t, call in enumerate(result.step_calls):
+            if call is None:
+                continue
+            inp = gen_input(result.trace, t, mode, random.Random(t), env)
+            generated = rule(inp)
+            if generated is None:
+                continue
+            assert not announces(generated.text, inp.text), generated.text
+            attempt = inject_one(env, result.trace, result.recording, t, mode, generated, model=None, sim=SIM,
+                                 trace_id="x", step_calls=result.step_calls)
+            tried.append(attempt.status)
+            assert attempt.status in ("kept", "succeeded"), attempt.reason
+            if attempt.status == "kept":
+                trace = attempt.trace
+                assert not trace.outcome.success
+                assert (trace.gold.step, trace.gold.agent, trace.gold.mode) == (t, result.trace.steps[t].agent, mode)
+                assert trace.steps[t].content == generated.text
+                assert trace.metadata["injection"]["replayed_calls"] == call
+                assert len(trace.steps) < 40  # the run ended in bounded steps
+                return
+            if len(tried) >= 6:
+                break
+    pytest.fail(f"{rule.__name__} made no kept failure ({tried or 'never applied'})")
+
+
+@needs_sdk
+def test_a_run_that_loops_ends_as_a_failed_run_at_the_recursion_limit(monkeypatch):
+    from faultlens.injectors.envs.supervisor_team import env as team
+
+    monkeypatch.setattr(team, "RECURSION_LIMIT", 3)
+    env = envs.get(ENV)
+    result = env.run(env.tasks(0, 1)[0], sim={"seed": 0, "noise": 0.0})
+    assert not result.trace.outcome.success and len(result.trace.steps) < 10
+
+
+@needs_sdk
+def test_inject_is_byte_identical_in_process_and_in_workers():
+    a = inject(InjectConfig(envs=[ENV], seeds=3, per_seed=3, seed=1, workers=1))
+    b = inject(InjectConfig(envs=[ENV], seeds=3, per_seed=3, seed=1, workers=2))
+    dump = lambda r: "\n".join(t.model_dump_json() for t in r.traces)  # noqa: E731
+    assert a.traces and dump(a) == dump(b)
+    assert all(not t.outcome.success and t.gold is not None for t in a.traces)
+    assert all(s.seed_success for s in a.seeds)
+
+
+@needs_sdk
+def test_runs_are_captured_as_langchains_openinference_spans_and_import(tmp_path):
+    pytest.importorskip("openinference.instrumentation.langchain")
+    from click.testing import CliRunner
+
+    from faultlens.cli import cli
+    from faultlens.middleware.otlp.convert import read_otlp_file
+
+    out = tmp_path / "otlp"
+    result = inject(InjectConfig(envs=[ENV], seeds=1, per_seed=1, seed=2, workers=1, otlp_dir=str(out)))
+    task = envs.get(ENV).tasks(2, 1)[0]
+    seed_file = out / f"{task.id}-seed.json"
+    assert seed_file.exists() and len(list(out.glob("*.json"))) == 1 + len(result.seeds[0].attempts)
+    seed_run = envs.get(ENV).run(task, sim={"seed": stable_seed(2, ENV, 0), "noise": 0.2, "tendencies": {}})
+    (imported,) = list(read_otlp_file(seed_file))
+    assert imported.source.framework == "langgraph"
+    # One LLM span per recorded call, each under the agent that made it (the langgraph span adapter).
+    llm = [s.agent for s in imported.steps if s.kind == StepKind.llm_call]
+    assert llm == [c.agent for c in seed_run.recording.calls]
+    assert [a.name for a in imported.agents] == ["supervisor", "researcher", "calculator"]
+    ran = CliRunner().invoke(cli, ["traces", "import", f"otlp:{seed_file}", "--db", str(tmp_path / "t.db")], catch_exceptions=False)
+    assert ran.exit_code == 0, ran.output
+
+
+
+@needs_sdk
+def test_every_applicable_mode_is_made_by_the_template_generator_and_never_drifts(runs):
+    from faultlens.injectors.applicability import applicable_modes
+    from faultlens.injectors.generators import get_generator
+
+    env, generator = envs.get(ENV), get_generator("template")
+    kept: set[str] = set()
+    for task, result in runs[:4]:
+        done: set[str] = set()
+        for t, call in enumerate(result.step_calls):
+            step = result.trace.steps[t]
+            for mode in applicable_modes(step, result.trace) if call is not None else []:
+                generated = None if mode in done else generator.generate(gen_input(result.trace, t, mode, random.Random(t), env))
+                if generated is None:
+                    continue
+                done.add(mode)
+                attempt = inject_one(env, result.trace, result.recording, t, mode, generated, model=None, sim=SIM,
+                                     trace_id=f"{task.id}-t{t}-{mode}", step_calls=result.step_calls)
+                assert attempt.status in ("kept", "succeeded"), (mode, attempt.status, attempt.reason)
+                if attempt.status == "kept":
+                    assert attempt.trace.steps[t].content == generated.text
+                    kept.add(mode)
+    assert kept == set(MUTATORS)  # every mode with a rule, and no other (P.*, V.3 are declared not applicable)

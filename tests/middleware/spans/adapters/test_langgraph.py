@@ -1,0 +1,29 @@
+"""The LangGraph adapter: spans named by the top-level graph node they run under; agent spans (the graph's state) are no steps."""
+
+import json
+
+from faultlens.middleware.spans.mapping import agent_of, span_to_step
+from tests.middleware.spans.test_mapping import oi, sid
+
+
+def meta(node, namespace=None):
+    data = {"langgraph_step": 1, "langgraph_node": node}
+    if namespace:
+        data["checkpoint_ns"] = namespace
+    return {"metadata": json.dumps(data)}
+
+
+def test_spans_are_named_by_the_top_level_node_of_their_namespace():
+    assert agent_of(oi(sid(1), "agent", "AGENT", **meta("agent", "researcher:1f0|agent:2a1"))) == "researcher"
+    assert agent_of(oi(sid(2), "ChatOpenAI", "LLM", **meta("agent", "calculator:9c2"))) == "calculator"
+    assert agent_of(oi(sid(3), "lookup_price", "TOOL", **meta("tools", "researcher:1f0"))) == "researcher"
+    assert agent_of(oi(sid(4), "supervisor", "CHAIN", **meta("supervisor"))) == "supervisor"  # a top-level node itself
+    assert agent_of(oi(sid(5), "LangGraph", "CHAIN")) is None  # the root: no LangGraph metadata
+    assert agent_of(oi(sid(6), "x", "CHAIN", **meta("__start__"))) is None
+
+
+def test_an_agent_span_holds_the_whole_history_and_is_no_step():
+    state = json.dumps({"messages": [{"type": "ai", "data": {"content": "Result: 5"}}]})
+    assert span_to_step(oi(sid(1), "call_agent", "AGENT", **meta("calculator"), **{"output.value": state})) is None
+    llm = span_to_step(oi(sid(2), "ChatOpenAI", "LLM", **meta("agent", "calculator:9c2"), **{"output.value": "Result: 5"}))
+    assert llm is not None and llm.agent == "calculator"
