@@ -162,14 +162,12 @@ class DeskPolicy:
     def reader(self, instruction: str, calls: list[Call], images: int, chance, sim: dict[str, Any]) -> str:
         zoom = re.search(r"zoom on (\w+)", instruction)
         views = [c for c in calls if c.tool == "view_chart"]
-        if not views or (views[-1].result or "").startswith("error"):
-            if len(views) >= 3:
-                return "Readings (none): the chart could not be shown."
+        if not calls or (calls[-1].tool == "view_chart" and (calls[-1].result or "").startswith("error") and len(views) < 3):
             target = zoom.group(1) if zoom else "full"
             if zoom and not views and chance("lower-case-label"):
                 target = target.lower()
             return render_call("view_chart", {"view": target}, "Looking at the chart." if not zoom else f"Zooming on {target}.")
-        last = views[-1].result or ""
+        last = calls[-1].result or ""  # what its last tool call gave it: the reader reads from that look only
         chart = CHART_ID.search(last)
         if chart is None or images == 0:
             return "Readings (none): the chart could not be shown."
