@@ -32,6 +32,8 @@ INSTRUMENTORS: dict[str, tuple[str, ...]] = {
     # Replaces the SDK's own trace exporter (exclusive processor), so nothing is sent to OpenAI.
     "openai-agents": ("openinference.instrumentation.openai_agents:OpenAIAgentsInstrumentor",),
     "autogen": ("openinference.instrumentation.autogen_agentchat:AutogenAgentChatInstrumentor",),
+    # OpenInference's span processor over PydanticAI's own spans, wrapped as an instrumentor (chart_desk.tracing).
+    "pydantic-ai": ("faultlens.injectors.envs.chart_desk.tracing:PydanticAIInstrumentor",),
 }
 
 

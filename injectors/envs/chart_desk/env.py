@@ -188,25 +188,24 @@ class ChartDesk(FrameworkEnvironment):
             from pydantic_ai.providers.openai import OpenAIProvider
             from pydantic_ai.usage import UsageLimits
 
-            from .team import build
+            from .team import Desk, team
         except ImportError as exc:  # the optional extra is not installed
             raise RuntimeError("chart_desk needs PydanticAI: pip install 'faultlens[frameworks]'") from exc
         self.require_simulated(rt)
         policy, sim = self.policy(), dict(rt.sim)
         endpoint = DeskEndpoint(rt.session, lambda agent, request: policy.respond(agent, request, sim))
-        outputs: dict[str, tuple[str, Media | None]] = {}  # tool call id -> (what the tool returned, the image it showed)
 
         def model(name: str) -> Any:
             client = AsyncOpenAI(api_key="faultlens-sim", base_url=BASE_URL.format(agent=SLUGS[name]), max_retries=0,
                                  http_client=endpoint.async_client())
             return OpenAIChatModel(rt.model, provider=OpenAIProvider(openai_client=client))
 
-        lead = build(task, model, rt.system, outputs)
+        desk = Desk(task, {name: model(name) for name in SLUGS}, rt.system)
         output, error = None, None
         prompt = f"{task.query}\nThe chart ({task.metadata['chart_id']}) is with the chart reader."
         with _deterministic():
             try:
-                result = lead.run_sync(prompt, usage_limits=UsageLimits(request_limit=LEAD_REQUESTS))
+                result = team().run_sync(prompt, deps=desk, model=desk.models["lead"], usage_limits=UsageLimits(request_limit=LEAD_REQUESTS))
                 output = result.output.model_dump()
             except AgentRunError as exc:  # the framework ended the run (retries exhausted, request limit)
                 endpoint.reraise()
@@ -215,7 +214,7 @@ class ChartDesk(FrameworkEnvironment):
                 endpoint.reraise()
                 raise
         endpoint.reraise()
-        self._steps(rt, outputs)
+        self._steps(rt, desk.outputs)
         return json.dumps({"output": output, "error": error}, ensure_ascii=False)
 
     def _steps(self, rt: Runtime, outputs: dict[str, tuple[str, Media | None]]) -> None:

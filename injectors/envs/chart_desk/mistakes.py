@@ -424,15 +424,63 @@ def result_a4(inp: GenInput) -> Generated | None:
     return Generated(f"Result: {value} (rounded)", "the result carries words where a bare number is required")
 
 
+def plan_pl1_some(inp: GenInput) -> Generated | None:
+    """A plan over every bar that reads only the first few."""
+    got = _plan(inp)
+    labels = inp.distractors[0] if inp.distractors else []
+    if got is None or not got[0]["read"].startswith("every") or len(labels) < 5:
+        return None
+    plan, thought = got
+    of = re.search(r" of (\w+)$", plan["read"])
+    read = ", ".join(labels[:3]) + (f" of {of.group(1)}" if of else "")
+    return _replan(thought, f"the plan reads only {', '.join(labels[:3])} where the question needs every label", read=read)
+
+
+def final_r3(inp: GenInput) -> Generated | None:
+    got = _final(inp)
+    if got is None or not re.fullmatch(r"-?\d+", str(got[0].get("answer"))):
+        return None
+    args, thought = got
+    expr = re.match(r"^(.+?) = -?\d+", str(args.get("reasoning", "")))
+    if expr is None:
+        return None
+    new = str(int(args["answer"]) + inp.rng.choice([-10, -1, 1, 10]))
+    return Generated(answer_call(new, f"{expr.group(1)} = {new}.", thought), f"the lead works {expr.group(1)} out as {new}")
+
+
+def final_v1(inp: GenInput) -> Generated | None:
+    got = _final(inp)
+    values = _values(inp)
+    if got is None or str(got[0].get("answer")) not in values or len(values) < 3:
+        return None
+    args, thought = got
+    answer = str(args["answer"])
+    other = inp.rng.choice(sorted(set(values) - {answer}))
+    return Generated(answer_call(other, f"{other} = {values[answer]} is the reading that decides it.", thought),
+                     f"the lead attributes {answer}'s reading ({values[answer]}) to {other}")
+
+
+def reader_c2(inp: GenInput) -> Generated | None:
+    got = _readings(inp)
+    if got is None or len(got[1]) < 2:
+        return None
+    name, pairs, _, _ = got
+    i, j = sorted(inp.rng.sample(range(len(pairs)), 2))
+    if pairs[i][1] == pairs[j][1]:
+        return None
+    pairs[i], pairs[j] = (pairs[i][0], pairs[j][1]), (pairs[j][0], pairs[i][1])
+    return Generated(_render(inp, name, pairs), f"the reader passes the values of {pairs[i][0]} and {pairs[j][0]} on swapped")
+
+
 MUTATORS = {
     "P.1": [perception_p1],
     "P.2": [perception_p2],
     "P.3": [perception_p3],
     "R.1": [final_r1],
     "R.2": [plan_r2, final_r2],
-    "R.3": [result_r3],
+    "R.3": [result_r3, final_r3],
     "R.4": [plan_r4],
-    "PL.1": [plan_pl1],
+    "PL.1": [plan_pl1, plan_pl1_some],
     "PL.2": [plan_pl2],
     "PL.3": [plan_pl3],
     "A.1": [view_a1],
@@ -440,10 +488,10 @@ MUTATORS = {
     "A.3": [view_a3],
     "A.4": [final_a4, result_a4],
     "A.5": [plan_a5, calc_a5],
-    "V.1": [calc_v1],
+    "V.1": [calc_v1, final_v1],
     "V.2": [check_v2],
     "C.1": [plan_c1, zoom_c1],
-    "C.2": [calc_c2, result_c2],
+    "C.2": [calc_c2, result_c2, reader_c2],
     "C.3": [final_c3],
 }
 

@@ -188,7 +188,8 @@ class DeskPolicy:
             name = md["series"][0][0]  # no (known) series named: the first one in the legend
         data = dict(zip(md["labels"], series[name]))
         pairs = [(label, data[label]) for label in labels if label in data]
-        if not zoomed and pairs and chance("misread"):
+        # a look at a whole chart is where slips happen: either of two glances may slip (a zoom does not)
+        if not zoomed and pairs and (chance("misread") or chance("misread-again")):
             # a recovered slip: a digit doubled (outside the axis) or a label misspelt; the lead's check catches it
             k = stable_seed(sim.get("seed", 0), "misread", instruction) % len(pairs)
             label, value = pairs[k]
