@@ -205,7 +205,9 @@ class ChartDesk(FrameworkEnvironment):
         prompt = f"{task.query}\nThe chart ({task.metadata['chart_id']}) is with the chart reader."
         with _deterministic():
             try:
-                result = team().run_sync(prompt, deps=desk, model=desk.models["lead"], usage_limits=UsageLimits(request_limit=LEAD_REQUESTS))
+                # One conversation: the agents used as tools run inside the lead's (so its spans import as one trace).
+                result = team().run_sync(prompt, deps=desk, model=desk.models["lead"], conversation_id=str(task.id),
+                                         usage_limits=UsageLimits(request_limit=LEAD_REQUESTS))
                 output = result.output.model_dump()
             except AgentRunError as exc:  # the framework ended the run (retries exhausted, request limit)
                 endpoint.reraise()

@@ -80,7 +80,7 @@ def team() -> Agent:
     @lead.tool
     async def ask_chart_reader(ctx: RunContext[Desk], instruction: str) -> str:
         """Ask the chart reader, who can see the chart, to read values ('read A, B', 'read every bar', 'zoom on A and read it again')."""
-        result = await reader.run(instruction, deps=ctx.deps, model=ctx.deps.models["chart_reader"],
+        result = await reader.run(instruction, deps=ctx.deps, model=ctx.deps.models["chart_reader"], conversation_id=ctx.conversation_id,
                                   usage_limits=UsageLimits(request_limit=HELPER_REQUESTS))
         return str(result.output)
 
@@ -88,6 +88,7 @@ def team() -> Agent:
     async def ask_calculator(ctx: RunContext[Desk], expression: str) -> str:
         """Ask the calculator to evaluate an arithmetic expression."""
         result = await calculator.run(f"Evaluate: {expression}", deps=ctx.deps, model=ctx.deps.models["calculator"],
+                                      conversation_id=ctx.conversation_id,
                                       usage_limits=UsageLimits(request_limit=HELPER_REQUESTS))
         return str(result.output)
 
