@@ -441,10 +441,13 @@ def final_r3(inp: GenInput) -> Generated | None:
     if got is None or not re.fullmatch(r"-?\d+", str(got[0].get("answer"))):
         return None
     args, thought = got
+    answer = int(args["answer"])
     expr = re.match(r"^(.+?) = -?\d+", str(args.get("reasoning", "")))
-    if expr is None:
-        return None
-    new = str(int(args["answer"]) + inp.rng.choice([-10, -1, 1, 10]))
+    if expr is None:  # a value read off the chart: converted out of the axis's thousands
+        new = str(answer * 1000)
+        return Generated(answer_call(new, f"{answer} thousand on the axis, that is {new}.", thought),
+                         f"the lead converts {answer} into {new} although the question asks in the chart's units")
+    new = str(answer + inp.rng.choice([-10, -1, 1, 10]))
     return Generated(answer_call(new, f"{expr.group(1)} = {new}.", thought), f"the lead works {expr.group(1)} out as {new}")
 
 
@@ -461,16 +464,20 @@ def final_v1(inp: GenInput) -> Generated | None:
 
 
 def reader_c2(inp: GenInput) -> Generated | None:
+    """The reader swaps two values as it writes them up: the one that decides the answer and another."""
     got = _readings(inp)
-    if got is None or len(got[1]) < 2:
+    plan = _plan_of(inp)
+    if got is None or len(got[1]) < 2 or " + " in plan.get("compute", ""):  # a sum does not change when two swap
         return None
     name, pairs, _, _ = got
-    i, j = sorted(inp.rng.sample(range(len(pairs)), 2))
+    _, decisive = compute(plan.get("compute", ""), dict(pairs))
+    labels = [label for label, _ in pairs]
+    i = labels.index(decisive) if decisive in labels else 0
+    j = inp.rng.choice([k for k in range(len(pairs)) if k != i])
     if pairs[i][1] == pairs[j][1]:
         return None
     pairs[i], pairs[j] = (pairs[i][0], pairs[j][1]), (pairs[j][0], pairs[i][1])
     return Generated(_render(inp, name, pairs), f"the reader passes the values of {pairs[i][0]} and {pairs[j][0]} on swapped")
-
 
 MUTATORS = {
     "P.1": [perception_p1],
