@@ -479,6 +479,17 @@ def reader_c2(inp: GenInput) -> Generated | None:
     pairs[i], pairs[j] = (pairs[i][0], pairs[j][1]), (pairs[j][0], pairs[i][1])
     return Generated(_render(inp, name, pairs), f"the reader passes the values of {pairs[i][0]} and {pairs[j][0]} on swapped")
 
+def check_v2_reject(inp: GenInput) -> Generated | None:
+    """The lead's check rejects a right reading and leaves it out of the computation it delegates."""
+    values, expr = _values(inp), _expression(inp)
+    numbers = re.findall(r"\d+", expr[0]) if expr else []
+    label = next((k for k, v in values.items() if numbers and str(v) == numbers[-1]), None)
+    if expr is None or label is None or len(numbers) < 2:
+        return None
+    head = f"Check: {label} = {numbers[-1]} does not match the chart's scale, so it is left out."
+    return Generated(render_call("ask_calculator", {"expression": expr[0].rsplit(" ", 2)[0]}, head),
+                     f"the check rejects the right reading of {label}")
+
 MUTATORS = {
     "P.1": [perception_p1],
     "P.2": [perception_p2],
@@ -496,7 +507,7 @@ MUTATORS = {
     "A.4": [final_a4, result_a4],
     "A.5": [plan_a5, calc_a5],
     "V.1": [calc_v1, final_v1],
-    "V.2": [check_v2],
+    "V.2": [check_v2, check_v2_reject],
     "C.1": [plan_c1, zoom_c1],
     "C.2": [calc_c2, result_c2, reader_c2],
     "C.3": [final_c3],
