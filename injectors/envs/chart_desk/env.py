@@ -50,12 +50,12 @@ from ..chart_qa.world import MONTHS, PRODUCTS, REGIONS, SERIES
 from ..framework import BASE_URL, FrameworkEnvironment, InProcessEndpoint
 from .mistakes import MUTATORS
 from .policy import DELEGATES, DeskPolicy
-from .world import chart_task, make_task
+from .world import make_task
 
 FRAMEWORK = "pydantic-ai"
 SLUGS = {"lead": "lead", "chart_reader": "reader", "calculator": "calculator"}
 NAMES = {slug: name for name, slug in SLUGS.items()}
-# Bounds on every run, so an injected error ends (fails) in a few requests instead of looping.
+# A bound on the lead's run (the helpers have theirs, `team.HELPER_REQUESTS`), so an injected error ends (fails) in a few requests.
 LEAD_REQUESTS = 10
 
 INSTRUCTIONS = {
@@ -274,4 +274,4 @@ def _same(answer: str, reference: str) -> bool:
         return answer.strip().lower() == reference.strip().lower()
 
 
-__all__ = ["ChartDesk", "chart_task"]
+__all__ = ["ChartDesk"]
