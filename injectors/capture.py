@@ -34,6 +34,8 @@ INSTRUMENTORS: dict[str, tuple[str, ...]] = {
     "autogen": ("openinference.instrumentation.autogen_agentchat:AutogenAgentChatInstrumentor",),
     # LangGraph runs on LangChain's callbacks: one instrumentor covers the graph's nodes, the chat models and the tools.
     "langgraph": ("openinference.instrumentation.langchain:LangChainInstrumentor",),
+    # OpenInference's span processor over PydanticAI's own spans, wrapped as an instrumentor (chart_desk.tracing).
+    "pydantic-ai": ("faultlens.injectors.envs.chart_desk.tracing:PydanticAIInstrumentor",),
 }
 
 

@@ -111,7 +111,7 @@ _RESULT = re.compile(r"^Result: (.+?)\s*$", re.M)
 _ANSWER = re.compile(r"^Answer:\s*(.+?)\s*$", re.M)
 
 
-def _requested(read: str, labels: list[str]) -> tuple[list[str], str | None]:
+def requested(read: str, labels: list[str]) -> tuple[list[str], str | None]:
     """Labels (and series) a `read:` instruction names; `every ...` means all labels."""
     series = None
     m = re.search(r" of (\w+)$", read)
@@ -159,11 +159,11 @@ class ChartPolicy:
             ymax = int(axis.group(1)) if axis else 100
             xl = _XLABELS.search(users)
             chart_labels = [l.strip() for l in xl.group(1).split(",")] if xl else list(values)
-            wanted, _ = _requested(plan.get("read", "every"), chart_labels)
+            wanted, _ = requested(plan.get("read", "every"), chart_labels)
             rereads = sum(1 for m in mine if m.startswith("perceiver: zoom"))
             bad = [l for l in wanted if l not in values or not 0 <= values[l] <= ymax]
             if bad and rereads < 2:
-                _, series = _requested(plan.get("read", "every"), chart_labels)
+                _, series = requested(plan.get("read", "every"), chart_labels)
                 of = f" of {series}" if series else ""
                 return slip_text(ctx, StepKind.message, f"perceiver: zoom on {bad[0]}{of} and read it again.")
             expr, direct = compute(plan.get("compute", ""), {l: values[l] for l in wanted if l in values})
@@ -205,7 +205,7 @@ class ChartPolicy:
         asked = [m["content"] for m in msgs if m["role"] == "user" and m["content"].startswith("Instruction")][-1].split("\n", 1)[0]
         zoomed = _ZOOMED.search(last)
         read = asked.split("read ", 1)[-1].strip().rstrip(".")
-        labels, name = _requested(read, md["labels"])
+        labels, name = requested(read, md["labels"])
         if zoomed:
             labels = [zoomed.group(1)]
             read_zoom = re.search(r"zoom on \w+ of (\w+)", asked)

@@ -62,9 +62,9 @@ def make_task(seed: int, index: int) -> Task:
     ymax = (max(v for _, vals in series for v in vals) // 10 + 2) * 10
     target = series[rng.randrange(len(series))][0] if kind == "line" else series[0][0]
     values = dict(zip(labels, dict(series)[target]))
-    question, plan, answer = _question(rng, kind, qkind, labels, values, target, measure, dim)
+    question, plan, answer = question_for(rng, kind, qkind, labels, values, target, measure, dim)
     if answer is None:  # e.g. no year above any threshold: ask for a plain value instead
-        question, plan, answer = _question(rng, kind, "value", labels, values, target, measure, dim)
+        question, plan, answer = question_for(rng, kind, "value", labels, values, target, measure, dim)
     glance = rng.random() < 0.5  # half the teams start with the perceiver's overview of the chart
     meta = {"glance": glance, "chart_id": chart_id, "chart_kind": kind, "title": title, "labels": labels,
             "series": [[name, vals] for name, vals in series], "ymax": ymax, "unit": unit, "dim": dim,
@@ -72,7 +72,7 @@ def make_task(seed: int, index: int) -> Task:
     return Task(id=chart_id, query=question, reference_answer=answer, metadata=meta)
 
 
-def _question(rng, kind, qkind, labels, values, target, measure, dim):
+def question_for(rng, kind, qkind, labels, values, target, measure, dim):
     """(question, plan lines, reference answer) for one question kind."""
     if qkind == "max":
         best = max(labels, key=lambda l: values[l])
