@@ -207,6 +207,7 @@ class AdkTeam(FrameworkEnvironment):
             finally:
                 await runner.close()
 
+        _bridge_llm_spans()
         asyncio.run(main())
         endpoint.reraise()
         self._steps(rt, desk)
@@ -248,3 +249,26 @@ class AdkTeam(FrameworkEnvironment):
                                     tool_name=tool_name, tool_result=output, metadata={"role": "tool"}))
                 step_calls.append(None)
         rt.step_calls = step_calls
+
+
+def _bridge_llm_spans() -> None:
+    """Let OpenInference's ADK instrumentation see the model calls of ADK 2.13 (a no-op when it is not on).
+
+    `openinference-instrumentation-google-adk` 1.0.5 gives ADK's model-call module its own tracer for the
+    `call_llm` span (`_model_call.tracer`) and writes the LLM attributes onto that span, but ADK 2.13 opens it
+    through `tracing._start_call_llm_span`, on the shared tracer the instrumentation passes through, and under its
+    default telemetry schema (v2) opens none: without this, the captured spans have no LLM span. ADK's own
+    telemetry is untouched (it goes to the global tracer provider, which the capture does not use).
+    """
+    from google.adk.flows.llm_flows.core import _model_call
+    from google.adk.telemetry import tracing
+
+    tracer = getattr(_model_call, "tracer", None)
+    if tracer is None or tracer is tracing.tracer or getattr(_model_call._start_call_llm_span, "faultlens_bridge", False):
+        return
+
+    def start(caller_context: Any) -> Any:
+        return _model_call.tracer.start_span("call_llm", context=caller_context)
+
+    start.faultlens_bridge = True  # type: ignore[attr-defined]
+    _model_call._start_call_llm_span = start
