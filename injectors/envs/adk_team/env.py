@@ -117,7 +117,12 @@ class AdkTeam(FrameworkEnvironment):
         return MUTATORS
 
     def distractor_groups(self, task: Task | None) -> list[list[str]]:
-        return [list(HOTELS), list(CITIES), list(ORIGINS), list(CURRENCIES)]
+        # The first group is the task's own hotels (the ones `hotel_rate` knows), when there is a task.
+        # The last, the destinations the task has fares to.
+        world = task.metadata["world"] if task is not None else None
+        hotels = list(world["hotels"]) if world else list(HOTELS)
+        destinations = list(dict.fromkeys(k.split("-", 1)[1] for k in world["fares"])) if world else []
+        return [hotels, list(CITIES), list(ORIGINS), list(CURRENCIES), destinations]
 
     def injected_response(self, record: Any, text: str) -> Any:
         return completion(record.request, text)

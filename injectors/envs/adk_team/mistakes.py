@@ -168,6 +168,26 @@ def _a5(inp: GenInput) -> Generated | None:
                      "answers with the unconverted figures before the budget agent has computed the goal")
 
 
+def _r1_answer(inp: GenInput) -> Generated | None:
+    """The final answer states an amount found nowhere in the run."""
+    found = _ANSWER.search(inp.text) if inp.agent == COORDINATOR else None
+    if found is None or not re.fullmatch(r"-?\d+\.\d\d", found.group(1)):
+        return None
+    new = _novel(inp, found.group(1))
+    return Generated(inp.text.replace(found.group(1), new), f"answers {new}, a value found nowhere in the run, instead of {found.group(1)}")
+
+
+def _r1_findings(inp: GenInput) -> Generated | None:
+    """The research agent's findings give a room rate found nowhere (not the tool's)."""
+    hit = _transfer(inp, RESEARCH, COORDINATOR)
+    found = re.search(r"^- Nightly room rate at .+?: ([\d.]+) [A-Z]{3}$", inp.text, re.M) if hit else None
+    if found is None:
+        return None
+    new = _novel(inp, found.group(1))
+    line = found.group(0).replace(f": {found.group(1)} ", f": {new} ")
+    return Generated(inp.text.replace(found.group(0), line), f"reports a room rate of {new}, found nowhere, instead of {found.group(1)}")
+
+
 # -- the coordinator's final answer ------------------------------------------------------------------------------
 def _a4(inp: GenInput) -> Generated | None:
     """The final answer carries its currency on the ANSWER line, which then is not a bare number."""
@@ -179,11 +199,17 @@ def _a4(inp: GenInput) -> Generated | None:
 
 
 # -- the research agent -------------------------------------------------------------------------------------------
+def _proper(inp: GenInput, name: str) -> str:
+    """A name as the task spells it (a seed's recovered look-up may have written it in lower case)."""
+    return next((n for g in inp.distractors for n in g if n.lower() == str(name).lower()), str(name))
+
+
 def _a1(inp: GenInput) -> Generated | None:
     """The research agent calls hotel_package, a real tool but the wrong one: a package price per person, not the room rate."""
     args = _tool(inp, RESEARCH, "hotel_rate")
     if args is None:
         return None
+    args = {"hotel": _proper(inp, args.get("hotel", ""))}
     return Generated(render_call("hotel_package", args, _thought(inp)), "calls hotel_package where the room rate (hotel_rate) is needed")
 
 
@@ -195,30 +221,72 @@ def _a2(inp: GenInput) -> Generated | None:
         if not others:
             return None
         new = inp.rng.choice(others)
-        return Generated(render_call("flight_fare", dict(fare, origin=new), _thought(inp)), f"looks up the fare from {new} instead of {fare['origin']}")
+        args = {"origin": new, "destination": _proper(inp, fare.get("destination", ""))}
+        return Generated(render_call("flight_fare", args, _thought(inp)), f"looks up the fare from {new} instead of {fare['origin']}")
     if hotel is not None and "hotel" in hotel:
-        seen = inp.prefix_text()
-        others = [h for g in inp.distractors[:1] for h in g if h != hotel["hotel"] and h in seen + inp.text] or \
-                 [h for g in inp.distractors[:1] for h in g if h != hotel["hotel"]]
+        right = _proper(inp, hotel["hotel"])
+        others = [h for g in inp.distractors[:1] for h in g if h != right]
+        if not others:
+            return None
         new = inp.rng.choice(others)
-        return Generated(render_call("hotel_rate", dict(hotel, hotel=new), _thought(inp)), f"looks up {new} instead of {hotel['hotel']}")
+        return Generated(render_call("hotel_rate", {"hotel": new}, _thought(inp)), f"looks up {new} instead of {right}")
     return None
 
 
 def _a3(inp: GenInput) -> Generated | None:
     """The research agent reports findings of look-ups it never made (its first look-up replaced by made-up figures)."""
-    args = _tool(inp, RESEARCH, "hotel_rate")
-    if args is None or any(p.agent == RESEARCH for p in inp.prefix):
+    args = _tool(inp, RESEARCH, "hotel_rate") or _tool(inp, RESEARCH, "flight_fare")
+    if args is None:
         return None
     plan = next((p.text for p in reversed(inp.prefix) if p.text.startswith("Plan:")), "")
-    route = _FARE_ITEM.search(plan)
+    route, hotel = _FARE_ITEM.search(plan), re.search(r"nightly room rate of (.+?)\.$", plan, re.M)
     currencies = [c for g in inp.distractors[3:4] for c in g] or ["USD"]
-    lines = [f"- Nightly room rate at {args.get('hotel')}: {inp.rng.randint(80, 220)}.{inp.rng.randint(10, 99)} {inp.rng.choice(currencies)}"]
+    lines = [f"- Nightly room rate at {hotel.group(1) if hotel else 'the hotel'}: {inp.rng.randint(80, 220)}.{inp.rng.randint(10, 99)} "
+             f"{inp.rng.choice(currencies)}"]
     if route:
         lines.append(f"- Return fare {route.group(1)}-{route.group(2)} per person: {inp.rng.randint(120, 420)}.{inp.rng.randint(10, 99)} "
                      f"{inp.rng.choice(currencies)}")
     return Generated(render_call(TRANSFER, {"agent_name": COORDINATOR}, "Findings:\n" + "\n".join(lines)),
                      "reports figures as looked up without calling hotel_rate or flight_fare (they appear nowhere)")
+
+
+def _a3_budget(inp: GenInput) -> Generated | None:
+    """The budget agent reports a result it never computed (no rate looked up, no calculation made)."""
+    if _tool(inp, BUDGET, "fx_rate") is None and _tool(inp, BUDGET, "calculate") is None:
+        return None
+    amount = f"{inp.rng.randint(300, 4000)}.{inp.rng.randint(10, 99)}"
+    return Generated(render_call(TRANSFER, {"agent_name": COORDINATOR}, f"Result: {amount} EUR (converted and computed)."),
+                     f"reports a result of {amount} EUR without looking up a rate or calling calculate")
+
+
+def _a3_brief(inp: GenInput) -> Generated | None:
+    """The coordinator answers with a result it says the budget agent gave, without transferring to it."""
+    hit = _brief(inp)
+    if hit is None:
+        return None
+    amount = f"{inp.rng.randint(300, 4000)}.{inp.rng.randint(10, 99)}"
+    return Generated(f"budget_agent has computed the quote: {amount} EUR.\nANSWER: {amount}",
+                     "reports a budget agent's result for a transfer it never made")
+
+
+def _a3_transfer(inp: GenInput) -> Generated | None:
+    """A specialist transfers back to an agent that does not exist in the team."""
+    hit = _transfer(inp, RESEARCH, COORDINATOR) or _transfer(inp, BUDGET, COORDINATOR)
+    if hit is None:
+        return None
+    name = inp.rng.choice(["pricing_agent", "travel_manager", "quote_agent"])
+    return Generated(render_call(TRANSFER, {"agent_name": name}, hit[0]), f"transfers to {name}, an agent the team does not have")
+
+
+def _v1_fare(inp: GenInput) -> Generated | None:
+    """The research agent looks up the fare to the other city it has fares for, not the trip's (it lost the destination)."""
+    fare = _tool(inp, RESEARCH, "flight_fare")
+    dest = _proper(inp, (fare or {}).get("destination", ""))
+    others = [c for g in inp.distractors[4:5] for c in g if c != dest]
+    if fare is None or not others:
+        return None
+    args = {"origin": _proper(inp, fare.get("origin", "")), "destination": others[0]}
+    return Generated(render_call("flight_fare", args, _thought(inp)), f"looks up the fare to {others[0]} where the trip goes to {dest}")
 
 
 def _c2(inp: GenInput) -> Generated | None:
@@ -232,6 +300,26 @@ def _c2(inp: GenInput) -> Generated | None:
 
 
 # -- the budget agent ----------------------------------------------------------------------------------------------
+def _expression(inp: GenInput) -> str | None:
+    """The budget agent's calculate expression, with parentheses balanced (a seed's first try may miss one)."""
+    args = _tool(inp, BUDGET, "calculate")
+    if args is None:
+        return None
+    expr = str(args.get("expression", ""))
+    return expr + ")" * (expr.count("(") - expr.count(")"))
+
+
+def _v1_calc(inp: GenInput) -> Generated | None:
+    """The budget agent's calculation swaps the two exchange rates (it lost track of which rate was whose)."""
+    expr = _expression(inp)
+    rates = re.findall(r"\* (\d+\.\d+)(?=\)|$| \+)", expr or "")
+    if expr is None or len(rates) < 2 or rates[0] == rates[1]:
+        return None
+    a, b = rates[0], rates[1]
+    new = expr.replace(f"* {a}", "* @@", 1).replace(f"* {b}", f"* {a}", 1).replace("* @@", f"* {b}", 1)
+    return Generated(render_call("calculate", {"expression": new}, _thought(inp)), f"converts the room rate at {b} and the fare at {a}, each the other's rate")
+
+
 def _r2(inp: GenInput) -> Generated | None:
     """The budget agent prices the flights per room instead of per traveller."""
     args = _tool(inp, BUDGET, "calculate")
@@ -241,9 +329,9 @@ def _r2(inp: GenInput) -> Generated | None:
     flights = None
     for text in reversed([p.text for p in inp.prefix]):
         flights = flights or _FLIGHTS.search(text)
-    if args is None or lodging is None or flights is None or lodging.group(1) == flights.group(1):
+    expr = _expression(inp)
+    if args is None or expr is None or lodging is None or flights is None or lodging.group(1) == flights.group(1):
         return None
-    expr = str(args.get("expression", ""))
     term = f"{flights.group(1)} * {flights.group(2)}"
     if term not in expr:
         return None
@@ -253,10 +341,9 @@ def _r2(inp: GenInput) -> Generated | None:
 
 def _r3(inp: GenInput) -> Generated | None:
     """The budget agent rounds an exchange rate to one decimal in its calculation."""
-    args = _tool(inp, BUDGET, "calculate")
-    if args is None:
+    expr = _expression(inp)
+    if expr is None:
         return None
-    expr = str(args.get("expression", ""))
     rates = [m for m in re.finditer(r"\* (\d+\.\d{3,})(?=\)|$| )", expr) if f"{float(m.group(1)):.1f}" != m.group(1)]
     rates = [m for m in rates if abs(float(f"{float(m.group(1)):.1f}") - float(m.group(1))) > 0.004]
     if not rates:
@@ -311,6 +398,6 @@ def _v2(inp: GenInput) -> Generated | None:
                      f"takes {cur} as EUR without looking its rate up")
 
 
-MUTATORS = {"R.1": [_r1], "R.2": [_r2], "R.3": [_r3, _r3_result], "R.4": [_r4], "PL.1": [_pl1], "PL.2": [_pl2],
-            "PL.3": [_pl3], "A.1": [_a1], "A.2": [_a2], "A.3": [_a3], "A.4": [_a4], "A.5": [_a5], "V.1": [_v1],
+MUTATORS = {"R.1": [_r1, _r1_answer, _r1_findings], "R.2": [_r2], "R.3": [_r3, _r3_result], "R.4": [_r4], "PL.1": [_pl1], "PL.2": [_pl2],
+            "PL.3": [_pl3], "A.1": [_a1], "A.2": [_a2], "A.3": [_a3, _a3_budget, _a3_brief, _a3_transfer], "A.4": [_a4], "A.5": [_a5], "V.1": [_v1, _v1_calc, _v1_fare],
             "V.2": [_v2], "C.1": [_c1_plan, _c1_brief], "C.2": [_c2]}

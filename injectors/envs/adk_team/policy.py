@@ -205,13 +205,14 @@ class TeamPolicy:
         own = _own(events)
         lodging, flights, budget = _LODGING.search(brief), _FLIGHTS.search(brief), _BUDGET.search(brief)
         currencies = list(dict.fromkeys([m.group(4) for m in [lodging] if m] + [m.group(3) for m in [flights] if m]))
-        rates = {p["output"]["currency"]: p["output"]["eur_per_unit"] for p in own if p["tool"] == "fx_rate" and _ok(p["output"])}
+        # It takes its rates in the order it looked them up: the first for the lodging's currency, then the fare's.
+        looked = [p for p in own if p["tool"] == "fx_rate" and _ok(p["output"])]
+        rates = {cur: looked[i]["output"]["eur_per_unit"] for i, cur in enumerate(currencies) if i < len(looked)}
         failed = {p["args"].get("currency") for p in own if p["tool"] == "fx_rate" and not _ok(p["output"])}
-        for i, cur in enumerate(currencies):
-            if cur in rates or cur in failed:  # a currency the tool does not know is left out
-                continue
+        if len(looked) < len(currencies) and currencies[len(looked)] not in failed:  # a currency the tool does not know is left out
+            cur = currencies[len(looked)]
             tried = any(p["tool"] == "fx_rate" for p in own)
-            shown = cur.lower() if not tried and chance(f"lower-{i}") else cur
+            shown = cur.lower() if not tried and chance(f"lower-{len(looked)}") else cur
             return render_call("fx_rate", {"currency": shown}, f"I look up the exchange rate of {cur} to EUR.")
         calcs = [p for p in own if p["tool"] == "calculate"]
         if len(calcs) >= 2 and not any(_ok(p["output"]) for p in calcs):
