@@ -152,8 +152,10 @@ class AdkTeam(FrameworkEnvironment):
         policy, sim = self.policy(), dict(rt.sim)
         endpoint = AdkEndpoint(rt.session, lambda agent, request: policy.respond(agent, request, sim))
         desk = Desk(json.loads(json.dumps(task.metadata["world"])))
-        # ADK's warning that transfers re-send the prompt uncached says nothing about this run.
-        logging.getLogger("google_adk").setLevel(logging.ERROR)
+        # ADK's warning that transfers re-send the prompt uncached says nothing about this run, and the errors it
+        # logs with a traceback (an injected transfer to an agent that does not exist) end the run: the run keeps
+        # them (`native_log`), the console need not.
+        logging.getLogger("google_adk").setLevel(logging.CRITICAL)
 
         def model(name: str) -> Any:
             base = BASE_URL.format(agent=name)
