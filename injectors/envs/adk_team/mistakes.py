@@ -1,7 +1,7 @@
 """Error rules of `adk_team` (tried before the generic ones): mistakes in the travel desk's replies.
 
 Where each rule acts (see `adk_team.env` for the steps): the coordinator's plan (R.4, PL.1, PL.2, C.1), its budget
-brief (R.1, PL.3, V.1, A.5, C.1) and its final answer (A.4); the research agent's look-ups (A.1, A.2, A.3) and its
+brief (R.1, PL.3, V.1, A.3, A.5, C.1, C.3) and its final answer (A.4); the research agent's look-ups (A.1, A.2, A.3) and its
 findings (C.2); the budget agent's exchange-rate look-up (V.2), its calculation (R.2, R.3) and its result (R.3).
 Each keeps the step's form (a transfer stays a transfer, a tool call a tool call) unless the mode is to drop it.
 """
@@ -122,6 +122,17 @@ def _c1_brief(inp: GenInput) -> Generated | None:
     if hit is None:
         return None
     return Generated(render_call(TRANSFER, {"agent_name": RESEARCH}, hit[0]), "transfers the budget brief to research_agent instead of budget_agent")
+
+
+def _c3(inp: GenInput) -> Generated | None:
+    """The coordinator leaves the trip to the budget agent: its brief gives no counts or figures, only 'the findings above'."""
+    hit = _brief(inp)
+    goal = _GOAL.search(inp.text) if hit else None
+    if goal is None:
+        return None
+    text = f"Budget brief:\nWork the quote out from research_agent's findings above.\nGoal: {goal.group(1)}."
+    return Generated(render_call(TRANSFER, {"agent_name": BUDGET}, text),
+                     "relies on budget_agent to work the trip out from the findings, giving it no counts or figures")
 
 
 def _r1(inp: GenInput) -> Generated | None:
@@ -400,4 +411,4 @@ def _v2(inp: GenInput) -> Generated | None:
 
 MUTATORS = {"R.1": [_r1, _r1_answer, _r1_findings], "R.2": [_r2], "R.3": [_r3, _r3_result], "R.4": [_r4], "PL.1": [_pl1], "PL.2": [_pl2],
             "PL.3": [_pl3], "A.1": [_a1], "A.2": [_a2], "A.3": [_a3, _a3_budget, _a3_brief, _a3_transfer], "A.4": [_a4], "A.5": [_a5], "V.1": [_v1, _v1_calc, _v1_fare],
-            "V.2": [_v2], "C.1": [_c1_plan, _c1_brief], "C.2": [_c2]}
+            "V.2": [_v2], "C.1": [_c1_plan, _c1_brief], "C.2": [_c2], "C.3": [_c3]}
