@@ -1,8 +1,9 @@
 """Error rules of `adk_team` (tried before the generic ones): mistakes in the travel desk's replies.
 
 Where each rule acts (see `adk_team.env` for the steps): the coordinator's plan (R.4, PL.1, PL.2, C.1), its budget
-brief (R.1, PL.3, V.1, A.3, A.5, C.1, C.3) and its final answer (A.4); the research agent's look-ups (A.1, A.2, A.3) and its
-findings (C.2); the budget agent's exchange-rate look-up (V.2), its calculation (R.2, R.3) and its result (R.3).
+brief (R.1, PL.3, V.1, A.3, A.5, C.1, C.3) and its final answer (R.1, A.4); the research agent's look-ups (A.1, A.2,
+A.3, V.1) and its findings (R.1, C.2); the budget agent's rate look-ups (A.3, V.2), its calculation (R.2, R.3, V.1)
+and its result (R.3); a specialist's transfer back (A.3).
 Each keeps the step's form (a transfer stays a transfer, a tool call a tool call) unless the mode is to drop it.
 """
 
