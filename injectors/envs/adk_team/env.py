@@ -222,7 +222,12 @@ class AdkTeam(FrameworkEnvironment):
                 await runner.close()
 
         _bridge_llm_spans()
-        asyncio.run(main())
+        context_log = logging.getLogger("opentelemetry.context")
+        context_log.addFilter(_quiet_detach)
+        try:
+            asyncio.run(main())
+        finally:
+            context_log.removeFilter(_quiet_detach)
         endpoint.reraise()
         self._steps(rt, desk)
         rt.native_log = json.dumps({"final": final, "error": error}, ensure_ascii=False) + "\n"
@@ -263,6 +268,12 @@ class AdkTeam(FrameworkEnvironment):
                                     tool_name=tool_name, tool_result=output, metadata={"role": "tool"}))
                 step_calls.append(None)
         rt.step_calls = step_calls
+
+
+def _quiet_detach(record: logging.LogRecord) -> bool:
+    """Drop OpenTelemetry's "Failed to detach context" during a run: OpenInference's ADK wrapper opens its span inside
+    ADK's event stream, which ADK closes from another context; the spans are still ended and exported."""
+    return record.getMessage() != "Failed to detach context"
 
 
 def _bridge_llm_spans() -> None:
