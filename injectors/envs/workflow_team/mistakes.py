@@ -1,0 +1,2 @@
+"""Error rules of `workflow_team` (tried before the generic ones)."""
+MUTATORS = {}
