@@ -235,15 +235,16 @@ class TeamPolicy:
             return "I could not read the trip from the brief, so I cannot search for it."
         want = {"origin": brief["origin"], "destination": brief["destination"], "date": brief["date"]}
         flights_calls = [c for c in mine if c.tool == "search_flights" and c.result is not None]
-        if not flights_calls or (not c_ok(flights_calls[-1]) and len(flights_calls) < 3):
+        if not flights_calls or (failed(flights_calls[-1]) and len(flights_calls) < 3):
             return render_call("search_flights", want, f"Searching the flights from {brief['origin']} to "
                                f"{brief['destination']} on {brief['date']}.")
         flights = _json(flights_calls[-1].result).get("flights") or []
         hotels: list[dict[str, Any]] = []
-        wants_hotel = any("hotel" in step for step in brief.get("plan", []))
+        # The researcher does the plan's steps addressed to it: a hotel step given to anyone else is not its job.
+        wants_hotel = any(step.startswith("researcher:") and "hotel" in step for step in brief.get("plan", []))
         if wants_hotel:
             hotel_calls = [c for c in mine if c.tool == "search_hotels" and c.result is not None]
-            if not hotel_calls or (not c_ok(hotel_calls[-1]) and len(hotel_calls) < 3):
+            if not hotel_calls or (failed(hotel_calls[-1]) and len(hotel_calls) < 3):
                 city = brief["destination"]
                 if not hotel_calls and chance("lower-case-city"):
                     city = city.lower()
@@ -285,6 +286,9 @@ class TeamPolicy:
             return render_call(HANDOFF, {"to_agent": "reviewer", "reason": "\n".join(lines)},
                                f"{verb} the booking; the reviewer should check it.")
         if fix is not None:
+            amends = [c for c in mine if c.tool == "amend_booking"]
+            if len(amends) >= 2:
+                return f"I could not amend the booking: {amends[-1].result}"
             try:
                 travellers, nights = int(fix.get("travellers", travellers)), int(fix.get("nights", nights))
             except ValueError:
@@ -294,7 +298,10 @@ class TeamPolicy:
                                                  "nights": nights, "total": total},
                                f"{travellers} × {euros(fare)} + {nights} × {euros(nightly)} = {euros(total)}.")
         attempts = [c for c in mine if c.tool == "book_trip"]
-        if not attempts and nights > 1 and chance("one-night-short"):
+        if len(attempts) >= 2:
+            return f"I could not hold the booking: {attempts[-1].result}"
+        # Twice the noise rate: the slip the reviewer exists to catch, so that its review loop is often seen.
+        if not attempts and nights > 1 and (chance("one-night-short") or chance("one-night-short-2")):
             nights -= 1
         total = travellers * fare + nights * nightly
         value: Any = total
@@ -309,6 +316,15 @@ class TeamPolicy:
     def reviewer(user: str, note: dict[str, str], mine: list[Call]) -> str:
         ref = note.get("booking", "")
         reads = [c for c in mine if c.tool == "get_booking" and c.result is not None]
+        confirms = [c for c in mine if c.tool == "confirm_booking" and c.result is not None]
+        if confirms:  # its decision is made: the reply tells the customer what it confirmed
+            if failed(confirms[-1]):
+                return f"I could not confirm booking {ref}: {confirms[-1].result}"
+            if reads and _json(reads[-1].result):
+                return final_text(_json(reads[-1].result))
+            return final_text({"booking_id": ref, "flight_id": note.get("flight"), "hotel": note.get("hotel"),
+                               "travellers": note.get("travellers"), "nights": note.get("nights"),
+                               "total": int(re.sub(r"\D", "", note.get("total", "")) or 0)})
         if not reads:
             return render_call("get_booking", {"booking_id": ref}, f"Reading booking {ref} to check it.")
         booking = _json(reads[-1].result)
@@ -323,19 +339,11 @@ class TeamPolicy:
                      f"Nights: {req.get('nights')}"]
             return render_call(HANDOFF, {"to_agent": "booker", "reason": "\n".join(lines)},
                                "The booking does not match the request; sending it back.")
-        confirms = [c for c in mine if c.tool == "confirm_booking" and c.result is not None]
-        if not confirms:
-            return render_call("confirm_booking", {"booking_id": booking.get("booking_id")},
-                               f"The booking matches the request: {req.get('travellers')} travellers, "
-                               f"{req.get('nights')} nights from {req.get('date')}.")
-        if not c_ok(confirms[-1]):
-            return f"I could not confirm booking {booking.get('booking_id')}: {confirms[-1].result}"
-        return final_text(booking)
+        return render_call("confirm_booking", {"booking_id": booking.get("booking_id")},
+                           f"The booking matches the request: {req.get('travellers')} travellers, "
+                           f"{req.get('nights')} nights from {req.get('date')}.")
 
 
-def c_ok(call: Call) -> bool:
-    """Whether a function tool call succeeded (a result that is no error and not an empty search)."""
-    if call.result is None or call.result.startswith(("error", "Tool ")):
-        return False
-    data = _json(call.result)
-    return not (("flights" in data and not data["flights"]) or ("hotels" in data and not data["hotels"]))
+def failed(call: Call) -> bool:
+    """Whether a tool call came back with an error (which the agent answers by retrying)."""
+    return call.result is None or call.result.startswith(("error", "Tool "))
