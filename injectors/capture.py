@@ -32,6 +32,7 @@ INSTRUMENTORS: dict[str, tuple[str, ...]] = {
     # Replaces the SDK's own trace exporter (exclusive processor), so nothing is sent to OpenAI.
     "openai-agents": ("openinference.instrumentation.openai_agents:OpenAIAgentsInstrumentor",),
     "autogen": ("openinference.instrumentation.autogen_agentchat:AutogenAgentChatInstrumentor",),
+    "llama-index": ("openinference.instrumentation.llama_index:LlamaIndexInstrumentor",),
 }
 
 
