@@ -190,7 +190,9 @@ class WorkflowTeam(FrameworkEnvironment):
                 problems.append("booked " + ", ".join(f"{k} {have[k]!r} (right: {right[k]!r})" for k in right if have[k] != right[k]))
             else:
                 text = str(run.get("output") or "")
-                for line in (f"Booking: {live[0]['booking_id']}", f"Total: {euros(want.total)}"):
+                lines = (f"Booking: {live[0]['booking_id']}", f"Flight: {want.flight['flight_id']}",
+                         f"Hotel: {want.hotel['name']}", f"Total: {euros(want.total)}")
+                for line in lines:
                     if line not in text.splitlines():
                         problems.append(f"the reply to the customer lacks the line {line!r}")
         ok = not problems

@@ -189,6 +189,53 @@ def _r3_total(inp: GenInput) -> Generated | None:
                      f"adds up the total as {euros(wrong)} (it is {euros(total)})")
 
 
+def _slip(inp: GenInput, value: int) -> int:
+    digits = str(value)
+    slips = [value + 10, value - 10 if value > 20 else value + 20]
+    if len(digits) >= 2 and digits[-1] != digits[-2]:
+        slips.append(int(digits[:-2] + digits[-1] + digits[-2]))
+    return inp.rng.choice([v for v in slips if v > 0 and v != value])
+
+
+def _r3_note(inp: GenInput) -> Generated | None:
+    """The researcher copies a fare or a nightly rate with a slip."""
+    found = _handoff(inp, "researcher", "booker")
+    if found is None:
+        return None
+    args, reason, thought = found
+    m = (_HOTEL.search(reason) if inp.rng.random() < 0.5 else None) or _FLIGHT.search(reason)
+    if m is None:
+        return None
+    old = int(m.group(m.lastindex))
+    new = _slip(inp, old)
+    line = m.group(0).replace(f"at €{old} ", f"at €{new} ")
+    return Generated(_with_reason(args, reason.replace(m.group(0), line), thought),
+                     f"copies {m.group(1)}'s price as {euros(new)} (the search gave {euros(old)})")
+
+
+def _r3_reply(inp: GenInput) -> Generated | None:
+    m = re.search(r"^Total: €(\d+)$", inp.text, re.M)
+    if inp.kind != StepKind.final_answer or m is None:
+        return None
+    new = _slip(inp, int(m.group(1)))
+    return Generated(inp.text.replace(m.group(0), f"Total: {euros(new)}"),
+                     f"writes the total as {euros(new)} (the booking's is {euros(m.group(1))})")
+
+
+def _r3_brief_date(inp: GenInput) -> Generated | None:
+    found = _handoff(inp, "concierge", "researcher")
+    if found is None:
+        return None
+    args, reason, thought = found
+    m = re.search(r" on (\d{4}-\d\d-)(\d\d),", reason)
+    if m is None:
+        return None
+    day = int(m.group(2)) + inp.rng.choice([-1, 1])
+    new = f" on {m.group(1)}{day:02d},"
+    return Generated(_with_reason(args, reason.replace(m.group(0), new, 1), thought),
+                     f"copies the flying date as {m.group(1)}{day:02d} (the customer wrote {m.group(1)}{m.group(2)})")
+
+
 # -- R.4: the request read as another -------------------------------------------------
 _OTHER_FLIGHT_RULE = {"the cheapest": "the earliest departure", "the earliest departure": "the cheapest",
                       "the cheapest direct": "the earliest departure"}
@@ -303,6 +350,19 @@ def _a3_claim(inp: GenInput) -> Generated | None:
         return Generated(render_call(HANDOFF, {"to_agent": "reviewer", "reason": note},
                                      "Held the booking; the reviewer should check it."),
                          f"tells the reviewer that booking {ref} is held without calling book_trip")
+    read = _call(inp, "get_booking", "reviewer")
+    if read is not None:
+        note = next((p.text for p in reversed(inp.prefix) if p.agent == "booker" and "Action: handoff" in p.text), None)
+        found = re.search(r"Action: handoff\n(.+)$", note or "", re.S)
+        if found:
+            from .policy import final_text, read_note
+
+            fields = read_note(str(json.loads(found.group(1)).get("reason", "")))
+            record = {"booking_id": fields.get("booking"), "flight_id": fields.get("flight"), "hotel": fields.get("hotel"),
+                      "travellers": fields.get("travellers"), "nights": fields.get("nights"),
+                      "total": int(re.sub(r"\D", "", fields.get("total", "")) or 0)}
+            return Generated(final_text(record), "tells the customer the booking is checked and confirmed without "
+                             "reading or confirming it")
     confirm = _call(inp, "confirm_booking", "reviewer")
     if confirm is not None:
         record = next((json.loads(p.text) for p in reversed(inp.prefix)
@@ -312,6 +372,43 @@ def _a3_claim(inp: GenInput) -> Generated | None:
 
             return Generated(final_text(record), "tells the customer the booking is confirmed without calling confirm_booking")
     return None
+
+
+def _a3_search(inp: GenInput) -> Generated | None:
+    """The researcher hands on a flight or hotel it says it found, without the search that would have shown it."""
+    found = _call(inp, None, "researcher")
+    brief = _brief(inp)
+    if found is None or found[0] not in ("search_flights", "search_hotels") or not brief:
+        return None
+    seen = inp.prefix_text()
+    flights = _results(inp, "flights")
+    if found[0] == "search_flights" or not flights:
+        made = {"flight_id": f"{inp.rng.choice(['TP', 'SK', 'EI', 'LO'])}{inp.rng.randint(100, 989)}",
+                "departs": f"{inp.rng.randint(6, 20):02d}:{inp.rng.choice([0, 15, 30, 45]):02d}", "stops": 0,
+                "price": inp.rng.randint(80, 300)}
+        flight, what = made, f"flight {made['flight_id']}"
+        hotel = None
+    else:
+        from .policy import pick_flight
+
+        flight = pick_flight(brief["flight_rule"], flights)
+        if flight is None:
+            return None
+        names = [n for n in (inp.distractors[1] if len(inp.distractors) > 1 else []) if n not in seen]
+        if not names:
+            return None
+        hotel = {"hotel_id": f"H-{inp.rng.randint(100, 999)}", "name": inp.rng.choice(sorted(names)),
+                 "rating": round(inp.rng.uniform(4.0, 4.9), 1), "nightly": inp.rng.randint(60, 200)}
+        what = f"hotel {hotel['name']}"
+    lines = [f"Flight: {flight_line(flight)}"]
+    if hotel is None:
+        lines.append(f"Hotel: H-{inp.rng.randint(100, 999)} {inp.rng.choice(sorted(inp.distractors[1]))} (rated 4.5) at "
+                     f"€{inp.rng.randint(60, 200)} a night")
+    else:
+        lines.append(f"Hotel: {hotel_line(hotel)}")
+    lines += [f"Travellers: {brief.get('travellers')}", f"Nights: {brief.get('nights')}"]
+    return Generated(render_call(HANDOFF, {"to_agent": "booker", "reason": "\n".join(lines)},
+                                 "Chosen by the brief."), f"hands on {what} as found without having searched for it")
 
 
 # -- A.4: the reply in another format -------------------------------------------------------------
@@ -372,6 +469,29 @@ def _v1_other_fare(inp: GenInput) -> Generated | None:
     return _booking(inp, total, travellers, nights, other["price"], nightly,
                     f"uses the fare of {other['flight_id']} ({euros(other['price'])}) from the search results, not the "
                     f"chosen flight's ({euros(fare)})", call)
+
+
+def _v1_note_rate(inp: GenInput) -> Generated | None:
+    """The researcher's note gives the chosen flight or hotel another option's price from the same results."""
+    found = _handoff(inp, "researcher", "booker")
+    if found is None:
+        return None
+    args, reason, thought = found
+    use_hotel = inp.rng.random() < 0.5 and _HOTEL.search(reason) is not None
+    m = _HOTEL.search(reason) if use_hotel else _FLIGHT.search(reason)
+    rows = _results(inp, "hotels" if use_hotel else "flights")
+    key = "nightly" if use_hotel else "price"
+    if m is None:
+        return None
+    old = int(m.group(m.lastindex))
+    others = [r for r in rows if r[key] != old]
+    if not others:
+        return None
+    other = inp.rng.choice(others)
+    line = m.group(0).replace(f"at €{old} ", f"at €{other[key]} ")
+    name = other.get("name") or other.get("flight_id")
+    return Generated(_with_reason(args, reason.replace(m.group(0), line), thought),
+                     f"gives {m.group(1)} the price of {name} ({euros(other[key])}) from the same results")
 
 
 # -- V.2: the review skipped where it mattered ---------------------------------------------------------
@@ -448,18 +568,18 @@ def _c3_trust_booker(inp: GenInput) -> Generated | None:
 MUTATORS = {
     "R.1": [_r1_note_price, _r1_total],
     "R.2": [_r2_choice, _r2_rooms],
-    "R.3": [_r3_total],
+    "R.3": [_r3_total, _r3_note, _r3_reply, _r3_brief_date],
     "R.4": [_r4_brief],
     "PL.1": [_pl1_no_hotel],
     "PL.2": [_pl2_hotel_desk],
     "PL.3": [_pl3_drift],
     "A.1": [_a1_cancel],
     "A.2": [_a2_args],
-    "A.3": [_a3_claim],
+    "A.3": [_a3_claim, _a3_search],
     "A.4": [_a4_reply],
     "A.5": [_a5_stop],
     "A.6": [_a6_rebook],
-    "V.1": [_v1_other_fare],
+    "V.1": [_v1_other_fare, _v1_note_rate],
     "V.2": [_v2_confirm_unchecked],
     "C.1": [_c1_target],
     "C.2": [_c2_note],

@@ -23,8 +23,8 @@ to it; its own work is what came after that handoff. A competent agency:
 
 Recovered mistakes (rate `noise`): the hotel search with the city in lower
 case (the tool names the cities it knows), the total sent as text ("€705",
-the tool asks for a number), the booking held for one night fewer (the
-reviewer sends it back and the booker amends it).
+the tool asks for a number), the booking held for one night fewer (three
+draws at the noise rate; the reviewer sends it back and the booker amends it).
 """
 
 from __future__ import annotations
@@ -300,8 +300,9 @@ class TeamPolicy:
         attempts = [c for c in mine if c.tool == "book_trip"]
         if len(attempts) >= 2:
             return f"I could not hold the booking: {attempts[-1].result}"
-        # Twice the noise rate: the slip the reviewer exists to catch, so that its review loop is often seen.
-        if not attempts and nights > 1 and (chance("one-night-short") or chance("one-night-short-2")):
+        # Three draws at the noise rate (about half the seeds at 0.2): the slip the reviewer exists to catch, so
+        # that the review loop (reviewer -> booker -> reviewer) is part of many runs.
+        if not attempts and nights > 1 and any(chance(f"one-night-short-{k}") for k in range(3)):
             nights -= 1
         total = travellers * fare + nights * nightly
         value: Any = total
