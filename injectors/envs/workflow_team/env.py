@@ -51,7 +51,7 @@ from .policy import AGENTS, HANDOFF, TeamPolicy
 from .world import CITIES, FAMILIES, HOTELS, Agency, euros, make_task, resolve
 
 FRAMEWORK = "llama-index"
-# LlamaIndex's count of agent steps per run (a seed run makes 9 or, with a review loop, 12); past it the run fails.
+# LlamaIndex's count of agent steps (model calls) per run (a seed run makes 9, or 13 with a review loop); past it the run fails.
 MAX_ITERATIONS = 20
 
 DESCRIPTIONS = {
