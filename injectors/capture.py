@@ -37,6 +37,7 @@ INSTRUMENTORS: dict[str, tuple[str, ...]] = {
     # OpenInference's span processor over PydanticAI's own spans, wrapped as an instrumentor (chart_desk.tracing).
     "pydantic-ai": ("faultlens.injectors.envs.chart_desk.tracing:PydanticAIInstrumentor",),
     "google-adk": ("openinference.instrumentation.google_adk:GoogleADKInstrumentor",),
+    "llama-index": ("openinference.instrumentation.llama_index:LlamaIndexInstrumentor",),
 }
 
 
