@@ -67,12 +67,16 @@ def datasets(realdev: Path) -> tuple[list[str], list[str]]:
 class Verdict:
     """One method's answer on one trace, scored: what `LosoReport` aggregates."""
 
-    step: float  # 1.0 right, 0.0 wrong; a probability for random choice
+    step: float | None  # 1.0 right, 0.0 wrong; a probability for random choice; None: not measured (`NOT_MEASURED`)
     agent: float | None  # None where agent accuracy does not apply (single agent, no gold agent)
     top3: float | None  # None for a method without a ranking
-    early: float  # the verdict falls on one of the first EARLY_STEPS steps
+    early: float | None  # the verdict falls on one of the first EARLY_STEPS steps
     mode: str | None = None
     picked: dict[str, Any] | None = None  # what the method said (step, agent, mode, top3), for `freeze`
+
+
+# A frozen row's verdict on a system it never saw: left out of every mean, shown as "-".
+NOT_MEASURED = Verdict(step=None, agent=None, top3=None, early=None)
 
 
 @dataclass
@@ -96,6 +100,8 @@ class LosoReport:
 
     def mode_f1(self, system: str, method: str) -> float | None:
         """Mode macro-F1 on a system whose gold labels name modes (`benchmark.metrics.mode_scores`), else None."""
+        if all(v.step is None for v in self.verdicts[system][method]):
+            return None
         records = [{"status": "ok", "predicted": {"mode": v.mode}, "gold": g}
                    for v, g in zip(self.verdicts[system][method], self.gold[system])]
         return mode_scores(records, samples=0)["macro_f1"]["value"]
@@ -231,7 +237,9 @@ def score_systems(train: list[Trace], scored: list[Trace], *, sources: Mapping[s
         per[PRIOR] = [_verdict(t, prior.attribute(attributor_view(t))) for t in held]
         per[RANDOM] = [random_verdict(t) for t in held]
         for name, saved in frozen.items():
-            per[name] = [_replayed(t, saved.get(t.id)) for t in held]
+            # a system added after the row was frozen is not measured by it (not counted as wrong)
+            covered = any(t.id in saved for t in held)
+            per[name] = [_replayed(t, saved.get(t.id)) if covered else NOT_MEASURED for t in held]
         report.verdicts[system] = per
         report.gold[system] = [gold_of(t) for t in held]
         report.trace_ids[system] = [t.id for t in held]
@@ -276,13 +284,17 @@ def loso_tables(report: LosoReport) -> list[Any]:
             n = report.values(system, report.methods[0] if what != "top3" else RANDOM, what).size
             table.add_column(f"{system}\n({n})", justify="right")
         table.add_column("mean [95% CI]", justify="right")
+        means = {method: report.mean(method, what) for method in report.methods}
+        measured = max(m["systems"] for m in means.values())  # systems where this measure applies at all
         for method in report.methods:
-            mean = report.mean(method, what)
+            mean = means[method]
             if mean["value"] is None:
                 continue
             cells = [_pct(report.accuracy(s, method, what)) for s in report.systems]
             label = method + (" (default)" if method == report.default else "") + (" (not a competitor)" if method == PRIOR else "")
             ci = f" [{_pct(mean['ci'][0])}, {_pct(mean['ci'][1])}]" if mean["ci"] else ""
+            if mean["systems"] < measured:
+                ci += f" over {mean['systems']} systems"
             table.add_row(label, *cells, _pct(mean["value"]) + ci)
         tables.append(table)
     table = Table(title=f"share of verdicts on the first {EARLY_STEPS} steps (%), gold share first", title_justify="left")

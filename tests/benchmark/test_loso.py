@@ -93,12 +93,25 @@ def test_a_frozen_row_replays_the_same_verdicts(report, tmp_path):
     again = score_systems(_as_systems(train), held, data_dir=Path("/nonexistent"), frozen=rows, methods=["heuristic"])
     for system in again.systems:
         assert again.accuracy(system, "heuristic (frozen)", "step") == again.accuracy(system, "heuristic", "step")
-    # a trace the frozen row never saw counts as wrong, never as right
+    # within a system the row saw, a trace it never saw counts as wrong, never as right
     data = json.loads(path.read_text())
-    data["verdicts"] = {}
+    ids_a = rep.trace_ids["fw-a"]
+    right = [i for i, v in zip(ids_a, again.verdicts["fw-a"]["heuristic"]) if v.step == 1.0]
+    assert right, "the heuristic gets some fw-a trace right"
+    data["verdicts"] = {i: data["verdicts"][i] for i in ids_a if i != right[0]}
     path.write_text(json.dumps(data))
-    empty = score_systems(_as_systems(train), held, data_dir=Path("/nonexistent"), frozen=frozen_rows(tmp_path), methods=[])
-    assert all(empty.accuracy(s, "heuristic (frozen)", "step") == 0.0 for s in empty.systems)
+    partial = score_systems(_as_systems(train), held, data_dir=Path("/nonexistent"), frozen=frozen_rows(tmp_path), methods=["heuristic"])
+    frozen_a = partial.accuracy("fw-a", "heuristic (frozen)", "step")
+    assert frozen_a == pytest.approx(partial.accuracy("fw-a", "heuristic", "step") - 1 / len(ids_a))
+    # a system the row never saw (added after it was frozen) is not measured: no cell, left out of its mean
+    assert partial.accuracy("fw-b", "heuristic (frozen)", "step") is None
+    assert partial.mode_f1("fw-b", "heuristic (frozen)") is None
+    mean = partial.mean("heuristic (frozen)", "step")
+    assert mean["systems"] == 1 and mean["value"] == pytest.approx(frozen_a)
+    console = Console(record=True, width=300)
+    for table in loso_tables(partial):
+        console.print(table)
+    assert "over 1 systems" in console.export_text()
 
 
 def test_real_datasets_are_their_own_systems():

@@ -293,7 +293,7 @@ def _bridge_llm_spans() -> None:
         return
 
     def start(caller_context: Any) -> Any:
-        return _model_call.tracer.start_span("call_llm", context=caller_context)
+        return _model_call.tracer.start_span("call_llm", context=caller_context)  # type: ignore[attr-defined]
 
     start.faultlens_bridge = True  # type: ignore[attr-defined]
     _model_call._start_call_llm_span = start

@@ -208,7 +208,7 @@ class ChartDesk(FrameworkEnvironment):
                 # One conversation: the agents used as tools run inside the lead's (so its spans import as one trace).
                 result = team().run_sync(prompt, deps=desk, model=desk.models["lead"], conversation_id=str(task.id),
                                          usage_limits=UsageLimits(request_limit=LEAD_REQUESTS))
-                output = result.output.model_dump()
+                output = result.output.model_dump()  # type: ignore[attr-defined]
             except AgentRunError as exc:  # the framework ended the run (retries exhausted, request limit)
                 endpoint.reraise()
                 error = f"{type(exc).__name__}: {str(exc)[:300]}"

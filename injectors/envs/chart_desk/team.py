@@ -92,4 +92,4 @@ def team() -> Agent:
                                       usage_limits=UsageLimits(request_limit=HELPER_REQUESTS))
         return str(result.output)
 
-    return lead
+    return lead  # type: ignore[return-value]

@@ -42,7 +42,7 @@ def _r4(inp: GenInput) -> Generated | None:
     plan = _plan(inp)
     if plan is None:
         return None
-    formula = PLAN_FORMULA.search(plan).group(1)
+    formula = PLAN_FORMULA.search(plan).group(1)  # type: ignore[union-attr]
     new = _QUANTITY.sub("", formula)
     return Generated(render_call(HANDOFF["researcher"], {}, plan.replace(formula, new)),
                      f"plans to compute {new}, one unit of each item, where the question asks for {formula}")
@@ -101,9 +101,9 @@ def _lookup(inp: GenInput) -> dict | None:
 def _a1(inp: GenInput) -> Generated | None:
     """The researcher calls lookup_shipping, a real tool but the wrong one: the shipping cost goes out as the price."""
     args = _lookup(inp)
-    if args is None or parse_action(inp.text).tool != "lookup_price":
+    if args is None or parse_action(inp.text).tool != "lookup_price":  # type: ignore[union-attr]
         return None
-    return Generated(render_call("lookup_shipping", args, parse_action(inp.text).thought),
+    return Generated(render_call("lookup_shipping", args, parse_action(inp.text).thought),  # type: ignore[union-attr]
                      f"calls lookup_shipping for {args['item']} where its brief asks for the unit price (lookup_price)")
 
 
@@ -116,13 +116,13 @@ def _a2(inp: GenInput) -> Generated | None:
     others = [i for i in ITEMS if i not in named and i != args["item"]]
     other = inp.rng.choice(others)
     action = parse_action(inp.text)
-    return Generated(render_call(action.tool, {**args, "item": other}, action.thought.replace(args["item"], other)),
+    return Generated(render_call(action.tool, {**args, "item": other}, action.thought.replace(args["item"], other)),  # type: ignore[union-attr]
                      f"looks up {other} where it means {args['item']}")
 
 
 def _found(inp: GenInput) -> list[tuple[str, str]]:
     """(item, figure) of the researcher's look-ups before the step."""
-    return [m.groups() for p in inp.prefix if p.agent == "researcher" and p.kind == StepKind.tool_result.value
+    return [m.groups() for p in inp.prefix if p.agent == "researcher" and p.kind == StepKind.tool_result.value  # type: ignore[misc]
             for m in [FIGURE.search(p.text.replace(":", ""))] if m]
 
 
@@ -165,7 +165,7 @@ def _a6(inp: GenInput) -> Generated | None:
     previous = next((p.text for p in reversed(inp.prefix) if p.agent == "researcher" and p.kind == StepKind.tool_call.value), None)
     if args is None or previous is None or previous == inp.text or tool_arguments(previous) is None:
         return None
-    return Generated(previous, f"repeats its look-up of {tool_arguments(previous).get('item')} instead of looking up {args['item']}")
+    return Generated(previous, f"repeats its look-up of {tool_arguments(previous).get('item')} instead of looking up {args['item']}")  # type: ignore[union-attr]
 
 
 def _report(inp: GenInput) -> list[tuple[str, str]] | None:
@@ -200,7 +200,7 @@ def _brief(inp: GenInput) -> tuple[str, str] | None:
     """(thought, expression) of the supervisor's brief to the calculator."""
     found = _handoff(inp, "calculator")
     m = COMPUTE_BRIEF.search(found[0]) if found else None
-    return (found[0], m.group(1)) if m and inp.kind == StepKind.message else None
+    return (found[0], m.group(1)) if m and inp.kind == StepKind.message else None  # type: ignore[index]
 
 
 def _r2(inp: GenInput) -> Generated | None:
@@ -278,7 +278,7 @@ def _r3(inp: GenInput) -> Generated | None:
     m = inp.rng.choice(prices)
     new_price = m.group(0)[:-2] + m.group(2) + m.group(1)
     new = expr[: m.start()] + new_price + expr[m.end():]
-    return Generated(render_call("calculate", {"expression": new}, parse_action(inp.text).thought),
+    return Generated(render_call("calculate", {"expression": new}, parse_action(inp.text).thought),  # type: ignore[union-attr]
                      f"copies {m.group(0)} as {new_price} into the expression")
 
 
@@ -286,7 +286,7 @@ def _a4(inp: GenInput) -> Generated | None:
     """The calculator writes × for *, which its tool cannot parse; or the supervisor answers without the ANSWER line."""
     expr = _expression(inp)
     if expr is not None and " * " in expr:
-        return Generated(render_call("calculate", {"expression": expr.replace(" * ", " × ")}, parse_action(inp.text).thought),
+        return Generated(render_call("calculate", {"expression": expr.replace(" * ", " × ")}, parse_action(inp.text).thought),  # type: ignore[union-attr]
                          "writes the expression with × signs, which the calculate tool cannot parse")
     m = re.search(r"^ANSWER: (.+)$", inp.text, re.M)
     if inp.agent == "supervisor" and inp.kind == StepKind.final_answer and m:

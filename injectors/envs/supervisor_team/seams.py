@@ -37,7 +37,7 @@ def seeded_handoff_ids(seed: str) -> Iterator[SeededIds]:
 
     ids = SeededIds(seed)
     real = handoff.uuid
-    handoff.uuid = types.SimpleNamespace(**{k: getattr(uuid, k) for k in dir(uuid) if not k.startswith("_")})
+    handoff.uuid = types.SimpleNamespace(**{k: getattr(uuid, k) for k in dir(uuid) if not k.startswith("_")})  # type: ignore[assignment]
     handoff.uuid.uuid4 = ids.uuid4
     try:
         yield ids

@@ -69,7 +69,7 @@ def graph(model: str, prompts: dict[str, str]) -> Any:
     from langgraph_supervisor import create_handoff_tool, create_supervisor
 
     def chat(agent: str) -> Any:
-        return ChatOpenAI(model=model, api_key="faultlens-sim", base_url=BASE_URL.format(agent=agent), temperature=0,
+        return ChatOpenAI(model=model, api_key="faultlens-sim", base_url=BASE_URL.format(agent=agent), temperature=0,  # type: ignore[arg-type]
                           max_retries=0, http_client=httpx.Client(transport=httpx.MockTransport(_handle)))
 
     workers = [create_react_agent(chat(w), name=w, prompt=prompts[w],
@@ -78,7 +78,7 @@ def graph(model: str, prompts: dict[str, str]) -> Any:
     # Our own handoff tools, in a fixed order: the default ones are made from a set of the agents' names, whose order
     # (and so the order of the supervisor's tools in its requests) changes with the process's hash seed.
     handoffs = [create_handoff_tool(agent_name=w) for w in WORKERS]
-    compiled = create_supervisor(workers, model=chat("supervisor"), tools=handoffs, prompt=prompts["supervisor"],
+    compiled = create_supervisor(workers, model=chat("supervisor"), tools=handoffs, prompt=prompts["supervisor"],  # type: ignore[arg-type]
                                  supervisor_name="supervisor").compile()
     if len(_GRAPHS) > 16:  # lessons make new prompts; keep the cache small
         _GRAPHS.clear()

@@ -230,13 +230,13 @@ class WorkflowTeam(FrameworkEnvironment):
             async def invoke(**kwargs: Any) -> str:
                 return agency.call(name, kwargs)
 
-            schema = create_model(name, **{p: (t, ...) for p, t in params})
+            schema = create_model(name, **{p: (t, ...) for p, t in params})  # type: ignore[call-overload]
             return FunctionTool.from_defaults(async_fn=invoke, name=name, description=description, fn_schema=schema)
 
         team = [FunctionAgent(name=n, description=DESCRIPTIONS[n], system_prompt=rt.system(n), llm=llm(n),
                               tools=[tool(t) for t in AGENT_TOOLS[n]], can_handoff_to=HANDS_OFF_TO[n],
                               streaming=False, allow_parallel_tool_calls=False) for n in AGENTS]
-        workflow = AgentWorkflow(agents=team, root_agent="concierge", timeout=None)
+        workflow = AgentWorkflow(agents=team, root_agent="concierge", timeout=None)  # type: ignore[arg-type]
         outputs: dict[str, str] = {}
 
         async def run() -> Any:

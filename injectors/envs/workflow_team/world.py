@@ -75,20 +75,20 @@ def make_task(rng: random.Random, family: str) -> tuple[str, dict[str, Any]]:
                   for n, r, p in zip(names, ratings, nightly)]
         if len({h["hotel_id"] for h in hotels}) < 5 or len(set(ratings)) < 5:
             continue
-        by_price = sorted(hotels, key=lambda h: h["nightly"])
+        by_price = sorted(hotels, key=lambda h: h["nightly"])  # type: ignore[arg-type, return-value]
         if family == "comfort":
-            best = max(hotels, key=lambda h: h["rating"])
-            under = sorted(h["nightly"] for h in hotels if h["nightly"] < best["nightly"])
+            best = max(hotels, key=lambda h: h["rating"])  # type: ignore[arg-type, return-value]
+            under = sorted(h["nightly"] for h in hotels if h["nightly"] < best["nightly"])  # type: ignore[operator, type-var]
             if len(under) >= 2:
-                req["cap"] = under[-1] + 5 * rng.randint(0, 1)  # the best-rated hotel is over the cap
+                req["cap"] = under[-1] + 5 * rng.randint(0, 1)  # type: ignore[operator]  # the best-rated hotel is over the cap
                 if req["cap"] < best["nightly"]:
                     break
         else:
             # the cheapest hotel is under the floor, and some hotel is at or over it
-            floor = by_price[0]["rating"] + 0.1
-            above = [h for h in hotels if h["rating"] >= floor]
+            floor = by_price[0]["rating"] + 0.1  # type: ignore[operator]
+            above = [h for h in hotels if h["rating"] >= floor]  # type: ignore[operator]
             if above:
-                req["rating"] = round(min(4.5, max(floor, min(h["rating"] for h in above))), 1)
+                req["rating"] = round(min(4.5, max(floor, min(h["rating"] for h in above))), 1)  # type: ignore[call-overload, type-var]
                 if any(h["rating"] >= req["rating"] for h in hotels) and by_price[0]["rating"] < req["rating"]:
                     break
     world = {"request": req, "flights": flights, "hotels": hotels}
@@ -188,7 +188,7 @@ class Agency:
         self.bookings[ref] = {"booking_id": ref, "flight_id": flight_id, "hotel_id": hotel_id, "hotel": hotel["name"],
                               "date": self.world["request"]["date"], "travellers": values[0], "nights": values[1],
                               "total": values[2], "status": "held"}
-        return f"held booking {ref}: flight {flight_id}, {hotel['name']}, {values[0]} travellers, {values[1]} nights, total {euros(values[2])}"
+        return f"held booking {ref}: flight {flight_id}, {hotel['name']}, {values[0]} travellers, {values[1]} nights, total {euros(values[2])}"  # type: ignore[arg-type]
 
     def amend_booking(self, booking_id: str = "", travellers: Any = None, nights: Any = None, total: Any = None) -> str:
         booking = self.bookings.get(booking_id)
@@ -198,7 +198,7 @@ class Agency:
         if any(v is None or v <= 0 for v in values):
             return "error: travellers, nights and total must be positive whole numbers (total in euros, no symbol)"
         booking.update(travellers=values[0], nights=values[1], total=values[2])
-        return f"amended booking {booking_id}: {values[0]} travellers, {values[1]} nights, total {euros(values[2])}"
+        return f"amended booking {booking_id}: {values[0]} travellers, {values[1]} nights, total {euros(values[2])}"  # type: ignore[arg-type]
 
     # -- review ------------------------------------------------------------------
     def get_booking(self, booking_id: str = "") -> str:

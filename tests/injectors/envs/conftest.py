@@ -81,3 +81,53 @@ def inject_every_mode(env_name: str, runs: list, sim: dict[str, Any]) -> tuple[s
 def every_mode():
     """`inject_every_mode`, as a fixture."""
     return inject_every_mode
+
+
+def assert_rule_fails_the_task(env_name: str, runs: list, mode: str, rule: Any, sim: dict[str, Any], *,
+                               tries: int = 6, max_steps: int | None = None) -> None:
+    """One error rule of a framework environment, at the steps with a recorded call: within `tries` applications
+    it makes a kept failure labelled with the injected step, its agent and the mode (a run may also still succeed:
+    a caught error); never a drift or a crash."""
+    from faultlens.injectors import envs
+    from faultlens.injectors.generators import announces, gen_input
+    from faultlens.injectors.pipeline import inject_one
+
+    env = envs.get(env_name)
+    tried = []
+    for task, result in runs:
+        for t, call in enumerate(result.step_calls):
+            if call is None:
+                continue
+            inp = gen_input(result.trace, t, mode, random.Random(t), env)
+            generated = rule(inp)
+            if generated is None:
+                continue
+            assert not announces(generated.text, inp.text), generated.text
+            attempt = inject_one(env, result.trace, result.recording, t, mode, generated, model=None, sim=sim,
+                                 trace_id="x", step_calls=result.step_calls)
+            tried.append(attempt.status)
+            assert attempt.status in ("kept", "succeeded"), attempt.reason
+            if attempt.status == "kept":
+                trace = attempt.trace
+                assert not trace.outcome.success
+                assert (trace.gold.step, trace.gold.agent, trace.gold.mode) == (t, result.trace.steps[t].agent, mode)
+                assert trace.steps[t].content == generated.text
+                assert trace.metadata["injection"]["replayed_calls"] == call
+                if max_steps is not None:
+                    assert len(trace.steps) < max_steps  # the run ended in bounded steps
+                return
+            if len(tried) >= tries:
+                break
+    pytest.fail(f"{rule.__name__} made no kept failure ({tried or 'never applied'})")
+
+
+def assert_inject_is_byte_identical(env_name: str) -> None:
+    """`inject` gives the same traces, byte for byte, in one process and in two workers; every kept trace failed."""
+    from faultlens.injectors.pipeline import InjectConfig, inject
+
+    a = inject(InjectConfig(envs=[env_name], seeds=3, per_seed=3, seed=1, workers=1))
+    b = inject(InjectConfig(envs=[env_name], seeds=3, per_seed=3, seed=1, workers=2))
+    dump = lambda r: "\n".join(t.model_dump_json() for t in r.traces)  # noqa: E731
+    assert a.traces and dump(a) == dump(b)
+    assert all(not t.outcome.success and t.gold is not None for t in a.traces)
+    assert all(s.seed_success for s in a.seeds)

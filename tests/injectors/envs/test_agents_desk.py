@@ -8,19 +8,18 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import random
 import sys
 
 import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+from .conftest import assert_inject_is_byte_identical, assert_rule_fails_the_task  # noqa: E402
 from faultlens.injectors import envs  # noqa: E402
 from faultlens.injectors.envs.agents_desk.mistakes import MUTATORS  # noqa: E402
 from faultlens.injectors.envs.agents_desk.wire import completion, text_of  # noqa: E402
 from faultlens.injectors.envs.base import stable_seed  # noqa: E402
-from faultlens.injectors.generators import announces, gen_input  # noqa: E402
-from faultlens.injectors.pipeline import InjectConfig, inject, inject_one  # noqa: E402
+from faultlens.injectors.pipeline import InjectConfig, inject  # noqa: E402
 from faultlens.middleware.model.trace import StepKind  # noqa: E402
 from faultlens.middleware.replay.session import Drift, Session  # noqa: E402
 
@@ -128,41 +127,12 @@ def test_a_changed_request_on_replay_is_drift_not_a_crash(runs):
 @pytest.mark.parametrize("mode,rule", [(m, r) for m, rules in MUTATORS.items() for r in rules],
                          ids=lambda v: getattr(v, "__name__", v))
 def test_each_rule_of_the_environment_fails_the_task_with_an_exact_label(runs, mode, rule):
-    env = envs.get(ENV)
-    tried = []
-    for task, result in runs:
-        for t, call in enumerate(result.step_calls):
-            if call is None:
-                continue
-            inp = gen_input(result.trace, t, mode, random.Random(t), env)
-            generated = rule(inp)
-            if generated is None:
-                continue
-            assert not announces(generated.text, inp.text), generated.text
-            attempt = inject_one(env, result.trace, result.recording, t, mode, generated, model=None, sim=SIM,
-                                 trace_id="x", step_calls=result.step_calls)
-            tried.append(attempt.status)
-            assert attempt.status in ("kept", "succeeded"), attempt.reason
-            if attempt.status == "kept":
-                trace = attempt.trace
-                assert not trace.outcome.success
-                assert (trace.gold.step, trace.gold.agent, trace.gold.mode) == (t, result.trace.steps[t].agent, mode)
-                assert trace.steps[t].content == generated.text
-                assert trace.metadata["injection"]["replayed_calls"] == call
-                return
-            if len(tried) >= 6:
-                break
-    pytest.fail(f"{rule.__name__} made no kept failure ({tried or 'never applied'})")
+    assert_rule_fails_the_task(ENV, runs, mode, rule, SIM)
 
 
 @needs_sdk
 def test_inject_is_byte_identical_in_process_and_in_workers():
-    a = inject(InjectConfig(envs=[ENV], seeds=3, per_seed=3, seed=1, workers=1))
-    b = inject(InjectConfig(envs=[ENV], seeds=3, per_seed=3, seed=1, workers=2))
-    dump = lambda r: "\n".join(t.model_dump_json() for t in r.traces)  # noqa: E731
-    assert a.traces and dump(a) == dump(b)
-    assert all(not t.outcome.success and t.gold is not None for t in a.traces)
-    assert all(s.seed_success for s in a.seeds)
+    assert_inject_is_byte_identical(ENV)
 
 
 @needs_sdk
