@@ -76,8 +76,12 @@ class InProcessEndpoint:
     `drift` so the environment can raise it instead (see `reraise`).
     """
 
-    def __init__(self, session: Session, respond: Callable[[str, dict[str, Any]], str]) -> None:
-        self.proxy = ChatProxy(session, lambda agent, request: completion(request, respond(agent, request)))
+    def __init__(self, session: Session, respond: Callable[[str, dict[str, Any]], str],
+                 reply: Callable[[dict[str, Any], str], dict[str, Any]] | None = None) -> None:
+        """`respond(agent, request)` gives the reply's text; `reply(request, text)` turns it into the completion
+        the framework reads (default `completion`: text only; `agents_desk.wire.completion` for tool calls)."""
+        answer = reply or completion
+        self.proxy = ChatProxy(session, lambda agent, request: answer(request, respond(agent, request)))
         self.drift: Drift | None = None
 
     def handle(self, request: Any) -> Any:
@@ -104,6 +108,12 @@ class InProcessEndpoint:
         import httpx
 
         return httpx.Client(transport=httpx.MockTransport(self.handle))
+
+    def async_client(self) -> Any:
+        """An `httpx.AsyncClient` whose requests go to this endpoint (for frameworks on async OpenAI clients)."""
+        import httpx
+
+        return httpx.AsyncClient(transport=httpx.MockTransport(self.handle))
 
     def reraise(self) -> None:
         """Raise the drift seen during the run, if any (call it when the framework's run ended or raised)."""

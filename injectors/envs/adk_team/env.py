@@ -33,10 +33,11 @@ import logging
 import random
 from typing import Any, ClassVar
 
-from faultlens.middleware.model.trace import AgentInfo, Outcome, Step, StepKind, Task
+from faultlens.middleware.model.trace import AgentInfo, Outcome, StepKind, Task
 
 from .. import register
 from ..agents_desk.wire import completion, text_of, tool_call_of
+from ..tool_steps import StepLog
 from ..base import Runtime, stable_seed
 from ..framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, InProcessEndpoint, family_tasks, numeric_outcome
 from .mistakes import MUTATORS
@@ -71,19 +72,6 @@ NOT_APPLICABLE = {
     "V.3": "the function tools run inside ADK's own flow: their outputs are function responses that no model call "
            "makes, so no injectable step is a tool's or the environment's output",
 }
-
-
-class AdkEndpoint(InProcessEndpoint):
-    """The in-process endpoint answering with tool calls (`agents_desk.wire`), for litellm's async OpenAI client."""
-
-    def __init__(self, session: Any, respond: Any) -> None:
-        super().__init__(session, lambda agent, request: "")
-        self.proxy.upstream = lambda agent, request: completion(request, respond(agent, request))
-
-    def async_client(self) -> Any:
-        import httpx
-
-        return httpx.AsyncClient(transport=httpx.MockTransport(self.handle))
 
 
 @register
@@ -157,7 +145,7 @@ class AdkTeam(FrameworkEnvironment):
 
         self.require_simulated(rt)
         policy, sim = self.policy(), dict(rt.sim)
-        endpoint = AdkEndpoint(rt.session, lambda agent, request: policy.respond(agent, request, sim))
+        endpoint = InProcessEndpoint(rt.session, lambda agent, request: policy.respond(agent, request, sim), reply=completion)
         desk = Desk(json.loads(json.dumps(task.metadata["world"])))
         # ADK's warning that transfers re-send the prompt uncached says nothing about this run, and the errors it
         # logs with a traceback (an injected transfer to an agent that does not exist) end the run: the run keeps
@@ -235,39 +223,27 @@ class AdkTeam(FrameworkEnvironment):
 
     def _steps(self, rt: Runtime, desk: Desk) -> None:
         """One step per recorded call (a model reply), then the tool's result when a function tool ran."""
-        step_calls: list[int | None] = []
+        steps = StepLog(rt)
         for index, call in enumerate(rt.session.calls):
-            text = text_of(call.response)
             tc = tool_call_of(call.response)
             fn = (tc or {}).get("function") or {}
-            tool_name = fn.get("name")
             meta: dict[str, Any] = {}
             if tc is None:
                 kind = StepKind.final_answer if call.agent == COORDINATOR else StepKind.message
-            elif tool_name == TRANSFER:
+            elif fn.get("name") == TRANSFER:
                 try:
                     meta = {"handoff": str(json.loads(fn.get("arguments") or "{}").get("agent_name"))}
                 except (json.JSONDecodeError, AttributeError):
                     meta = {"handoff": None}
-                kind = StepKind.plan if call.agent == COORDINATOR and text.startswith("Plan:") else StepKind.message
+                planned = call.agent == COORDINATOR and text_of(call.response).startswith("Plan:")
+                kind = StepKind.plan if planned else StepKind.message
             else:
                 kind = StepKind.tool_call
-            step = Step(index=len(rt.steps), agent=call.agent, kind=kind, content=text, model=rt.model, metadata=meta)
-            if kind == StepKind.tool_call:
-                try:
-                    args = json.loads(fn.get("arguments") or "")
-                except json.JSONDecodeError:
-                    args = None
-                step.tool_name = tool_name
-                step.tool_arguments = args if isinstance(args, dict) else {"input": fn.get("arguments")}
-            rt.record_step(step)
-            step_calls.append(index)
+            step = steps.reply(index, call, kind, meta=meta)
             output = desk.outputs.get(str((tc or {}).get("id"))) if kind == StepKind.tool_call else None
             if output is not None:
-                rt.record_step(Step(index=len(rt.steps), agent=call.agent, kind=StepKind.tool_result, content=output,
-                                    tool_name=tool_name, tool_result=output, metadata={"role": "tool"}))
-                step_calls.append(None)
-        rt.step_calls = step_calls
+                steps.result(step, output)
+        steps.close()
 
 
 def _quiet_detach(record: logging.LogRecord) -> bool:

@@ -39,14 +39,15 @@ import random
 from decimal import Decimal
 from typing import Any, ClassVar
 
-from faultlens.middleware.model.trace import AgentInfo, Outcome, Step, StepKind, Task
+from faultlens.middleware.model.trace import AgentInfo, Outcome, StepKind, Task
 from faultlens.middleware.replay.session import CallRecord
 
 from .. import register
 from .mistakes import MUTATORS
 from .policy import HANDOFF, SLUGS, DeskPolicy
 from .world import CATALOGUE, FAMILIES, Store, make_task, money, resolve, unverified_writes, writes
-from .wire import completion, text_of, tool_call_of
+from .wire import completion, tool_call_of
+from ..tool_steps import StepLog
 from ..base import Runtime
 from ..framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, InProcessEndpoint, family_tasks
 
@@ -118,19 +119,6 @@ NOT_APPLICABLE = {
     "C.3": "specialists take the triage note as their brief by design; where they act on a wrong note the wrong step "
            "is the note (C.2) or a tool call, which C.3 does not apply to",
 }
-
-
-class AgentsEndpoint(InProcessEndpoint):
-    """The in-process endpoint, answering with tool calls, for the SDK's async OpenAI client."""
-
-    def __init__(self, session: Any, respond: Any) -> None:
-        super().__init__(session, lambda agent, request: "")
-        self.proxy.upstream = lambda agent, request: completion(request, respond(agent, request))
-
-    def async_client(self) -> Any:
-        import httpx
-
-        return httpx.AsyncClient(transport=httpx.MockTransport(self.handle))
 
 
 @register
@@ -227,7 +215,7 @@ class AgentsDesk(FrameworkEnvironment):
 
         policy, sim = self.policy(), dict(rt.sim)
         store = Store(copy.deepcopy(task.metadata["store"]))
-        endpoint = AgentsEndpoint(rt.session, lambda agent, request: policy.respond(agent, request, sim))
+        endpoint = InProcessEndpoint(rt.session, lambda agent, request: policy.respond(agent, request, sim), reply=completion)
         sdk.set_default_openai_api("chat_completions")
 
         def model(name: str) -> Any:
@@ -274,13 +262,11 @@ class AgentsDesk(FrameworkEnvironment):
 
     def _steps(self, rt: Runtime, store: Store) -> None:
         """One step per recorded call (a model reply), then the tool's result when a function tool ran."""
-        step_calls: list[int | None] = []
+        steps = StepLog(rt)
         for index, call in enumerate(rt.session.calls):
             name = NAMES.get(call.agent, call.agent)
-            text = text_of(call.response)
             tc = tool_call_of(call.response)
-            fn = (tc or {}).get("function") or {}
-            tool_name = fn.get("name")
+            tool_name = ((tc or {}).get("function") or {}).get("name")
             meta: dict[str, Any] = {}
             if name == "Request Screen":
                 kind = StepKind.message
@@ -292,22 +278,11 @@ class AgentsDesk(FrameworkEnvironment):
                 meta = {"handoff": next(a for a, t in HANDOFF.items() if t == tool_name)}
             else:
                 kind = StepKind.tool_call
-            step = Step(index=len(rt.steps), agent=name, kind=kind, content=text, model=rt.model, metadata=meta)
-            if kind == StepKind.tool_call:
-                try:
-                    args = json.loads(fn.get("arguments") or "")
-                except json.JSONDecodeError:
-                    args = None
-                step.tool_name = tool_name
-                step.tool_arguments = args if isinstance(args, dict) else {"input": fn.get("arguments")}
-            rt.record_step(step)
-            step_calls.append(index)
+            step = steps.reply(index, call, kind, agent=name, meta=meta)
             output = store.outputs.get(str((tc or {}).get("id"))) if kind == StepKind.tool_call else None
             if output is not None:
-                rt.record_step(Step(index=len(rt.steps), agent=name, kind=StepKind.tool_result, content=output,
-                                    tool_name=tool_name, tool_result=output, metadata={"role": "tool"}))
-                step_calls.append(None)
-        rt.step_calls = step_calls
+                steps.result(step, output)
+        steps.close()
 
 
 def _traced() -> bool:

@@ -40,11 +40,12 @@ from datetime import datetime, timezone
 from typing import Any, ClassVar
 from unittest import mock
 
-from faultlens.middleware.model.trace import AgentInfo, Media, Outcome, Step, StepKind, Task
+from faultlens.middleware.model.trace import AgentInfo, Media, Outcome, StepKind, Task
 from faultlens.middleware.replay.session import CallRecord
 
 from .. import register
-from ..agents_desk.wire import completion, text_of, tool_call_of
+from ..agents_desk.wire import completion, tool_call_of
+from ..tool_steps import StepLog
 from ..base import Runtime
 from ..chart_qa.world import MONTHS, PRODUCTS, REGIONS, SERIES
 from ..framework import BASE_URL, FrameworkEnvironment, InProcessEndpoint
@@ -85,19 +86,6 @@ NOT_APPLICABLE = {
            "tool error is answered by a retry",
     "A.6": "a repeated tool call or delegation returns the same readings or result, so the answer stays right",
 }
-
-
-class DeskEndpoint(InProcessEndpoint):
-    """The in-process endpoint, answering with tool calls, for PydanticAI's async OpenAI client."""
-
-    def __init__(self, session: Any, respond: Any) -> None:
-        super().__init__(session, lambda agent, request: "")
-        self.proxy.upstream = lambda agent, request: completion(request, respond(agent, request))
-
-    def async_client(self) -> Any:
-        import httpx
-
-        return httpx.AsyncClient(transport=httpx.MockTransport(self.handle))
 
 
 @contextlib.contextmanager
@@ -193,7 +181,7 @@ class ChartDesk(FrameworkEnvironment):
             raise RuntimeError("chart_desk needs PydanticAI: pip install 'faultlens[frameworks]'") from exc
         self.require_simulated(rt)
         policy, sim = self.policy(), dict(rt.sim)
-        endpoint = DeskEndpoint(rt.session, lambda agent, request: policy.respond(agent, request, sim))
+        endpoint = InProcessEndpoint(rt.session, lambda agent, request: policy.respond(agent, request, sim), reply=completion)
 
         def model(name: str) -> Any:
             client = AsyncOpenAI(api_key="faultlens-sim", base_url=BASE_URL.format(agent=SLUGS[name]), max_retries=0,
@@ -221,13 +209,12 @@ class ChartDesk(FrameworkEnvironment):
 
     def _steps(self, rt: Runtime, outputs: dict[str, tuple[str, Media | None]]) -> None:
         """One step per recorded call (a model reply), then the tool's return when `view_chart` or `evaluate` ran."""
-        step_calls: list[int | None] = []
+        steps = StepLog(rt)
         shown: Media | None = None  # the image the reader saw last in its current run
         for index, call in enumerate(rt.session.calls):
             name = NAMES.get(call.agent, call.agent)
             tc = tool_call_of(call.response)
-            fn = (tc or {}).get("function") or {}
-            tool_name = fn.get("name")
+            tool_name = ((tc or {}).get("function") or {}).get("name")
             meta: dict[str, Any] = {}
             media: list[Media] = []
             if name == "lead":
@@ -245,26 +232,13 @@ class ChartDesk(FrameworkEnvironment):
             else:
                 kind = StepKind.message
                 media = [shown] if name == "chart_reader" and shown is not None else []
-            step = Step(index=len(rt.steps), agent=name, kind=kind, content=text_of(call.response), model=rt.model,
-                        metadata=meta, media=media)
-            if kind == StepKind.tool_call:
-                try:
-                    args = json.loads(fn.get("arguments") or "")
-                except json.JSONDecodeError:
-                    args = None
-                step.tool_name = tool_name
-                step.tool_arguments = args if isinstance(args, dict) else {"input": fn.get("arguments")}
-            rt.record_step(step)
-            step_calls.append(index)
+            step = steps.reply(index, call, kind, agent=name, meta=meta, media=media)
             returned = outputs.get(str((tc or {}).get("id"))) if kind == StepKind.tool_call else None
             if returned is not None:
                 text, image = returned
                 shown = image or shown
-                rt.record_step(Step(index=len(rt.steps), agent=name, kind=StepKind.tool_result, content=text,
-                                    tool_name=tool_name, tool_result=text, metadata={"role": "tool"},
-                                    media=[image] if image is not None else []))
-                step_calls.append(None)
-        rt.step_calls = step_calls
+                steps.result(step, text, media=[image] if image is not None else [])
+        steps.close()
 
 
 def _same(answer: str, reference: str) -> bool:

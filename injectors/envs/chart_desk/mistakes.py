@@ -19,7 +19,9 @@ from faultlens.middleware.model.trace import StepKind
 
 from faultlens.injectors.generators import Generated, GenInput, change_a_number
 from ..agents_desk.wire import render_call
-from ..chart_qa.world import READINGS, compute, parse_plan, parse_readings
+from ..chart_qa import perception
+from ..chart_qa.perception import Readings, render as _render
+from ..chart_qa.world import compute, parse_plan, parse_readings
 from .policy import RESULT, answer_call
 from .world import CHART_ID, chart_task
 
@@ -50,8 +52,8 @@ def _plan_of(inp: GenInput) -> dict[str, str]:
 
 
 # -- P.1, P.2, P.3: the reader misreads the image ------------------------------
-def _readings(inp: GenInput):
-    """(series, pairs, chart task, ymax) of a reader's readings step, or None."""
+def _readings(inp: GenInput) -> Readings | None:
+    """The reader's readings step, its chart known by the id it names."""
     if inp.agent != "chart_reader" or inp.kind != StepKind.message:
         return None
     name, values = parse_readings(inp.text)
@@ -62,77 +64,7 @@ def _readings(inp: GenInput):
         task = chart_task(chart.group(1))
     except KeyError:
         return None
-    return name, list(values.items()), task, task.metadata["ymax"]
-
-
-def _render(inp: GenInput, name: str, pairs: list[tuple[str, int]]) -> str:
-    m = READINGS.search(inp.text)
-    assert m is not None  # only called on a readings step
-    body = ", ".join(f"{label} = {value}" for label, value in pairs)
-    return inp.text[: m.start()] + f"Readings ({name}): {body}" + inp.text[m.end():]
-
-
-def perception_p3(inp: GenInput) -> Generated | None:
-    got = _readings(inp)
-    if got is None:
-        return None
-    name, pairs, _, ymax = got
-    k = inp.rng.randrange(len(pairs))
-    label, value = pairs[k]
-    digits = str(value)
-    options = [int(digits[::-1])] if len(digits) == 2 and digits[0] != digits[1] else []
-    options += [value + d for d in (-10, -5, -3, -2, 2, 3, 5, 10)]
-    options = sorted(o for o in set(options) if 0 <= o <= ymax and o != value)
-    if not options:
-        return None
-    new = inp.rng.choice(options)
-    pairs[k] = (label, new)
-    return Generated(_render(inp, name, pairs), f"reads {label} as {new} where the chart shows {value}")
-
-
-def perception_p1(inp: GenInput) -> Generated | None:
-    got = _readings(inp)
-    if got is None:
-        return None
-    name, pairs, task, _ = got
-    series = {n: dict(zip(task.metadata["labels"], vals)) for n, vals in task.metadata["series"]}
-    other = next((n for n in series if n != name), None)
-    if other is not None:
-        moved = [(label, series[other].get(label, value)) for label, value in pairs]
-        if moved != pairs:
-            return Generated(_render(inp, name, moved), f"reads the {other} line and reports it as {name}")
-    data, labels = series.get(name) or {}, task.metadata["labels"]
-    k = inp.rng.randrange(len(pairs))
-    label, value = pairs[k]
-    if label not in labels:
-        return None
-    far = [x for x in labels if abs(labels.index(x) - labels.index(label)) >= 2 and data.get(x) != value]
-    if not far:
-        return None
-    source = inp.rng.choice(far)
-    pairs[k] = (label, data[source])
-    return Generated(_render(inp, name, pairs), f"takes the bar of {source} for {label} and reads {data[source]}")
-
-
-def perception_p2(inp: GenInput) -> Generated | None:
-    got = _readings(inp)
-    if got is None:
-        return None
-    name, pairs, task, _ = got
-    labels = task.metadata["labels"]
-    data = dict(zip(labels, dict((n, v) for n, v in task.metadata["series"]).get(name, [])))
-    k = inp.rng.randrange(len(pairs))
-    label, value = pairs[k]
-    if label not in data:
-        return None
-    i = labels.index(label)
-    side = [j for j in (i - 1, i + 1) if 0 <= j < len(labels) and data[labels[j]] != value]
-    if not side:
-        return None
-    j = inp.rng.choice(side)
-    pairs[k] = (label, data[labels[j]])
-    where = "left" if j < i else "right"
-    return Generated(_render(inp, name, pairs), f"reads the value one position to the {where} of {label} ({labels[j]}'s)")
+    return Readings(name, list(values.items()), task, task.metadata["ymax"])
 
 
 # -- the lead's plan ---------------------------------------------------------------
@@ -491,9 +423,7 @@ def check_v2_reject(inp: GenInput) -> Generated | None:
                      f"the check rejects the right reading of {label}")
 
 MUTATORS = {
-    "P.1": [perception_p1],
-    "P.2": [perception_p2],
-    "P.3": [perception_p3],
+    **perception.rules(_readings),
     "R.1": [final_r1],
     "R.2": [plan_r2, final_r2],
     "R.3": [result_r3, final_r3],

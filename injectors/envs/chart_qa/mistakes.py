@@ -1,10 +1,9 @@
 """Error rules specific to `chart_qa` (tried before the generic rules of each mode).
 
-Perception rules (P.1, P.2, P.3) rewrite the perceiver's readings the way a
-misperception looks: a value read from another bar or the other line (P.1), a
-value read from the neighbouring x position (P.2), a digit misread (P.3). They
-know the chart through its id, as the simulated perceiver does. Misreadings
-stay inside the y axis, so the analyst's range check does not flag them.
+The perception rules (P.1, P.2, P.3) are shared with `chart_desk`
+(`perception.py`); here they find the perceiver's readings and the chart
+through the last chart id and y axis shown before it, as the simulated
+perceiver does.
 """
 
 from __future__ import annotations
@@ -15,10 +14,11 @@ from faultlens.middleware.model.trace import StepKind
 
 from faultlens.injectors.generators import Generated, GenInput, change_a_number
 from ..base import parse_action, render_action
+from . import perception
+from .perception import Readings
 from .world import (
     AXIS,
     CHART_ID,
-    READINGS,
     chart_task,
     compute,
     parse_plan,
@@ -26,8 +26,8 @@ from .world import (
 )
 
 
-def _readings(inp: GenInput):
-    """(series, pairs, chart task, ymax) of a perceiver readings step, or None."""
+def _readings(inp: GenInput) -> Readings | None:
+    """The perceiver's readings step, its chart known by the last id and axis shown before it."""
     if inp.agent != "perceiver" or inp.kind != StepKind.message:
         return None
     name, values = parse_readings(inp.text)
@@ -43,81 +43,7 @@ def _readings(inp: GenInput):
         return None
     axis = AXIS.findall(seen)
     ymax = int(axis[-1]) if axis else task.metadata["ymax"]
-    return name, list(values.items()), task, ymax
-
-
-def _render(inp: GenInput, name: str, pairs: list[tuple[str, int]]) -> str:
-    m = READINGS.search(inp.text)
-    assert m is not None  # only called on a readings step
-    body = ", ".join(f"{l} = {v}" for l, v in pairs)
-    return inp.text[: m.start()] + f"Readings ({name}): {body}" + inp.text[m.end():]
-
-
-def perception_p3(inp: GenInput) -> Generated | None:
-    got = _readings(inp)
-    if got is None:
-        return None
-    name, pairs, _, ymax = got
-    k = inp.rng.randrange(len(pairs))
-    label, value = pairs[k]
-    options = []
-    digits = str(value)
-    if len(digits) == 2 and digits[0] != digits[1]:
-        options.append(int(digits[::-1]))
-    options += [value + d for d in (-10, -5, -3, -2, 2, 3, 5, 10)]
-    options = [o for o in options if 0 <= o <= ymax and o != value]
-    if not options:
-        return None
-    new = inp.rng.choice(sorted(options))
-    pairs[k] = (label, new)
-    return Generated(_render(inp, name, pairs), f"reads {label} as {new} where the chart shows {value}")
-
-
-def perception_p1(inp: GenInput) -> Generated | None:
-    got = _readings(inp)
-    if got is None:
-        return None
-    name, pairs, task, _ = got
-    series = {n: dict(zip(task.metadata["labels"], vals)) for n, vals in task.metadata["series"]}
-    others = [n for n in series if n != name]
-    if others:
-        other = others[0]
-        new_pairs = [(l, series[other].get(l, v)) for l, v in pairs]
-        if new_pairs != pairs:
-            return Generated(_render(inp, name, new_pairs), f"reads the {other} line and reports it as {name}")
-    data = series.get(name) or {}
-    labels = [l for l in task.metadata["labels"]]
-    k = inp.rng.randrange(len(pairs))
-    label, value = pairs[k]
-    if label not in labels:
-        return None
-    far = [l for l in labels if abs(labels.index(l) - labels.index(label)) >= 2 and data.get(l) != value]
-    if not far:
-        return None
-    source = inp.rng.choice(far)
-    pairs[k] = (label, data[source])
-    return Generated(_render(inp, name, pairs), f"takes the bar of {source} for {label} and reads {data[source]}")
-
-
-def perception_p2(inp: GenInput) -> Generated | None:
-    got = _readings(inp)
-    if got is None:
-        return None
-    name, pairs, task, _ = got
-    labels = task.metadata["labels"]
-    data = dict(zip(labels, dict((n, v) for n, v in task.metadata["series"]).get(name, [])))
-    k = inp.rng.randrange(len(pairs))
-    label, value = pairs[k]
-    if label not in data:
-        return None
-    i = labels.index(label)
-    side = [j for j in (i - 1, i + 1) if 0 <= j < len(labels) and data[labels[j]] != value]
-    if not side:
-        return None
-    j = inp.rng.choice(side)
-    pairs[k] = (label, data[labels[j]])
-    where = "left" if j < i else "right"
-    return Generated(_render(inp, name, pairs), f"reads the value one position to the {where} of {label} ({labels[j]}'s)")
+    return Readings(name, list(values.items()), task, ymax)
 
 
 # -- analyst: plan ----------------------------------------------------------
@@ -260,9 +186,7 @@ def answerer_c3(inp: GenInput) -> Generated | None:
 
 
 MUTATORS = {
-    "P.1": [perception_p1],
-    "P.2": [perception_p2],
-    "P.3": [perception_p3],
+    **perception.rules(_readings),
     "R.4": [plan_r4],
     "PL.1": [plan_pl1],
     "PL.2": [plan_pl2],

@@ -57,7 +57,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from faultlens.middleware.model.trace import AgentInfo, Outcome, Step, StepKind, Task
-from faultlens.middleware.replay.endpoint import ChatProxy
 from faultlens.middleware.replay.session import CallRecord
 
 from .. import register
@@ -69,19 +68,6 @@ from .policy import MagenticPolicy
 from .tasks import COMPANIES, FAMILIES, answer_of, make_task, open_page, search
 from .wire import (DESCRIPTIONS, FRAMEWORK, LEDGER_HEAD, MAX_STALLS, MAX_TURNS, MODEL_INFO, ORCHESTRATOR, ORCHESTRATOR_AGENT, call_kind,
                    completion_of, is_error_output, orchestrator_kind, read_tool_calls, tool_call_text)
-
-
-class _Endpoint(InProcessEndpoint):
-    """The in-process endpoint, answering with text or tool calls, for AutoGen's async OpenAI clients."""
-
-    def __init__(self, session: Any, respond: Any) -> None:
-        super().__init__(session, lambda agent, request: "")
-        self.proxy = ChatProxy(session, lambda agent, request: completion_of(request, respond(agent, request)))
-
-    def async_client(self) -> Any:
-        import httpx
-
-        return httpx.AsyncClient(transport=httpx.MockTransport(self.handle))
 
 
 def use_bundled_tiktoken() -> None:
@@ -189,7 +175,7 @@ class MagenticTeam(FrameworkEnvironment):
         self.require_simulated(rt)
         use_bundled_tiktoken()
         policy, sim = self.policy(), dict(rt.sim)
-        endpoint = _Endpoint(rt.session, lambda agent, request: policy.respond(agent, request, sim))
+        endpoint = InProcessEndpoint(rt.session, lambda agent, request: policy.respond(agent, request, sim), reply=completion_of)
 
         def client(agent: str) -> Any:
             # `http_client` is passed on to the SDK's AsyncOpenAI (autogen-ext forwards its init arguments).

@@ -31,11 +31,12 @@ from __future__ import annotations
 import warnings
 from typing import Any, ClassVar
 
-from faultlens.middleware.model.trace import AgentInfo, Outcome, Step, StepKind, Task
+from faultlens.middleware.model.trace import AgentInfo, Outcome, StepKind, Task
 from faultlens.middleware.replay.session import CallRecord
 
 from .. import register
-from ..agents_desk.wire import completion, text_of, tool_call_of
+from ..agents_desk.wire import completion, tool_call_of
+from ..tool_steps import StepLog
 from ..base import Runtime
 from ..framework import TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, InProcessEndpoint, family_tasks, numeric_outcome
 from .mistakes import MUTATORS
@@ -65,14 +66,6 @@ NOT_APPLICABLE = {
     **TEXT_ONLY_NOT_APPLICABLE,
     "V.3": "tool outputs come from the workers' tools inside LangGraph's ToolNode (no recorded call to replace)",
 }
-
-
-class LangGraphEndpoint(InProcessEndpoint):
-    """The in-process endpoint, answering with tool calls (`agents_desk.wire.completion`)."""
-
-    def __init__(self, session: Any, respond: Any) -> None:
-        super().__init__(session, lambda agent, request: "")
-        self.proxy.upstream = lambda agent, request: completion(request, respond(agent, request))
 
 
 @register
@@ -118,7 +111,7 @@ class SupervisorTeam(FrameworkEnvironment):
             raise RuntimeError("supervisor_team needs langgraph-supervisor and langchain-openai: pip install 'faultlens[frameworks]'") from exc
         self.require_simulated(rt)
         policy, sim = self.policy(), dict(rt.sim)
-        endpoint = LangGraphEndpoint(rt.session, lambda agent, request: policy.respond(agent, request, sim))
+        endpoint = InProcessEndpoint(rt.session, lambda agent, request: policy.respond(agent, request, sim), reply=completion)
         with warnings.catch_warnings():
             # langgraph 1.x calls create_react_agent deprecated; langgraph-supervisor 0.0.31 is built on it
             warnings.simplefilter("ignore", DeprecationWarning)
@@ -142,10 +135,9 @@ class SupervisorTeam(FrameworkEnvironment):
     def _steps(rt: Runtime) -> None:
         """One step per recorded call; after a worker's tool call, the tool's output (the ToolMessage sent next)."""
         calls = rt.session.calls
-        step_calls: list[int | None] = []
+        steps = StepLog(rt)
         planned = False
         for index, call in enumerate(calls):
-            text = text_of(call.response)
             tc = tool_call_of(call.response)
             fn = (tc or {}).get("function") or {}
             meta: dict[str, Any] = {}
@@ -158,28 +150,11 @@ class SupervisorTeam(FrameworkEnvironment):
                     meta = {"handoff": str(fn.get("name", "")).removeprefix("transfer_to_")}
             else:
                 kind = StepKind.message if tc is None else StepKind.tool_call
-            step = Step(index=len(rt.steps), agent=call.agent, kind=kind, content=text, model=rt.model, metadata=meta)
-            if kind == StepKind.tool_call:
-                step.tool_name = str(fn.get("name"))
-                step.tool_arguments = _arguments(fn.get("arguments"))
-            rt.record_step(step)
-            step_calls.append(index)
+            step = steps.reply(index, call, kind, meta=meta)
             output = _tool_output(calls[index + 1:], call.agent, str((tc or {}).get("id"))) if kind == StepKind.tool_call else None
             if output is not None:
-                rt.record_step(Step(index=len(rt.steps), agent=call.agent, kind=StepKind.tool_result, content=output,
-                                    tool_name=step.tool_name, tool_result=output, metadata={"role": "tool"}))
-                step_calls.append(None)
-        rt.step_calls = step_calls
-
-
-def _arguments(raw: Any) -> dict[str, Any]:
-    import json
-
-    try:
-        args = json.loads(raw or "")
-    except (json.JSONDecodeError, TypeError):
-        args = None
-    return args if isinstance(args, dict) else {"input": raw}
+                steps.result(step, output)
+        steps.close()
 
 
 def _tool_output(later: list[CallRecord], agent: str, call_id: str) -> str | None:

@@ -40,10 +40,11 @@ import json
 import random
 from typing import Any, ClassVar
 
-from faultlens.middleware.model.trace import AgentInfo, Outcome, Step, StepKind, Task
+from faultlens.middleware.model.trace import AgentInfo, Outcome, StepKind, Task
 
 from .. import register
-from ..agents_desk.wire import completion, text_of, tool_call_of
+from ..agents_desk.wire import completion, tool_call_of
+from ..tool_steps import StepLog
 from ..base import Runtime
 from ..framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, InProcessEndpoint, family_tasks
 from .mistakes import MUTATORS
@@ -106,22 +107,16 @@ class WorkflowEndpoint(InProcessEndpoint):
     """The in-process endpoint answering with tool calls; a simulated agent's own exception is kept, not lost."""
 
     def __init__(self, session: Any, respond: Any) -> None:
-        super().__init__(session, lambda agent, request: "")
         self.bug: BaseException | None = None
 
-        def upstream(agent: str, request: dict[str, Any]) -> dict[str, Any]:
+        def kept(agent: str, request: dict[str, Any]) -> str:
             try:
-                return completion(request, respond(agent, request))
+                return respond(agent, request)
             except Exception as exc:  # the framework would turn it into a connection error and hide it
                 self.bug = self.bug or exc
                 raise
 
-        self.proxy.upstream = upstream
-
-    def async_client(self) -> Any:
-        import httpx
-
-        return httpx.AsyncClient(transport=httpx.MockTransport(self.handle))
+        super().__init__(session, kept, reply=completion)
 
     def reraise(self) -> None:
         super().reraise()
@@ -262,16 +257,14 @@ class WorkflowTeam(FrameworkEnvironment):
 
     def _steps(self, rt: Runtime, outputs: dict[str, str]) -> None:
         """One step per recorded call (a model reply), then the tool's result when a function tool ran."""
-        step_calls: list[int | None] = []
+        steps = StepLog(rt)
         for index, call in enumerate(rt.session.calls):
-            text = text_of(call.response)
             tc = tool_call_of(call.response)
             fn = (tc or {}).get("function") or {}
-            tool_name = fn.get("name")
             meta: dict[str, Any] = {}
             if tc is None:
                 kind = StepKind.final_answer
-            elif tool_name == HANDOFF:
+            elif fn.get("name") == HANDOFF:
                 try:
                     to = json.loads(fn.get("arguments") or "").get("to_agent")
                 except (json.JSONDecodeError, AttributeError):
@@ -280,19 +273,8 @@ class WorkflowTeam(FrameworkEnvironment):
                 meta = {"handoff": to}
             else:
                 kind = StepKind.tool_call
-            step = Step(index=len(rt.steps), agent=call.agent, kind=kind, content=text, model=rt.model, metadata=meta)
-            if kind == StepKind.tool_call:
-                try:
-                    args = json.loads(fn.get("arguments") or "")
-                except json.JSONDecodeError:
-                    args = None
-                step.tool_name = tool_name
-                step.tool_arguments = args if isinstance(args, dict) else {"input": fn.get("arguments")}
-            rt.record_step(step)
-            step_calls.append(index)
+            step = steps.reply(index, call, kind, meta=meta)
             output = outputs.get(str((tc or {}).get("id"))) if kind == StepKind.tool_call else None
             if output is not None:
-                rt.record_step(Step(index=len(rt.steps), agent=call.agent, kind=StepKind.tool_result, content=output,
-                                    tool_name=tool_name, tool_result=output, metadata={"role": "tool"}))
-                step_calls.append(None)
-        rt.step_calls = step_calls
+                steps.result(step, output)
+        steps.close()
