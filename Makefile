@@ -18,9 +18,11 @@ $(VENV)/.installed: pyproject.toml | $(PY)
 # Tests also need pytest, the local model backend (llama-cpp-python has no
 # Linux wheel; it compiles in ~5 minutes and only without native CPU flags) and
 # the agent frameworks of the framework environments (pure-Python wheels).
-$(VENV)/.installed-dev: pyproject.toml $(VENV)/.installed
+# One resolve of everything (not on top of the base install): the frameworks extra caps OpenTelemetry
+# (google-adk), and a base install resolved first leaves packages of a newer OpenTelemetry behind.
+$(VENV)/.installed-dev: pyproject.toml | $(PY)
 	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install -q --no-cache-dir -e ".[all,dev,local,frameworks,phoenix]"
-	touch $@
+	touch $(VENV)/.installed $@
 
 # The Phoenix server the Phoenix tests start (tests/faultlens/phoenix/server.py finds it here).
 # arize-phoenix needs openai>=3, which the frameworks extra excludes (ag2 0.14: openai<3),

@@ -52,7 +52,10 @@ by `envs.names(include_frameworks=True)`, not by `envs.names()`, and need their
 framework installed (`requires`) to run or to build the bundled benchmark.
 `injectors.envs.framework` has what they share (`FrameworkEnvironment`, and
 `InProcessEndpoint`: the framework's OpenAI client talks to a `ChatProxy`
-over the run's session); `ag2_experts` and `smol_analyst` are examples.
+over the run's session; `reply=agents_desk.wire.completion` answers with tool
+calls), and `injectors.envs.tool_steps.StepLog` records a tool-calling team's
+steps from its recorded replies; `ag2_experts` and `smol_analyst` are
+examples, `adk_team` one of a tool-calling team.
 
 Actions are text, so they work with any model: a reply whose first line is
 `Action: <tool>` calls that tool with the rest of the reply as its single

@@ -131,3 +131,30 @@ def assert_inject_is_byte_identical(env_name: str) -> None:
     assert a.traces and dump(a) == dump(b)
     assert all(not t.outcome.success and t.gold is not None for t in a.traces)
     assert all(s.seed_success for s in a.seeds)
+
+
+def captured_seed(env_name: str, tmp_path: Any, instrumentation: str) -> tuple[Any, Any]:
+    """One task of seed 2 injected with its framework's OpenInference capture on (skips without `instrumentation`).
+
+    Asserts one span file per run and that `faultlens traces import` takes the seed run's file; returns (the seed
+    run's spans read back as a trace, the seed run made again without capture)."""
+    pytest.importorskip(instrumentation)
+    from click.testing import CliRunner
+
+    from faultlens.cli import cli
+    from faultlens.injectors import envs
+    from faultlens.injectors.envs.base import stable_seed
+    from faultlens.injectors.pipeline import InjectConfig, inject
+    from faultlens.middleware.otlp.convert import read_otlp_file
+
+    out = tmp_path / "otlp"
+    result = inject(InjectConfig(envs=[env_name], seeds=1, per_seed=1, seed=2, workers=1, otlp_dir=str(out)))
+    task = envs.get(env_name).tasks(2, 1)[0]
+    seed_file = out / f"{task.id}-seed.json"
+    assert seed_file.exists() and len(list(out.glob("*.json"))) == 1 + len(result.seeds[0].attempts)
+    seed_run = envs.get(env_name).run(task, sim={"seed": stable_seed(2, env_name, 0), "noise": 0.2, "tendencies": {}})
+    (imported,) = list(read_otlp_file(seed_file))
+    ran = CliRunner().invoke(cli, ["traces", "import", f"otlp:{seed_file}", "--db", str(tmp_path / "t.db")],
+                             catch_exceptions=False)
+    assert ran.exit_code == 0, ran.output
+    return imported, seed_run

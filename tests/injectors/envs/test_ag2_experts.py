@@ -13,6 +13,7 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 pytest.importorskip("autogen", reason="needs the frameworks extra: pip install 'faultlens[frameworks]'")
 
+from .conftest import captured_seed  # noqa: E402
 from faultlens.injectors import envs  # noqa: E402
 from faultlens.injectors.envs.base import stable_seed  # noqa: E402
 from faultlens.injectors.generators import Generated, TemplateGenerator, gen_input  # noqa: E402
@@ -144,28 +145,13 @@ def test_inject_is_deterministic_and_keeps_failures(tmp_path):
 
 
 def test_runs_are_captured_as_the_frameworks_openinference_spans_and_import(tmp_path):
-    pytest.importorskip("openinference.instrumentation.ag2")
-    from click.testing import CliRunner
-
-    from faultlens.cli import cli
-    from faultlens.middleware.otlp.convert import read_otlp_file
-
-    out = tmp_path / "otlp"
-    result = inject(InjectConfig(envs=[ENV], seeds=1, per_seed=1, seed=2, workers=1, otlp_dir=str(out)))
-    task = envs.get(ENV).tasks(2, 1)[0]
-    seed_file = out / f"{task.id}-seed.json"
-    assert seed_file.exists() and len(list(out.glob("*.json"))) == 1 + len(result.seeds[0].attempts)
-    seed_run = envs.get(ENV).run(task, sim={"seed": stable_seed(2, ENV, 0), "noise": 0.2, "tendencies": {}})
-    (imported,) = list(read_otlp_file(seed_file))
+    imported, seed_run = captured_seed(ENV, tmp_path, "openinference.instrumentation.ag2")
     # The OpenAI instrumentation's LLM spans are the recorded calls, in order, answer for answer.
     llm = [s.content for s in imported.steps if s.kind == StepKind.llm_call]
     recorded = [c.response["choices"][0]["message"]["content"] for c in seed_run.recording.calls]
     assert llm == recorded
     # AG2's own AGENT spans name the experts
     assert {"planner", "coder"} <= {a.name for a in imported.agents}
-    db = tmp_path / "t.db"
-    ran = CliRunner().invoke(cli, ["traces", "import", f"otlp:{seed_file}", "--db", str(db)], catch_exceptions=False)
-    assert ran.exit_code == 0, ran.output
 
 
 def test_the_native_log_is_ag2s_saved_chat_state_and_replays_identically(runs):
