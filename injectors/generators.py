@@ -27,7 +27,7 @@ from typing import Any
 
 from faultlens.middleware.model.trace import Step, StepKind, Trace
 
-from .envs.base import parse_action, render_action
+from .envs.base import Action, parse_action, render_action
 from .applicability import get_mode
 
 __all__ = ["GenInput", "Generated", "Generator", "LLMGenerator", "TemplateGenerator", "announces", "get_generator",
@@ -58,7 +58,7 @@ class GenInput:
     task_query: str = ""
 
     @property
-    def action(self):
+    def action(self) -> Action | None:
         return parse_action(self.text)
 
     def prefix_text(self) -> str:

@@ -76,10 +76,11 @@ class InProcessEndpoint:
     `drift` so the environment can raise it instead (see `reraise`).
     """
 
-    def __init__(self, session: Session, respond: Callable[[str, dict[str, Any]], str],
-                 reply: Callable[[dict[str, Any], str], dict[str, Any]] | None = None) -> None:
-        """`respond(agent, request)` gives the reply's text; `reply(request, text)` turns it into the completion
-        the framework reads (default `completion`: text only; `agents_desk.wire.completion` for tool calls)."""
+    def __init__(self, session: Session, respond: Callable[[str, dict[str, Any]], Any],
+                 reply: Callable[[dict[str, Any], Any], dict[str, Any]] | None = None) -> None:
+        """`respond(agent, request)` gives the reply (text, or what `reply` reads); `reply(request, answer)` turns it
+        into the completion the framework reads (default `completion`: text only; `agents_desk.wire.completion` for
+        tool calls in the action form)."""
         answer = reply or completion
         self.proxy = ChatProxy(session, lambda agent, request: answer(request, respond(agent, request)))
         self.drift: Drift | None = None

@@ -17,7 +17,7 @@ from typing import Any
 
 from faultlens.middleware.model.trace import StepKind
 
-from faultlens.injectors.generators import Generated, GenInput, change_a_number
+from faultlens.injectors.generators import Generated, GenInput, Rule, change_a_number
 from ..agents_desk.wire import render_call
 from ..chart_qa import perception
 from ..chart_qa.perception import Readings, render as _render
@@ -422,7 +422,7 @@ def check_v2_reject(inp: GenInput) -> Generated | None:
     return Generated(render_call("ask_calculator", {"expression": expr[0].rsplit(" ", 2)[0]}, head),
                      f"the check rejects the right reading of {label}")
 
-MUTATORS = {
+MUTATORS: dict[str, list[Rule]] = {
     **perception.rules(_readings),
     "R.1": [final_r1],
     "R.2": [plan_r2, final_r2],

@@ -125,7 +125,7 @@ class DeskPolicy:
             plan = "Plan:\n" + "\n".join(f"- {line}" for line in plan_lines + ["answer: the result"])
             read = dict(line.split(": ", 1) for line in plan_lines)["read"]
             return render_call("ask_chart_reader", {"instruction": f"read {read}"}, plan)
-        plan = parse_plan(calls[0].thought) or dict(line.split(": ", 1) for line in plan_lines)  # type: ignore[assignment]
+        planned = parse_plan(calls[0].thought) or dict(line.split(": ", 1) for line in plan_lines)
         returned = [c for c in calls if c.result is not None]
         sums = [c for c in returned if c.tool == "ask_calculator"]
         if sums:  # the calculator's result is the answer (it is the last step of every plan that needs it)
@@ -143,7 +143,7 @@ class DeskPolicy:
         ymax = int(axis[-1]) if axis else 100
         shown = XLABELS.search(seen)
         chart_labels = [label.strip() for label in shown.group(1).split(",")] if shown else list(values)
-        wanted, series = requested(plan.get("read", "every"), chart_labels)  # type: ignore[attr-defined]
+        wanted, series = requested(planned.get("read", "every"), chart_labels)
         rereads = sum(1 for c in calls if c.tool == "ask_chart_reader" and "zoom on" in str(c.args.get("instruction")))
         bad = [label for label in wanted if label not in values or not 0 <= values[label] <= ymax]
         if bad and rereads < MAX_REREADS:
@@ -151,12 +151,12 @@ class DeskPolicy:
             return render_call("ask_chart_reader", {"instruction": f"zoom on {bad[0]}{of} and read it again"},
                                f"The reading of {bad[0]} fails the check against the chart; asking for a re-read.")
         used = {label: values[label] for label in wanted if label in values}
-        expr, direct = compute(plan.get("compute", ""), used)  # type: ignore[assignment, attr-defined]
+        expression, direct = compute(planned.get("compute", ""), used)
         head = f"Check: {len(wanted)} reading(s), each on the chart and within 0 to {ymax}."
         listed = ", ".join(f"{k} = {v}" for k, v in used.items())
         if direct is not None:
-            return answer_call(direct, f"From the readings {listed}: {plan.get('compute', '')} is {direct}.", head)  # type: ignore[attr-defined]
-        return render_call("ask_calculator", {"expression": expr}, head)
+            return answer_call(direct, f"From the readings {listed}: {planned.get('compute', '')} is {direct}.", head)
+        return render_call("ask_calculator", {"expression": expression}, head)
 
     # -- chart_reader ---------------------------------------------------------
     def reader(self, instruction: str, calls: list[Call], images: int, chance, sim: dict[str, Any]) -> str:
@@ -201,8 +201,9 @@ class DeskPolicy:
     def calculator(self, expression: str, calls: list[Call], chance) -> str:
         expression = expression.split("Evaluate: ", 1)[-1].strip()
         evals = [c for c in calls if c.tool == "evaluate"]
-        if evals and re.fullmatch(r"-?\d+(?:\.\d+)?", (evals[-1].result or "").strip()):
-            return f"Result: {evals[-1].result.strip()}"  # type: ignore[union-attr]
+        last = (evals[-1].result or "").strip() if evals else ""
+        if evals and re.fullmatch(r"-?\d+(?:\.\d+)?", last):
+            return f"Result: {last}"
         if len(evals) >= 2:
             return "Result: unknown"
         expr = expression + " +" if not evals and chance("calc") else expression

@@ -12,7 +12,7 @@ import re
 
 from faultlens.middleware.model.trace import StepKind
 
-from faultlens.injectors.generators import Generated, GenInput, change_a_number
+from faultlens.injectors.generators import Generated, GenInput, Rule, change_a_number
 from ..base import parse_action, render_action
 from . import perception
 from .perception import Readings
@@ -185,7 +185,7 @@ def answerer_c3(inp: GenInput) -> Generated | None:
     return Generated(f"Answer: {new}", f"the answerer takes the reading {new} as the answer instead of the analyst's result")
 
 
-MUTATORS = {
+MUTATORS: dict[str, list[Rule]] = {
     **perception.rules(_readings),
     "R.4": [plan_r4],
     "PL.1": [plan_pl1],

@@ -42,7 +42,10 @@ def _r4(inp: GenInput) -> Generated | None:
     plan = _plan(inp)
     if plan is None:
         return None
-    formula = PLAN_FORMULA.search(plan).group(1)  # type: ignore[union-attr]
+    found = PLAN_FORMULA.search(plan)
+    if found is None:  # `_plan` keeps only plans with the formula line
+        return None
+    formula = found.group(1)
     new = _QUANTITY.sub("", formula)
     return Generated(render_call(HANDOFF["researcher"], {}, plan.replace(formula, new)),
                      f"plans to compute {new}, one unit of each item, where the question asks for {formula}")
@@ -100,29 +103,28 @@ def _lookup(inp: GenInput) -> dict | None:
 
 def _a1(inp: GenInput) -> Generated | None:
     """The researcher calls lookup_shipping, a real tool but the wrong one: the shipping cost goes out as the price."""
-    args = _lookup(inp)
-    if args is None or parse_action(inp.text).tool != "lookup_price":  # type: ignore[union-attr]
+    args, action = _lookup(inp), inp.action
+    if args is None or action is None or action.tool != "lookup_price":
         return None
-    return Generated(render_call("lookup_shipping", args, parse_action(inp.text).thought),  # type: ignore[union-attr]
+    return Generated(render_call("lookup_shipping", args, action.thought),
                      f"calls lookup_shipping for {args['item']} where its brief asks for the unit price (lookup_price)")
 
 
 def _a2(inp: GenInput) -> Generated | None:
     """The researcher looks up another item of the catalogue than the one it means (and reports it as that one)."""
-    args = _lookup(inp)
-    if args is None:
+    args, action = _lookup(inp), inp.action
+    if args is None or action is None:
         return None
     named = set(re.findall(r"\b(%s)\b" % "|".join(ITEMS), inp.task_query))
     others = [i for i in ITEMS if i not in named and i != args["item"]]
     other = inp.rng.choice(others)
-    action = parse_action(inp.text)
-    return Generated(render_call(action.tool, {**args, "item": other}, action.thought.replace(args["item"], other)),  # type: ignore[union-attr]
+    return Generated(render_call(action.tool, {**args, "item": other}, action.thought.replace(args["item"], other)),
                      f"looks up {other} where it means {args['item']}")
 
 
 def _found(inp: GenInput) -> list[tuple[str, str]]:
     """(item, figure) of the researcher's look-ups before the step."""
-    return [m.groups() for p in inp.prefix if p.agent == "researcher" and p.kind == StepKind.tool_result.value  # type: ignore[misc]
+    return [(m.group(1), m.group(2)) for p in inp.prefix if p.agent == "researcher" and p.kind == StepKind.tool_result.value
             for m in [FIGURE.search(p.text.replace(":", ""))] if m]
 
 
@@ -163,9 +165,10 @@ def _a6(inp: GenInput) -> Generated | None:
     figure for that item)."""
     args = _lookup(inp)
     previous = next((p.text for p in reversed(inp.prefix) if p.agent == "researcher" and p.kind == StepKind.tool_call.value), None)
-    if args is None or previous is None or previous == inp.text or tool_arguments(previous) is None:
+    repeated = tool_arguments(previous) if previous is not None else None
+    if args is None or previous is None or previous == inp.text or repeated is None:
         return None
-    return Generated(previous, f"repeats its look-up of {tool_arguments(previous).get('item')} instead of looking up {args['item']}")  # type: ignore[union-attr]
+    return Generated(previous, f"repeats its look-up of {repeated.get('item')} instead of looking up {args['item']}")
 
 
 def _report(inp: GenInput) -> list[tuple[str, str]] | None:
@@ -199,8 +202,10 @@ def _r1(inp: GenInput) -> Generated | None:
 def _brief(inp: GenInput) -> tuple[str, str] | None:
     """(thought, expression) of the supervisor's brief to the calculator."""
     found = _handoff(inp, "calculator")
-    m = COMPUTE_BRIEF.search(found[0]) if found else None
-    return (found[0], m.group(1)) if m and inp.kind == StepKind.message else None  # type: ignore[index]
+    if not found:
+        return None
+    m = COMPUTE_BRIEF.search(found[0])
+    return (found[0], m.group(1)) if m and inp.kind == StepKind.message else None
 
 
 def _r2(inp: GenInput) -> Generated | None:
@@ -271,22 +276,22 @@ def _expression(inp: GenInput) -> str | None:
 
 def _r3(inp: GenInput) -> Generated | None:
     """The calculator copies a price into its expression with two digits swapped."""
-    expr = _expression(inp)
+    expr, action = _expression(inp), inp.action
     prices = [m for m in re.finditer(r"\d+\.(\d)(\d)", expr or "") if m.group(1) != m.group(2)]
-    if expr is None or not prices:
+    if expr is None or action is None or not prices:
         return None
     m = inp.rng.choice(prices)
     new_price = m.group(0)[:-2] + m.group(2) + m.group(1)
     new = expr[: m.start()] + new_price + expr[m.end():]
-    return Generated(render_call("calculate", {"expression": new}, parse_action(inp.text).thought),  # type: ignore[union-attr]
+    return Generated(render_call("calculate", {"expression": new}, action.thought),
                      f"copies {m.group(0)} as {new_price} into the expression")
 
 
 def _a4(inp: GenInput) -> Generated | None:
     """The calculator writes × for *, which its tool cannot parse; or the supervisor answers without the ANSWER line."""
-    expr = _expression(inp)
-    if expr is not None and " * " in expr:
-        return Generated(render_call("calculate", {"expression": expr.replace(" * ", " × ")}, parse_action(inp.text).thought),  # type: ignore[union-attr]
+    expr, action = _expression(inp), inp.action
+    if expr is not None and action is not None and " * " in expr:
+        return Generated(render_call("calculate", {"expression": expr.replace(" * ", " × ")}, action.thought),
                          "writes the expression with × signs, which the calculate tool cannot parse")
     m = re.search(r"^ANSWER: (.+)$", inp.text, re.M)
     if inp.agent == "supervisor" and inp.kind == StepKind.final_answer and m:

@@ -107,7 +107,7 @@ def _r1_note_price(inp: GenInput) -> Generated | None:
     m = m or _FLIGHT.search(reason)
     if m is None:
         return None
-    old = int(m.group(m.lastindex))  # type: ignore[arg-type]
+    old = int(m.group(m.lastindex or 0))
     new = _fresh(inp, old)
     if new is None:
         return None
@@ -124,7 +124,7 @@ def _r1_total(inp: GenInput) -> Generated | None:
     if new is None:
         return None
     return Generated(inp.text.replace(m.group(0), f"Total: {euros(new)}"),
-                     f"tells the customer a total of {euros(new)}, found nowhere in the run (it is {euros(m.group(1))})")  # type: ignore[arg-type]
+                     f"tells the customer a total of {euros(new)}, found nowhere in the run (it is {euros(m.group(1))})")
 
 
 # -- R.2: a criterion misapplied -----------------------------------------------------
@@ -148,11 +148,13 @@ def _r2_choice(inp: GenInput) -> Generated | None:
         h = max(hotels, key=lambda h: h["rating"])
         options.append(("Hotel", _HOTEL, hotel_line(h), f"takes the best-rated hotel at {euros(h['nightly'])} a night, "
                         "over the customer's nightly limit"))
-    options = [o for o in options if o[1].search(reason) and o[1].search(reason).group(0) != f"{o[0]}: {o[2]}"]  # type: ignore[union-attr]
+    options = [o for o in options if (hit := o[1].search(reason)) and hit.group(0) != f"{o[0]}: {o[2]}"]
     if not options:
         return None
     key, pattern, line, why = inp.rng.choice(options)
-    return Generated(_with_reason(args, reason.replace(pattern.search(reason).group(0), f"{key}: {line}"), thought), why)  # type: ignore[union-attr]
+    stated = pattern.search(reason)
+    assert stated is not None  # kept above only where the reason states it
+    return Generated(_with_reason(args, reason.replace(stated.group(0), f"{key}: {line}"), thought), why)
 
 
 def _r2_rooms(inp: GenInput) -> Generated | None:
@@ -206,7 +208,7 @@ def _r3_note(inp: GenInput) -> Generated | None:
     m = (_HOTEL.search(reason) if inp.rng.random() < 0.5 else None) or _FLIGHT.search(reason)
     if m is None:
         return None
-    old = int(m.group(m.lastindex))  # type: ignore[arg-type]
+    old = int(m.group(m.lastindex or 0))
     new = _slip(inp, old)
     line = m.group(0).replace(f"at €{old} ", f"at €{new} ")
     return Generated(_with_reason(args, reason.replace(m.group(0), line), thought),
@@ -219,7 +221,7 @@ def _r3_reply(inp: GenInput) -> Generated | None:
         return None
     new = _slip(inp, int(m.group(1)))
     return Generated(inp.text.replace(m.group(0), f"Total: {euros(new)}"),
-                     f"writes the total as {euros(new)} (the booking's is {euros(m.group(1))})")  # type: ignore[arg-type]
+                     f"writes the total as {euros(new)} (the booking's is {euros(m.group(1))})")
 
 
 def _r3_brief_date(inp: GenInput) -> Generated | None:
@@ -352,12 +354,12 @@ def _a3_claim(inp: GenInput) -> Generated | None:
                          f"tells the reviewer that booking {ref} is held without calling book_trip")
     read = _call(inp, "get_booking", "reviewer")
     if read is not None:
-        note = next((p.text for p in reversed(inp.prefix) if p.agent == "booker" and "Action: handoff" in p.text), None)  # type: ignore[assignment]
-        found = re.search(r"Action: handoff\n(.+)$", note or "", re.S)  # type: ignore[assignment]
-        if found:
+        handed = next((p.text for p in reversed(inp.prefix) if p.agent == "booker" and "Action: handoff" in p.text), None)
+        brief = re.search(r"Action: handoff\n(.+)$", handed or "", re.S)
+        if brief:
             from .policy import final_text, read_note
 
-            fields = read_note(str(json.loads(found.group(1)).get("reason", "")))  # type: ignore[attr-defined]
+            fields = read_note(str(json.loads(brief.group(1)).get("reason", "")))
             record = {"booking_id": fields.get("booking"), "flight_id": fields.get("flight"), "hotel": fields.get("hotel"),
                       "travellers": fields.get("travellers"), "nights": fields.get("nights"),
                       "total": int(re.sub(r"\D", "", fields.get("total", "")) or 0)}
@@ -365,12 +367,12 @@ def _a3_claim(inp: GenInput) -> Generated | None:
                              "reading or confirming it")
     confirm = _call(inp, "confirm_booking", "reviewer")
     if confirm is not None:
-        record = next((json.loads(p.text) for p in reversed(inp.prefix)
-                       if p.kind == StepKind.tool_result.value and p.text.startswith('{"booking_id"')), None)  # type: ignore[arg-type]
-        if record:
+        booked = next((json.loads(p.text) for p in reversed(inp.prefix)
+                       if p.kind == StepKind.tool_result.value and p.text.startswith('{"booking_id"')), None)
+        if booked:
             from .policy import final_text
 
-            return Generated(final_text(record), "tells the customer the booking is confirmed without calling confirm_booking")
+            return Generated(final_text(booked), "tells the customer the booking is confirmed without calling confirm_booking")
     return None
 
 
@@ -391,9 +393,10 @@ def _a3_search(inp: GenInput) -> Generated | None:
     else:
         from .policy import pick_flight
 
-        flight = pick_flight(brief["flight_rule"], flights)  # type: ignore[assignment]
-        if flight is None:
+        picked = pick_flight(brief["flight_rule"], flights)
+        if picked is None:
             return None
+        flight = picked
         names = [n for n in (inp.distractors[1] if len(inp.distractors) > 1 else []) if n not in seen]
         if not names:
             return None
@@ -420,7 +423,7 @@ def _a4_reply(inp: GenInput) -> Generated | None:
     options = [
         (inp.text.replace(total.group(0), f"Total: {total.group(1)} EUR"), "the total is not in the '€<amount>' form"),
         (inp.text.replace(total.group(0), f"Total: €{total.group(1)}.00"), "the total carries cents the reply format has not"),
-        (f"Your trip is booked and confirmed (reference {ref.group(1)}, {euros(total.group(1))} in all).",  # type: ignore[arg-type]
+        (f"Your trip is booked and confirmed (reference {ref.group(1)}, {euros(total.group(1))} in all).",
          "the reply has no 'Booking:' and 'Total:' lines"),
     ]
     text, why = inp.rng.choice(options)
@@ -432,9 +435,9 @@ def _a5_stop(inp: GenInput) -> Generated | None:
     if _handoff(inp, "concierge") is not None:
         return Generated("Thank you for your request! We are looking at flights and hotels for your trip and will get "
                          "back to you with the options shortly.", "the concierge answers the customer instead of handing off")
-    if _handoff(inp, "researcher") is not None:
-        reason = _handoff(inp, "researcher")[1]  # type: ignore[index]
-        return Generated("Here are the options I found for your trip:\n" + reason,
+    researched = _handoff(inp, "researcher")
+    if researched is not None:
+        return Generated("Here are the options I found for your trip:\n" + researched[1],
                          "the researcher answers the customer with its choice instead of handing off to the booker")
     found = _handoff(inp, "booker", "reviewer")
     if found is not None:
@@ -483,7 +486,7 @@ def _v1_note_rate(inp: GenInput) -> Generated | None:
     key = "nightly" if use_hotel else "price"
     if m is None:
         return None
-    old = int(m.group(m.lastindex))  # type: ignore[arg-type]
+    old = int(m.group(m.lastindex or 0))
     others = [r for r in rows if r[key] != old]
     if not others:
         return None

@@ -30,7 +30,8 @@ PEOPLE = ("Ana Costa", "Omar Haddad", "Lena Fischer", "Ravi Patel", "Tom Baker",
 WRITES = ("book_trip", "amend_booking", "confirm_booking", "cancel_booking")
 
 
-def euros(value: int | float) -> str:
+def euros(value: int | float | str) -> str:
+    """A whole euro amount as the team writes it (`€120`); a string of digits, as a reply states it, too."""
     return f"€{int(value)}"
 
 
@@ -71,24 +72,24 @@ def make_task(rng: random.Random, family: str) -> tuple[str, dict[str, Any]]:
     while True:
         ratings = [round(rng.uniform(3.0, 4.9), 1) for _ in names]
         nightly = rng.sample(range(55, 260, 5), 5)
-        hotels = [{"hotel_id": f"H-{rng.randint(100, 999)}", "name": n, "rating": r, "nightly": p}
-                  for n, r, p in zip(names, ratings, nightly)]
+        hotels: list[dict[str, Any]] = [{"hotel_id": f"H-{rng.randint(100, 999)}", "name": n, "rating": r, "nightly": p}
+                                        for n, r, p in zip(names, ratings, nightly)]
         if len({h["hotel_id"] for h in hotels}) < 5 or len(set(ratings)) < 5:
             continue
-        by_price = sorted(hotels, key=lambda h: h["nightly"])  # type: ignore[arg-type, return-value]
+        by_price = sorted(hotels, key=lambda h: h["nightly"])
         if family == "comfort":
-            best = max(hotels, key=lambda h: h["rating"])  # type: ignore[arg-type, return-value]
-            under = sorted(h["nightly"] for h in hotels if h["nightly"] < best["nightly"])  # type: ignore[operator, type-var]
+            best = max(hotels, key=lambda h: h["rating"])
+            under = sorted(h["nightly"] for h in hotels if h["nightly"] < best["nightly"])
             if len(under) >= 2:
-                req["cap"] = under[-1] + 5 * rng.randint(0, 1)  # type: ignore[operator]  # the best-rated hotel is over the cap
+                req["cap"] = under[-1] + 5 * rng.randint(0, 1)  # the best-rated hotel is over the cap
                 if req["cap"] < best["nightly"]:
                     break
         else:
             # the cheapest hotel is under the floor, and some hotel is at or over it
-            floor = by_price[0]["rating"] + 0.1  # type: ignore[operator]
-            above = [h for h in hotels if h["rating"] >= floor]  # type: ignore[operator]
+            floor = by_price[0]["rating"] + 0.1
+            above = [h for h in hotels if h["rating"] >= floor]
             if above:
-                req["rating"] = round(min(4.5, max(floor, min(h["rating"] for h in above))), 1)  # type: ignore[call-overload, type-var]
+                req["rating"] = round(min(4.5, max(floor, min(h["rating"] for h in above))), 1)
                 if any(h["rating"] >= req["rating"] for h in hotels) and by_price[0]["rating"] < req["rating"]:
                     break
     world = {"request": req, "flights": flights, "hotels": hotels}
@@ -127,6 +128,12 @@ def resolve(world: dict[str, Any]) -> Booking:
     req = world["request"]
     return Booking(choose_flight(req["family"], world["flights"]), choose_hotel(req["family"], req, world["hotels"]),
                    req["travellers"], req["nights"])
+
+
+def _positive_whole(*values: Any) -> list[int] | None:
+    """The values as whole numbers when every one is a positive whole number, else None."""
+    numbers = [_number(v) for v in values]
+    return [n for n in numbers if n is not None and n > 0] if all(n is not None and n > 0 for n in numbers) else None
 
 
 def _number(value: Any) -> int | None:
@@ -181,24 +188,24 @@ class Agency:
             return f"error: no flight {flight_id!r} on this route and date"
         if hotel is None:
             return f"error: no hotel {hotel_id!r} in {self.world['request']['destination']}"
-        values = [_number(v) for v in (travellers, nights, total)]
-        if any(v is None or v <= 0 for v in values):
+        values = _positive_whole(travellers, nights, total)
+        if values is None:
             return "error: travellers, nights and total must be positive whole numbers (total in euros, no symbol)"
         ref = f"BK-{1001 + len(self.bookings)}"
         self.bookings[ref] = {"booking_id": ref, "flight_id": flight_id, "hotel_id": hotel_id, "hotel": hotel["name"],
                               "date": self.world["request"]["date"], "travellers": values[0], "nights": values[1],
                               "total": values[2], "status": "held"}
-        return f"held booking {ref}: flight {flight_id}, {hotel['name']}, {values[0]} travellers, {values[1]} nights, total {euros(values[2])}"  # type: ignore[arg-type]
+        return f"held booking {ref}: flight {flight_id}, {hotel['name']}, {values[0]} travellers, {values[1]} nights, total {euros(values[2])}"
 
     def amend_booking(self, booking_id: str = "", travellers: Any = None, nights: Any = None, total: Any = None) -> str:
         booking = self.bookings.get(booking_id)
         if booking is None or booking["status"] == "cancelled":
             return f"error: no booking {booking_id!r}"
-        values = [_number(v) for v in (travellers, nights, total)]
-        if any(v is None or v <= 0 for v in values):
+        values = _positive_whole(travellers, nights, total)
+        if values is None:
             return "error: travellers, nights and total must be positive whole numbers (total in euros, no symbol)"
         booking.update(travellers=values[0], nights=values[1], total=values[2])
-        return f"amended booking {booking_id}: {values[0]} travellers, {values[1]} nights, total {euros(values[2])}"  # type: ignore[arg-type]
+        return f"amended booking {booking_id}: {values[0]} travellers, {values[1]} nights, total {euros(values[2])}"
 
     # -- review ------------------------------------------------------------------
     def get_booking(self, booking_id: str = "") -> str:
