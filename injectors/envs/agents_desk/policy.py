@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 from typing import Any
@@ -40,7 +39,7 @@ from typing import Any
 from faultlens.middleware.replay.session import canonical
 
 from .world import CASES, TOPICS, cents, money
-from .wire import render_call
+from .wire import Call, history, render_call
 from ..base import stable_seed
 from ..framework import message_text
 
@@ -48,43 +47,6 @@ SLUGS = {"screen": "Request Screen", "triage": "Triage", "refunds": "Refunds Spe
 HANDOFF = {"Refunds Specialist": "transfer_to_refunds_specialist", "Orders Specialist": "transfer_to_orders_specialist"}
 WRITES = ("issue_refund", "issue_store_credit", "update_order")
 _FAMILY_OF_CASE = {v: k for k, v in CASES.items()}
-
-
-@dataclass
-class Call:
-    """One tool call in the history, with its result (None: not run)."""
-
-    tool: str
-    arguments: str
-    thought: str
-    result: str | None
-    position: int
-
-    @property
-    def args(self) -> dict[str, Any]:
-        try:
-            value = json.loads(self.arguments)
-        except json.JSONDecodeError:
-            return {}
-        return value if isinstance(value, dict) else {}
-
-    @property
-    def ok(self) -> bool:
-        return self.result is not None and not self.result.startswith(("error", "not verified"))
-
-
-def history(messages: list[dict[str, Any]]) -> list[Call]:
-    """The tool calls of a chat history, in order, each with its result."""
-    results = {m.get("tool_call_id"): message_text(m.get("content")) for m in messages if m.get("role") == "tool"}
-    calls = []
-    for i, m in enumerate(messages):
-        if m.get("role") != "assistant":
-            continue
-        for tc in m.get("tool_calls") or []:
-            fn = tc.get("function") or {}
-            calls.append(Call(str(fn.get("name")), str(fn.get("arguments") or ""), message_text(m.get("content")),
-                              results.get(tc.get("id")), i))
-    return calls
 
 
 def read_request(text: str) -> dict[str, Any] | None:
@@ -145,7 +107,7 @@ class DeskPolicy:
             return noise > 0 and (stable_seed(sim.get("seed", 0), agent, key, label) % 10_000) / 10_000 < noise
 
         user = next((message_text(m.get("content")) for m in messages if m.get("role") == "user"), "")
-        calls = history(messages)
+        calls = history(messages, Call)
         if agent == "screen":
             about = "an order" if re.search(r"\border A\d{4}\b", user) else "something"
             return json.dumps({"is_store_request": True, "reason": f"A customer asks the store for help with {about}."})

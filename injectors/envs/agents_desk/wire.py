@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from faultlens.middleware.replay.session import canonical
 
@@ -58,3 +59,45 @@ def text_of(response: dict[str, Any]) -> str:
         return content
     fn = call.get("function") or {}
     return render_action(str(fn.get("name")), str(fn.get("arguments") or ""), content)
+
+
+@dataclass
+class Call:
+    """One tool call in an agent's chat history, with its result (None: not run yet)."""
+
+    tool: str
+    arguments: str  # as sent (JSON text)
+    thought: str  # the content of the message that made the call
+    result: str | None
+    position: int  # the index of that message in the history
+
+    @property
+    def args(self) -> dict[str, Any]:
+        """The arguments when they are a JSON object, else {}."""
+        try:
+            value = json.loads(self.arguments)
+        except json.JSONDecodeError:
+            return {}
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def ok(self) -> bool:
+        """Whether it ran without an error."""
+        return self.result is not None and not self.result.startswith(("error", "not verified"))
+
+
+C = TypeVar("C", bound=Call)
+
+
+def history(messages: list[dict[str, Any]], call: type[C]) -> list[C]:
+    """The tool calls of a chat history, in order, each with its result, as `call` (`Call` or a subclass of it)."""
+    results = {m.get("tool_call_id"): message_text(m.get("content")) for m in messages if m.get("role") == "tool"}
+    calls = []
+    for i, m in enumerate(messages):
+        if m.get("role") != "assistant":
+            continue
+        for tc in m.get("tool_calls") or []:
+            fn = tc.get("function") or {}
+            calls.append(call(str(fn.get("name")), str(fn.get("arguments") or ""), message_text(m.get("content")),
+                              results.get(tc.get("id")), i))
+    return calls

@@ -32,14 +32,12 @@ operator and it retries.
 
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from faultlens.middleware.replay.session import canonical
 
-from ..agents_desk.wire import render_call
+from ..agents_desk.wire import Call, history, render_call
 from ..base import stable_seed
 from ..chart_qa.env import plan_for, requested
 from ..chart_qa.world import AXIS, compute, parse_plan, parse_readings
@@ -50,34 +48,6 @@ XLABELS = re.compile(r"x labels: (.+?)\. y axis")
 RESULT = re.compile(r"^Result: (.+?)\s*$", re.M)
 MAX_REREADS = 1  # one re-read mends a slip (a slip misreads one label); more would hide real failures
 DELEGATES = {"ask_chart_reader": "chart_reader", "ask_calculator": "calculator"}
-
-
-@dataclass
-class Call:
-    """One tool call in an agent's history, with its return (None: no return yet)."""
-
-    tool: str
-    args: dict[str, Any]
-    thought: str
-    result: str | None
-
-
-def history(messages: list[dict[str, Any]]) -> list[Call]:
-    """The tool calls of a chat history, in order, each with its return."""
-    results = {m.get("tool_call_id"): message_text(m.get("content")) for m in messages if m.get("role") == "tool"}
-    calls = []
-    for m in messages:
-        if m.get("role") != "assistant":
-            continue
-        for tc in m.get("tool_calls") or []:
-            fn = tc.get("function") or {}
-            try:
-                args = json.loads(fn.get("arguments") or "{}")
-            except json.JSONDecodeError:
-                args = {}
-            calls.append(Call(str(fn.get("name")), args if isinstance(args, dict) else {}, message_text(m.get("content")),
-                              results.get(tc.get("id"))))
-    return calls
 
 
 def images_after_last_tool(messages: list[dict[str, Any]]) -> int:
@@ -108,7 +78,7 @@ class DeskPolicy:
 
         users = [message_text(m.get("content")) for m in messages if m.get("role") == "user"]
         prompt = users[0] if users else ""
-        calls = history(messages)
+        calls = history(messages, Call)
         if agent == "lead":
             return self.lead(prompt, calls, chance)
         if agent == "reader":

@@ -31,11 +31,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
 
 from faultlens.middleware.replay.session import canonical
 
+from ..agents_desk import wire
 from ..agents_desk.wire import render_call
 from ..base import stable_seed
 from ..framework import message_text
@@ -46,24 +46,7 @@ HANDOFF = "handoff"
 FLIGHT_RULES = {"budget": "the cheapest", "comfort": "the cheapest direct", "early": "the earliest departure"}
 
 
-@dataclass
-class Call:
-    """One tool call in the history, with its result (None: not run)."""
-
-    tool: str
-    arguments: str
-    thought: str
-    result: str | None
-    position: int
-
-    @property
-    def args(self) -> dict[str, Any]:
-        try:
-            value = json.loads(self.arguments)
-        except json.JSONDecodeError:
-            return {}
-        return value if isinstance(value, dict) else {}
-
+class Call(wire.Call):
     @property
     def ok(self) -> bool:
         """Whether it ran without error (a handoff: whether LlamaIndex accepted it)."""
@@ -76,16 +59,7 @@ class Call:
 
 def history(messages: list[dict[str, Any]]) -> list[Call]:
     """The tool calls of a chat history, in order, each with its result."""
-    results = {m.get("tool_call_id"): message_text(m.get("content")) for m in messages if m.get("role") == "tool"}
-    calls = []
-    for i, m in enumerate(messages):
-        if m.get("role") != "assistant":
-            continue
-        for tc in m.get("tool_calls") or []:
-            fn = tc.get("function") or {}
-            calls.append(Call(str(fn.get("name")), str(fn.get("arguments") or ""), message_text(m.get("content")),
-                              results.get(tc.get("id")), i))
-    return calls
+    return wire.history(messages, Call)
 
 
 def read_request(text: str) -> dict[str, Any] | None:
