@@ -224,6 +224,8 @@ def _step_fields(record: SpanRecord, fallback_agent: str | None) -> dict[str, An
     op = record.operation
     if op in (WORKFLOW, None) and STEP_KIND not in attrs:
         return None
+    if STEP_KIND not in attrs and any(machinery(record) for machinery in hooks().machinery):
+        return None
     # A chain only groups (a `turn`, a workflow), unless it reports what
     # happened in text: an agent's `Step N` can hold the observation of the
     # code it ran, which no other span records.
@@ -360,7 +362,10 @@ def _header_from_record(record: SpanRecord, trace_id: str, *, source: str, label
     if task is None:
         query = messages_text([m for m in (messages_of(record, "input") or []) if not isinstance(m, dict) or m.get("role", "user") == "user"])
         value = attrs.get(OI_INPUT_VALUE)
-        task = Task(query=query or (input_value_text(value) or str(value) if value is not None else ""))
+        # A JSON document with no request in it (a workflow's own state) states no task: the run's first
+        # user message does (`tree.run_task`).
+        stated = input_value_text(value) or ("" if value is None or isinstance(maybe_json(value), (dict, list)) else str(value))
+        task = Task(query=query or stated)
     outcome = _model_attr(record, TRACE_OUTCOME, Outcome, source, label)
     if outcome is None and record.status == "error":
         outcome = Outcome(success=False, evaluator="span status", detail=_error_of(record))

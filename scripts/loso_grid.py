@@ -1,0 +1,90 @@
+"""Try `blend`'s weights and `learned`'s training variants leave-one-system-out, each fold's model fitted once.
+
+    .venv/bin/python scripts/loso_grid.py --realdev ../shared/realdev \
+        [--heuristic 0,0.25,0.5,1] [--lateness 0,0.5,0.75,1,1.5] \
+        [--balance 1.0] [--trees '{"max_leaf_nodes": 7}'] [--real-share 0.5] [--json out.json]
+
+The folds are `faultlens train --loso`'s (`benchmark.loso.score_systems`):
+every system is scored by a model trained as the shipped one is but without a
+run of it. One training setting per call (`--balance`, `--trees` laid over
+`model.TREE_PARAMS`, `--real-share`: the real datasets' runs weighed up or
+down so that they hold that share of the training weight), then every
+(heuristic weight, lateness) pair of `blend` on the same folds. Prints the
+mean step and agent accuracy over systems (each system weighs the same) and
+the step accuracy per system, best mean first. Features are computed once
+(about 90 s); each fold's fit and the scoring take 1-2 minutes more per
+system on this machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from faultlens.attributors.learned import Blend, LearnedAttributor, model  # noqa: E402
+from faultlens.benchmark.loso import leave_one_system_out  # noqa: E402
+
+REAL_SPECS = ("trail:", "taubench:")  # the real datasets' training specs (`benchmark.loso.datasets`)
+
+
+def weighted_to_real_share(share: float) -> Any:
+    """`model.source_weights` with the real datasets' runs scaled to hold `share` of the total training weight."""
+    plain = model.source_weights
+
+    def weights(traces: list[Any], balance: float = model.SOURCE_BALANCE,
+                sources: Mapping[str, str] | None = None) -> dict[str, float]:
+        w = plain(traces, balance, sources)
+        real = {t.id for t in traces if (sources or {}).get(t.id, "").startswith(REAL_SPECS)}
+        real_total = sum(w[i] for i in real)
+        other_total = sum(v for i, v in w.items() if i not in real)
+        if not real_total or not other_total:
+            return w
+        k = share / (1 - share) * other_total / real_total
+        return {i: v * k if i in real else v for i, v in w.items()}
+
+    return weights
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--realdev", type=Path, default=Path("../shared/realdev"))
+    parser.add_argument("--heuristic", default="0.25", help="blend's heuristic weights, comma-separated")
+    parser.add_argument("--lateness", default="0.75", help="blend's lateness weights, comma-separated")
+    parser.add_argument("--balance", type=float, default=model.SOURCE_BALANCE)
+    parser.add_argument("--trees", default="{}", help="JSON object laid over model.TREE_PARAMS")
+    parser.add_argument("--real-share", type=float, default=None, help="share of the training weight on real runs")
+    parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON")
+    args = parser.parse_args()
+
+    if args.real_share is not None:
+        model.source_weights = weighted_to_real_share(args.real_share)  # fit() looks it up at call time
+    fold_methods: dict[str, Any] = {"learned": lambda m: LearnedAttributor(model=m)}
+    for h in (float(x) for x in args.heuristic.split(",")):
+        for lateness in (float(x) for x in args.lateness.split(",")):
+            fold_methods[f"blend h={h:g} lateness={lateness:g}"] = (
+                lambda h, lateness: lambda m: Blend(model=m, heuristic_weight=h, lateness=lateness))(h, lateness)
+    fit_options = {"balance": args.balance, "tree_params": {**model.TREE_PARAMS, **json.loads(args.trees)}}
+    report = leave_one_system_out(args.realdev, methods=[], frozen={}, fit_options=fit_options,
+                                  fold_methods=fold_methods, progress=lambda s: print(f"fold {s} done", flush=True))
+    rows = []
+    for method in fold_methods:
+        steps = {s: report.accuracy(s, method, "step") or 0.0 for s in report.systems}
+        agents = [a for a in (report.accuracy(s, method, "agent") for s in report.systems) if a is not None]
+        rows.append({"method": method, "step": sum(steps.values()) / len(steps), "agent": sum(agents) / len(agents),
+                     "per_system": steps})
+    rows.sort(key=lambda r: -r["step"])
+    for r in rows:
+        per = " ".join(f"{s} {100 * v:.1f}" for s, v in r["per_system"].items())
+        print(f"{r['method']:28s} step {100 * r['step']:5.1f}  agent {100 * r['agent']:5.1f}  | {per}")
+    if args.json is not None:
+        args.json.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
