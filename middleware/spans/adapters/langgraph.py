@@ -11,15 +11,16 @@ chat or tool span is named by the first node of its `checkpoint_ns`, or by its
 `langgraph_node` when it is a top-level node itself. Spans without that
 metadata (the root `LangGraph` chain) name no agent. An agent span outputs
 the graph's state (the whole history), so it is no step of its own.
-Left as the core reads them: a routing chain's `__end__` output (a
-`tool_result` step) and tool outputs as LangChain's ToolMessage/Command JSON.
+A routing chain whose output is one of LangGraph's reserved nodes (`__end__`:
+the agent's graph is done) is no step. Left as the core reads them: tool
+outputs as LangChain's ToolMessage/Command JSON.
 """
 
 from __future__ import annotations
 
 import json
 
-from ..conventions import AGENT, CHAIN, CHAT, TOOL
+from ..conventions import AGENT, CHAIN, CHAT, OI_OUTPUT_VALUE, TOOL
 from ..record import SpanRecord
 from . import SpanAdapter
 
@@ -50,5 +51,13 @@ def whole_conversation(record: SpanRecord) -> bool:
     return record.operation == AGENT and agent_name(record) is not None
 
 
+def machinery(record: SpanRecord) -> bool:
+    """A routing chain of a LangGraph graph that only says where the graph goes next: a reserved node (`__end__`)."""
+    if record.operation != CHAIN:
+        return False
+    output = str(record.attributes.get(OI_OUTPUT_VALUE) or "").strip()
+    return output.startswith("__") and output.endswith("__") and output[2:-2].isidentifier() and agent_name(record) is not None
+
+
 ADAPTER = SpanAdapter(name="langgraph", agent_names={AGENT: agent_name, CHAIN: agent_name, CHAT: agent_name, TOOL: agent_name},
-                      whole_conversation=whole_conversation)
+                      whole_conversation=whole_conversation, machinery=machinery)

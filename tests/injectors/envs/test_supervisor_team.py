@@ -104,7 +104,7 @@ def test_runs_are_captured_as_langchains_openinference_spans_and_import(tmp_path
     llm = [s.agent for s in imported.steps if s.kind == StepKind.llm_call]
     assert llm == [c.agent for c in seed_run.recording.calls]
     assert [a.name for a in imported.agents] == ["supervisor", "researcher", "calculator"]
-
+    assert not any(s.content == "__end__" for s in imported.steps)  # the routing to the graph's end is no step
 
 
 @needs_sdk

@@ -27,3 +27,11 @@ def test_an_agent_span_holds_the_whole_history_and_is_no_step():
     assert span_to_step(oi(sid(1), "call_agent", "AGENT", **meta("calculator"), **{"output.value": state})) is None
     llm = span_to_step(oi(sid(2), "ChatOpenAI", "LLM", **meta("agent", "calculator:9c2"), **{"output.value": "Result: 5"}))
     assert llm is not None and llm.agent == "calculator"
+
+
+def test_a_routing_chain_that_ends_the_graph_is_no_step():
+    routing = {"output.value": "__end__", "output.mime_type": "text/plain"}
+    assert span_to_step(oi(sid(1), "should_continue", "CHAIN", **meta("agent", "researcher:1f0|agent:2a1"), **routing)) is None
+    said = {"output.value": "Unit prices: valve $9.66.", "output.mime_type": "text/plain"}
+    assert span_to_step(oi(sid(2), "should_continue", "CHAIN", **meta("agent", "researcher:1f0"), **said)) is not None
+    assert span_to_step(oi(sid(3), "Step 1", "CHAIN", **routing)) is not None  # not LangGraph's: left to the core
