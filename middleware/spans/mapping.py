@@ -271,6 +271,11 @@ def _step_fields(record: SpanRecord, fallback_agent: str | None) -> dict[str, An
             metadata.setdefault("tool_parameters", parameters)
         raw_result = attrs.get(TOOL_RESULT, attrs.get(OI_OUTPUT_VALUE))
         tool_result = maybe_json(raw_result)
+        wrapped = tool_result
+        for unwrap in hooks().tool_results:
+            tool_result = unwrap(tool_result)
+        if tool_result is not wrapped and CONTENT not in attrs and outputs is None:
+            content = ""  # the framework's wrapping of the output is not what a person reads: its text is (below)
         if not content and tool_result is not None and CONTENT not in attrs:
             # What a tool returned is what a person reads of a tool step.
             content = tool_result if isinstance(tool_result, str) else json_text(tool_result)

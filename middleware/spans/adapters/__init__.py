@@ -4,8 +4,8 @@ The mapping core (`spans.mapping`, `spans.tree`) reads the conventions
 (`spans.conventions`) and names no framework. What a framework does its own
 way (an agent named by its span name, helper agents that speak for another,
 a span that is a whole conversation, agents listed on a manager's span,
-tool arguments in its own wrapping, spans that are its own machinery and no
-step) is one module here exposing a
+tool arguments or results in its own wrapping, spans that are its own
+machinery and no step) is one module here exposing a
 `SpanAdapter`, registered in the `faultlens.span_adapters` entry-point group:
 
     [project.entry-points."faultlens.span_adapters"]
@@ -50,6 +50,8 @@ class SpanAdapter:
     # (arguments, declared parameters) -> a tool call's arguments out of the framework's own wrapping,
     # or the arguments unchanged when they are not in it.
     call_arguments: Callable[[Any, Any], Any] | None = None
+    # result -> a tool's output out of the framework's own wrapping (its text), or the result unchanged.
+    tool_result: Callable[[Any], Any] | None = None
     # record -> whether a span is the framework's own machinery (its event plumbing, a wrapper around
     # the model call another span records), so no step; asked of every span that could be one: keep it cheap.
     machinery: Callable[[SpanRecord], bool] | None = None
@@ -64,6 +66,7 @@ class Hooks:
     whole_conversation: tuple[Callable[[SpanRecord], bool], ...]
     listed_agents: tuple[Callable[[SpanRecord], list[AgentInfo]], ...]
     call_arguments: tuple[Callable[[Any, Any], Any], ...]
+    tool_results: tuple[Callable[[Any], Any], ...]
     machinery: tuple[Callable[[SpanRecord], bool], ...]
 
 
@@ -110,6 +113,7 @@ def _gather() -> Hooks:
         whole_conversation=tuple(a.whole_conversation for a in loaded if a.whole_conversation is not None),
         listed_agents=tuple(a.listed_agents for a in loaded if a.listed_agents is not None),
         call_arguments=tuple(a.call_arguments for a in loaded if a.call_arguments is not None),
+        tool_results=tuple(a.tool_result for a in loaded if a.tool_result is not None),
         machinery=tuple(a.machinery for a in loaded if a.machinery is not None),
     )
     return _gathered

@@ -12,13 +12,15 @@ chat or tool span is named by the first node of its `checkpoint_ns`, or by its
 metadata (the root `LangGraph` chain) name no agent. An agent span outputs
 the graph's state (the whole history), so it is no step of its own.
 A routing chain whose output is one of LangGraph's reserved nodes (`__end__`:
-the agent's graph is done) is no step. Left as the core reads them: tool
-outputs as LangChain's ToolMessage/Command JSON.
+the agent's graph is done) is no step. A tool's output recorded as
+LangChain's ToolMessage JSON (`{"type": "tool", "data": {"content": ...}}`)
+is read as its content; a handoff's `Command` JSON is left as it is.
 """
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from ..conventions import AGENT, CHAIN, CHAT, OI_OUTPUT_VALUE, TOOL
 from ..record import SpanRecord
@@ -59,5 +61,14 @@ def machinery(record: SpanRecord) -> bool:
     return output.startswith("__") and output.endswith("__") and output[2:-2].isidentifier() and agent_name(record) is not None
 
 
+def tool_result(result: Any) -> Any:
+    """A LangChain ToolMessage (`{"type": "tool", "data": {"content": ...}}`) as its content (other results unchanged)."""
+    if isinstance(result, dict) and result.get("type") == "tool" and isinstance(result.get("data"), dict):
+        content = result["data"].get("content")
+        if isinstance(content, str):
+            return content
+    return result
+
+
 ADAPTER = SpanAdapter(name="langgraph", agent_names={AGENT: agent_name, CHAIN: agent_name, CHAT: agent_name, TOOL: agent_name},
-                      whole_conversation=whole_conversation, machinery=machinery)
+                      whole_conversation=whole_conversation, tool_result=tool_result, machinery=machinery)

@@ -10,7 +10,9 @@ model call under it is that agent's. The model call itself is three LLM
 spans: `<LLM>._prepare_chat_with_tools` (the request being built), the
 `<LLM>.achat` the agent calls and, inside it, the instrumented `achat`
 that records the messages; only the last is a step. The event plumbing is
-no step either. Left as the core reads them: a function tool's span
+no step either. A tool's output (`ToolOutput` JSON: `{"blocks": [{"text":
+...}], "tool_name": ...}`) is read as its blocks' text. Left as the core
+reads it: a function tool's span
 (`FunctionTool.acall`) runs under `call_tool`, which names no agent, so a
 tool's step has the run's fallback agent; its call is in the agent's
 model-call step that precedes it.
@@ -19,6 +21,7 @@ model-call step that precedes it.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from ..conventions import CHAIN, CHAT, OI_INPUT_VALUE, OI_OUTPUT_VALUE
 from ..record import SpanRecord
@@ -51,4 +54,12 @@ def machinery(record: SpanRecord) -> bool:
     return False
 
 
-ADAPTER = SpanAdapter(name="llama_index", agent_names={CHAIN: agent_name}, machinery=machinery)
+def tool_result(result: Any) -> Any:
+    """A `ToolOutput` as the text of its blocks (other results unchanged)."""
+    if not (isinstance(result, dict) and isinstance(result.get("blocks"), list) and "tool_name" in result):
+        return result
+    texts = [str(b["text"]) for b in result["blocks"] if isinstance(b, dict) and isinstance(b.get("text"), str)]
+    return "\n".join(texts) if texts else result
+
+
+ADAPTER = SpanAdapter(name="llama_index", agent_names={CHAIN: agent_name}, tool_result=tool_result, machinery=machinery)

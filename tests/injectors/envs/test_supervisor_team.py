@@ -105,6 +105,8 @@ def test_runs_are_captured_as_langchains_openinference_spans_and_import(tmp_path
     assert llm == [c.agent for c in seed_run.recording.calls]
     assert [a.name for a in imported.agents] == ["supervisor", "researcher", "calculator"]
     assert not any(s.content == "__end__" for s in imported.steps)  # the routing to the graph's end is no step
+    tools = [s.content for s in imported.steps if s.kind == StepKind.tool_call and s.tool_name == "lookup_price"]
+    assert tools and not any(t.startswith('{"type": "tool"') for t in tools)  # the tool's output, not LangChain's ToolMessage
 
 
 @needs_sdk

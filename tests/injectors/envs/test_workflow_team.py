@@ -117,3 +117,5 @@ def test_runs_are_captured_as_llama_indexs_openinference_spans_and_import(tmp_pa
     assert [a.name for a in imported.agents][:4] == ["concierge", "researcher", "booker", "reviewer"]
     assert not any(s.content.startswith(("AgentInput(", "AgentOutput(", "ToolCallResult(")) for s in imported.steps)
     assert imported.task.query == seed_run.trace.task.query  # the customer's message, not the workflow's state
+    outputs = [s.content for s in imported.steps if s.kind == StepKind.tool_call]
+    assert outputs and not any(o.startswith('{"blocks"') for o in outputs)  # the tool's text, not LlamaIndex's ToolOutput

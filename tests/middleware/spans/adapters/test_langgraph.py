@@ -35,3 +35,12 @@ def test_a_routing_chain_that_ends_the_graph_is_no_step():
     said = {"output.value": "Unit prices: valve $9.66.", "output.mime_type": "text/plain"}
     assert span_to_step(oi(sid(2), "should_continue", "CHAIN", **meta("agent", "researcher:1f0"), **said)) is not None
     assert span_to_step(oi(sid(3), "Step 1", "CHAIN", **routing)) is not None  # not LangGraph's: left to the core
+
+
+def test_a_tool_message_is_read_as_its_content_and_a_command_is_left_alone():
+    message = json.dumps({"type": "tool", "data": {"content": "valve: $9.66 per unit", "tool_call_id": "c1"}})
+    step = span_to_step(oi(sid(1), "lookup_price", "TOOL", **meta("tools", "researcher:1f0"), **{"output.value": message}))
+    assert step.content == "valve: $9.66 per unit" and step.tool_result == "valve: $9.66 per unit"
+    command = json.dumps({"graph": "__parent__", "update": {"messages": []}})
+    handoff = span_to_step(oi(sid(2), "transfer_to_researcher", "TOOL", **meta("supervisor"), **{"output.value": command}))
+    assert handoff.tool_result == {"graph": "__parent__", "update": {"messages": []}}

@@ -43,3 +43,13 @@ def test_a_root_whose_input_is_the_workflows_state_states_no_task():
     assert header_from_record(root, "t" * 32).task.query == ""  # the run's first user message becomes the task
     plain = oi(sid(2), "run", "CHAIN", **{"input.value": "What is 2 + 2?"})
     assert header_from_record(plain, "t" * 32).task.query == "What is 2 + 2?"
+
+
+def test_a_tool_output_is_read_as_the_text_of_its_blocks():
+    output = json.dumps({"blocks": [{"block_type": "text", "text": "held booking BK-1001"}], "tool_name": "book_trip",
+                         "raw_input": {"kwargs": {}}, "raw_output": "held booking BK-1001", "is_error": False})
+    step = span_to_step(oi(sid(1), "FunctionTool.acall", "TOOL", **{"tool.name": "book_trip", "output.value": output,
+                                                                    "output.mime_type": "application/json"}), agent="booker")
+    assert step.content == "held booking BK-1001" and step.tool_result == "held booking BK-1001"
+    plain = span_to_step(oi(sid(2), "lookup", "TOOL", **{"tool.name": "lookup", "output.value": json.dumps({"blocks": [1]})}))
+    assert plain.tool_result == {"blocks": [1]}  # not a ToolOutput: as it was

@@ -21,7 +21,7 @@ def test_hooks_hold_only_the_adapters_that_have_them():
     gathered = hooks()
     assert gathered.helper_agents == frozenset({"checking_agent", "speaker_selection_agent"})
     assert {op: len(namers) for op, namers in gathered.agent_names.items()} == {"chain": 3, "invoke_agent": 2, "chat": 1, "execute_tool": 1} and len(gathered.listed_agents) == 2
-    assert len(gathered.whole_conversation) == 2 and len(gathered.call_arguments) == 1 and len(gathered.machinery) == 2
+    assert len(gathered.whole_conversation) == 2 and len(gathered.call_arguments) == 1 and len(gathered.machinery) == 2 and len(gathered.tool_results) == 2
 
 
 def _entry_points(monkeypatch, *values: str) -> None:
