@@ -3,6 +3,7 @@
     .venv/bin/python scripts/loso_grid.py --realdev ../shared/realdev \
         [--heuristic 0,0.25,0.5,1] [--lateness 0,0.5,0.75,1,1.5] \
         [--balance 1.0] [--trees '{"max_leaf_nodes": 7}'] [--real-share 0.5] [--json out.json]
+    .venv/bin/python scripts/loso_grid.py --realdev ../shared/realdev --balance 0.75 --paired-with 1.0
 
 The folds are `faultlens train --loso`'s (`benchmark.loso.score_systems`):
 every system is scored by a model trained as the shipped one is but without a
@@ -13,7 +14,10 @@ down so that they hold that share of the training weight), then every
 mean step and agent accuracy over systems (each system weighs the same) and
 the step accuracy per system, best mean first. Features are computed once
 (about 90 s); each fold's fit and the scoring take 1-2 minutes more per
-system on this machine.
+system on this machine. `--paired-with B` also scores `learned` and `blend`
+trained with source balance B on the same folds and prints the paired
+difference (this setting minus B) of each, with its bootstrap interval
+(`LosoReport.mean_difference`).
 """
 
 from __future__ import annotations
@@ -60,6 +64,8 @@ def main() -> None:
     parser.add_argument("--trees", default="{}", help="JSON object laid over model.TREE_PARAMS")
     parser.add_argument("--real-share", type=float, default=None, help="share of the training weight on real runs")
     parser.add_argument("--json", type=Path, default=None, help="also write the rows as JSON")
+    parser.add_argument("--paired-with", type=float, default=None, metavar="BALANCE",
+                        help="also compare learned and blend with those trained at this source balance, paired")
     args = parser.parse_args()
 
     if args.real_share is not None:
@@ -69,6 +75,9 @@ def main() -> None:
         for lateness in (float(x) for x in args.lateness.split(",")):
             fold_methods[f"blend h={h:g} lateness={lateness:g}"] = (
                 lambda h, lateness: lambda m: Blend(model=m, heuristic_weight=h, lateness=lateness))(h, lateness)
+    blend_here = "blend h=0.25 lateness=0.75"  # the shipped weights, as `Blend()` has them
+    if args.paired_with is not None and blend_here not in fold_methods:
+        parser.error("--paired-with compares blend at its shipped weights: keep 0.25 in --heuristic and 0.75 in --lateness")
     fit_options = {"balance": args.balance, "tree_params": {**model.TREE_PARAMS, **json.loads(args.trees)}}
     report = leave_one_system_out(args.realdev, methods=[], frozen={}, fit_options=fit_options,
                                   fold_methods=fold_methods, progress=lambda s: print(f"fold {s} done", flush=True))
@@ -82,6 +91,19 @@ def main() -> None:
     for r in rows:
         per = " ".join(f"{s} {100 * v:.1f}" for s, v in r["per_system"].items())
         print(f"{r['method']:28s} step {100 * r['step']:5.1f}  agent {100 * r['agent']:5.1f}  | {per}")
+    if args.paired_with is not None:
+        other = leave_one_system_out(args.realdev, methods=[], frozen={},
+                                     fit_options={**fit_options, "balance": args.paired_with},
+                                     fold_methods={"learned": lambda m: LearnedAttributor(model=m), "blend": lambda m: Blend(model=m)})
+        for system in report.systems:  # the same traces in the same order: one report holds both
+            for method in ("learned", "blend"):
+                report.verdicts[system][f"{method} at {args.paired_with:g}"] = other.verdicts[system][method]
+        for method, here in (("learned", "learned"), ("blend", blend_here)):
+            for what in ("step", "agent"):
+                d = report.mean_difference(here, f"{method} at {args.paired_with:g}", what)
+                low, high = d["ci"]
+                print(f"{method} {what}: this setting minus balance {args.paired_with:g}: "
+                      f"{100 * d['value']:+.2f} [{100 * low:+.2f}, {100 * high:+.2f}]")
     if args.json is not None:
         args.json.write_text(json.dumps(rows, indent=1))
 
