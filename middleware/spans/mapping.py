@@ -274,10 +274,9 @@ def _step_fields(record: SpanRecord, fallback_agent: str | None) -> dict[str, An
         wrapped = tool_result
         for unwrap in hooks().tool_results:
             tool_result = unwrap(tool_result)
-        if tool_result is not wrapped and CONTENT not in attrs and outputs is None:
-            content = ""  # the framework's wrapping of the output is not what a person reads: its text is (below)
-        if not content and tool_result is not None and CONTENT not in attrs:
-            # What a tool returned is what a person reads of a tool step.
+        unwrapped = tool_result is not wrapped and outputs is None
+        if (unwrapped or not content) and tool_result is not None and CONTENT not in attrs:
+            # What a tool returned is what a person reads of a tool step (its text, not a framework's wrapping of it).
             content = tool_result if isinstance(tool_result, str) else json_text(tool_result)
 
     usage = _usage_attr(attrs)
