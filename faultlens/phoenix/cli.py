@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskID, TextColumn
 from rich.table import Table
 
@@ -21,7 +22,7 @@ from .client import PhoenixClient, PhoenixUnavailable
 from .failed import FailureRule
 from .source import parse_time
 from .state import SyncState, default_state_path
-from .sync import PhoenixSync, SyncSummary, watch
+from .sync import PhoenixSync, SkippedSpan, SyncSummary, watch
 from .sync import Progress as ProgressCallback
 
 console = Console(stderr=True)
@@ -90,8 +91,10 @@ def sync(url, project, db_path, api_key, failed_if, trace_ids, status_error, sin
             def on_pass(done: SyncSummary | None, error: Exception | None) -> None:
                 if error is not None:
                     progress.console.print(f"[yellow]{error}; trying again in {interval:g} s[/]")
-                elif done is not None and (done.spans or done.annotations):
+                elif done is not None and (done.spans or done.annotations or done.skipped):
                     progress.console.print(f"pass: {done.spans} span(s), {done.failed} failed run(s), {done.annotations} annotation(s) written")
+                    if done.skipped:
+                        progress.console.print(f"[yellow]{escape(skipped_line(done.skipped))}[/]")
 
             summary = watch(runner, interval=interval, stop=stop, on_pass=on_pass)
     _print_summary(summary, state, path)
@@ -120,6 +123,8 @@ def _print_summary(summary: SyncSummary, state: SyncState, path: Path) -> None:
     table.add_column("this sync", justify="right")
     table.add_column("in all", justify="right")
     table.add_row("spans", str(summary.spans), str(state.spans))
+    if summary.skipped:
+        table.add_row("spans skipped (malformed)", str(len(summary.skipped)), "")
     table.add_row("runs seen", str(summary.runs_seen), str(len(state.runs)))
     table.add_row("failed", str(summary.failed), str(counts["failed"] + counts["annotated"] + counts["unattributed"]))
     table.add_row("attributed", str(summary.attributed), str(counts["annotated"]))
@@ -127,8 +132,18 @@ def _print_summary(summary: SyncSummary, state: SyncState, path: Path) -> None:
         table.add_row("not attributable", str(summary.unattributed), str(counts["unattributed"]))
     table.add_row("annotations written", str(summary.annotations), str(sum(len(r.annotations) for r in state.runs.values())))
     Console().print(table)
+    if summary.skipped:
+        console.print(f"[yellow]{escape(skipped_line(summary.skipped))}[/]", soft_wrap=True)
     for note in summary.notes:
         console.print(f"[yellow]{note}[/]")
     if summary.pending:
         console.print(f"{summary.pending} failed run(s) are still being attributed by another worker; the next sync writes them back.")
     console.print(f"state: {path}")
+
+
+def skipped_line(skipped: list[SkippedSpan], shown: int = 5) -> str:
+    """How many malformed spans were left out, the ids of the first few, and why the first was."""
+    ids = [span.id or "(no id)" for span in skipped]
+    more = f" and {len(ids) - shown} more" if len(ids) > shown else ""
+    return (f"{len(skipped)} malformed span(s) skipped (not stored, the sync went on past them): {', '.join(ids[:shown])}{more}; "
+            f"the first: {skipped[0].reason}")

@@ -9,7 +9,11 @@ Every request is retried (tenacity, exponential backoff) on a connection
 error, a timeout or a 5xx answer; what still fails becomes a
 `PhoenixUnavailable`. A 401/403 is `PhoenixAuthError` (the key), a URL that
 answers but is no Phoenix is `PhoenixURLError`, an unknown project
-`ProjectNotFound`: each says what to fix, and none is retried.
+`ProjectNotFound`: each says what to fix, and none is retried. An answer
+of the wrong shape (`data` not a list, a `next_cursor` that is no string)
+is `PhoenixAnswerError`; a paging loop given a cursor it already followed
+stops with `PhoenixPagingError` (`CursorTrail`) instead of reading the same
+page forever.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ import httpx
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from faultlens.middleware.errors import ConfigError, FaultlensError, MissingExtra, NotFound
+
+from .records import json_type
 
 # Phoenix's own upper bound on a page of spans or annotations.
 MAX_PAGE = 1000
@@ -47,6 +53,37 @@ class PhoenixURLError(PhoenixError, ConfigError):
 
 class ProjectNotFound(PhoenixError, NotFound):
     """No project of that name or id on this Phoenix."""
+
+
+class PhoenixAnswerError(PhoenixError):
+    """Phoenix answered in JSON, but a field of the answer has the wrong shape."""
+
+
+class PhoenixPagingError(PhoenixError):
+    """Phoenix's paging does not advance: it gave a `next_cursor` already followed."""
+
+
+class CursorTrail:
+    """The cursors one paging loop has followed; `follow` refuses one given again (it would page forever).
+
+    start: the cursor the loop's first request uses (a page that names it as the next one repeats too)."""
+
+    def __init__(self, url: str, what: str, start: str | None = None):
+        self.url, self.what = url, what
+        self.seen: set[str] = {start} if start else set()
+        self.pages = 0
+
+    def follow(self, cursor: str | None) -> str | None:
+        self.pages += 1
+        if cursor is None:
+            return None
+        if cursor in self.seen:
+            raise PhoenixPagingError(
+                f"Phoenix at {self.url} gave next_cursor {cursor!r} for {self.what} again after {self.pages} page(s): its paging does not "
+                "advance, so reading stopped; check that nothing between faultlens and Phoenix (a proxy) drops the `cursor` "
+                "parameter, restart or upgrade Phoenix, then run again")
+        self.seen.add(cursor)
+        return cursor
 
 
 @dataclass
@@ -133,15 +170,27 @@ class PhoenixClient:
             response.raise_for_status()
             body = response.json()
             if not isinstance(body, dict) or "data" not in body:
-                raise ValueError("no 'data' in the answer")
+                shape = f"a JSON {json_type(body)}" if not isinstance(body, dict) else "an object"
+                raise ValueError(f"{shape} without the field 'data'")
+            self._check_shape(what, body)
             return body
 
         return self._call(what, fetch, project=project)
 
+    def _check_shape(self, what: str, body: dict[str, Any]) -> None:
+        """A paged answer's `data` is a list and its `next_cursor` a string or null (anything else would be read wrongly later)."""
+        data, cursor = body["data"], body.get("next_cursor")
+        if not isinstance(data, list):
+            raise PhoenixAnswerError(f"Phoenix at {self.url} answered {what} with field 'data' a JSON {json_type(data)}, not a list; "
+                                     "check that the URL is a Phoenix server's base URL and nothing in between rewrites its answers")
+        if cursor is not None and not isinstance(cursor, str):
+            raise PhoenixAnswerError(f"Phoenix at {self.url} answered {what} with field 'next_cursor' a JSON {json_type(cursor)}, "
+                                     "not a string or null; check that the URL is a Phoenix server's base URL")
+
     # -- projects -----------------------------------------------------------
     def project_names(self) -> list[str]:
         body = self._get("v1/projects", "the project list", {"limit": MAX_PAGE})
-        return [str(p.get("name")) for p in body["data"]]
+        return [str(p.get("name")) for p in body["data"] if isinstance(p, dict)]
 
     def project(self, name: str) -> dict[str, Any]:
         """The project named (or with the id) `name`; `ProjectNotFound` lists the ones there are."""
@@ -164,7 +213,8 @@ class PhoenixClient:
         if trace_ids:
             params["trace_id"] = list(trace_ids)
         body = self._get(f"v1/projects/{project}/spans", "the span list", params, project=project)
-        return SpanPage(list(body["data"]), body.get("next_cursor"))
+        # (an empty cursor would read as "from the start" on the next request: it means no next page)
+        return SpanPage(list(body["data"]), body.get("next_cursor") or None)
 
     # -- annotations --------------------------------------------------------
     def span_annotations(self, project: str, span_ids: Iterable[str], names: Sequence[str] | None = None) -> list[dict[str, Any]]:
@@ -179,7 +229,7 @@ class PhoenixClient:
         ids = sorted(set(trace_ids))
         found: list[dict[str, Any]] = []
         for i in range(0, len(ids), _IDS_PER_REQUEST):
-            cursor = None
+            cursor, trail = None, CursorTrail(self.url, "the trace annotations")
             while True:
                 params: dict[str, Any] = {"trace_ids": ids[i:i + _IDS_PER_REQUEST], "limit": MAX_PAGE}
                 if names:
@@ -188,7 +238,7 @@ class PhoenixClient:
                     params["cursor"] = cursor
                 body = self._get(f"v1/projects/{project}/trace_annotations", "the trace annotations", params, project=project)
                 found.extend(body["data"])
-                cursor = body.get("next_cursor")
+                cursor = trail.follow(body.get("next_cursor") or None)
                 if not cursor:
                     break
         return found

@@ -57,14 +57,52 @@ def unflatten_lists(attributes: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def span_record(span: dict[str, Any], *, source: str = "phoenix", project: str | None = None) -> SpanRecord:
-    """One Phoenix span as a `SpanRecord`. Raises InputError naming the span and field it cannot read."""
-    context = span.get("context") or {}
+def span_label(span: Any) -> str | None:
+    """The id a malformed span can be reported by: its OpenTelemetry span id (the one Phoenix's UI shows), else Phoenix's own
+    (`id`); None when it has neither."""
+    if not isinstance(span, dict):
+        return None
+    context = span.get("context")
+    for value in (context.get("span_id") if isinstance(context, dict) else None, span.get("id")):
+        if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value):
+            return str(value)
+    return None
+
+
+def json_type(value: Any) -> str:
+    """The JSON name of a parsed value's type (for messages about an answer's shape)."""
+    names = {dict: "object", list: "list", str: "string", bool: "boolean", int: "number", float: "number", type(None): "null"}
+    return names.get(type(value), type(value).__name__)
+
+
+def _shaped(value: Any, want: type, source: str, label: str, field: str) -> Any:
+    """`value` when it is of type `want` (null reads as empty); an InputError naming the field otherwise."""
+    if value is None:
+        return want()
+    if not isinstance(value, want):
+        raise InputError(source, label, field, f"must be a JSON {json_type(want())}, not a {json_type(value)} ({value!r:.60})")
+    return value
+
+
+def _events(span: dict[str, Any], source: str, label: str) -> list[dict[str, Any]]:
+    events = []
+    for i, event in enumerate(_shaped(span.get("events"), list, source, label, "events")):
+        event = _shaped(event, dict, source, label, f"events.{i}")
+        events.append({"name": str(event.get("name") or ""), "time_ns": _ns(event.get("timestamp"), source, label, f"events.{i}.timestamp"),
+                       "attributes": dict(_shaped(event.get("attributes"), dict, source, label, f"events.{i}.attributes"))})
+    return events
+
+
+def span_record(span: Any, *, source: str = "phoenix", project: str | None = None) -> SpanRecord:
+    """One Phoenix span as a `SpanRecord`. Raises InputError naming the span and field it cannot read (a span that is no JSON object too)."""
+    label = f"span {span_label(span) or '(no id)'}"
+    if not isinstance(span, dict):
+        raise InputError(source, label, None, f"a span must be a JSON object, not a {json_type(span)} ({span!r:.60})")
+    context = _shaped(span.get("context"), dict, source, label, "context")
     span_id, trace_id = context.get("span_id"), context.get("trace_id")
-    label = f"span {span_id or span.get('id')}"
-    if not span_id or not trace_id:
-        raise InputError(source, label, "context", "a span needs context.trace_id and context.span_id")
-    attributes = unflatten_lists(dict(span.get("attributes") or {}))
+    if not span_id or not trace_id or not isinstance(span_id, str) or not isinstance(trace_id, str):
+        raise InputError(source, label, "context", "a span needs context.trace_id and context.span_id (strings)")
+    attributes = unflatten_lists(dict(_shaped(span.get("attributes"), dict, source, label, "attributes")))
     kind = span.get("span_kind")
     if kind and str(kind).upper() != "UNKNOWN" and OI_KIND not in attributes:
         attributes[OI_KIND] = str(kind).upper()
@@ -82,8 +120,7 @@ def span_record(span: dict[str, Any], *, source: str = "phoenix", project: str |
         end_ns=_ns(span.get("end_time") or span.get("start_time"), source, label, "end_time"),
         attributes=attributes,
         status=_STATUS[status],
-        status_message=span.get("status_message") or None,
-        events=[{"name": e.get("name", ""), "time_ns": _ns(e.get("timestamp"), source, label, "events.timestamp"),
-                 "attributes": dict(e.get("attributes") or {})} for e in span.get("events") or []],
+        status_message=str(span.get("status_message") or "") or None,
+        events=_events(span, source, label),
         resource=resource,
     )

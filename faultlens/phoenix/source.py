@@ -23,7 +23,7 @@ from faultlens.middleware.model.trace import Trace
 from faultlens.middleware.spans.record import SpanRecord
 from faultlens.middleware.spans.traces import traces_from_records
 
-from .client import PhoenixClient
+from .client import CursorTrail, PhoenixClient
 from .records import span_record
 
 OPTIONS = ("project", "since", "until", "api_key_env")
@@ -74,14 +74,14 @@ def read_records(phoenix: PhoenixClient, project: str, *, since: datetime | None
                  page_size: int = 500) -> Iterator[SpanRecord]:
     """Every span of the project in [since, until), as `SpanRecord`s, page by page."""
     phoenix.project(project)
-    cursor = None
+    cursor, trail = None, CursorTrail(phoenix.url, "the span list")
     while True:
         page = phoenix.span_page(project, cursor=cursor, limit=page_size, start=since, end=until)
         for span in page.spans:
             yield span_record(span, source=f"phoenix:{phoenix.url}", project=project)
-        if page.next_cursor is None:
+        cursor = trail.follow(page.next_cursor)
+        if cursor is None:
             return
-        cursor = page.next_cursor
 
 
 def load_phoenix_spec(arg: str) -> list[Trace]:

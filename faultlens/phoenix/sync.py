@@ -7,7 +7,10 @@ One pass:
 
 1. **pull**: the spans added since the state's cursor, a page at a time,
    through the span mapping OTLP ingest uses (`middleware.ingest`),
-   saving the cursor after each page;
+   saving the cursor after each page; a span that cannot be read is left
+   out and reported (`SyncSummary.skipped`), the cursor moves past it all
+   the same, and a cursor Phoenix gives twice stops the pass
+   (`PhoenixPagingError`);
 2. **judge** the runs whose root span has arrived (`failed.FailureRule`):
    a failed run gets a failed outcome in the store and a row in the failed-run
    job queue (`middleware.jobs`, the queue `faultlens serve` and `faultlens
@@ -32,20 +35,31 @@ from datetime import datetime
 from typing import Any
 
 from faultlens.attributors.registry import DEFAULT_METHOD
+from faultlens.middleware.errors import InputError
 from faultlens.middleware.store.jobs import JobQueue
 from faultlens.middleware.model.trace import Outcome
+from faultlens.middleware.ingest.plan import plan_ingest
 from faultlens.middleware.ingest.write import ingest
+from faultlens.middleware.spans.record import SpanRecord
 from faultlens.middleware.spans.traces import group_by_trace
 from faultlens.middleware.spans.tree import SpanLink
 
 from .annotations import verdict_annotations
-from .client import PhoenixClient, PhoenixUnavailable
+from .client import CursorTrail, PhoenixClient, PhoenixUnavailable
 from .failed import FailureRule
-from .records import span_record
+from .records import span_label, span_record
 from .state import SyncState
 
 # progress(stage, done, total): stage is "spans", "attribute" or "annotate"; total None while unknown
 Progress = Callable[[str, int, "int | None"], None]
+
+
+@dataclass
+class SkippedSpan:
+    """A span of Phoenix's answer that could not be read: left out, so one bad span does not stop every sync."""
+
+    id: str | None  # its span id (or Phoenix's id); None when it has none
+    reason: str
 
 
 @dataclass
@@ -60,12 +74,14 @@ class SyncSummary:
     unattributed: int = 0
     pending: int = 0  # failed runs whose job another worker still holds
     notes: list[str] = field(default_factory=list)
+    skipped: list[SkippedSpan] = field(default_factory=list)  # malformed spans left out
 
     def add(self, other: SyncSummary) -> None:
         for name in ("spans", "runs_seen", "failed", "attributed", "annotations", "unattributed"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.pending = other.pending
         self.notes += other.notes
+        self.skipped += other.skipped
 
 
 class PhoenixSync:
@@ -103,36 +119,78 @@ class PhoenixSync:
     def pull(self, summary: SyncSummary) -> set[str]:
         """Store the spans after the cursor; returns the runs they belong to."""
         state, seen = self.state, set()
+        trail = CursorTrail(self.phoenix.url, "the span list", start=state.cursor or state.last_span)
         while True:
             resume_after = state.last_span if state.cursor is None else None
             page = self.phoenix.span_page(self.project, cursor=state.cursor or state.last_span, limit=self.page_size,
                                           start=self.since, end=self.until)
             # Without a next cursor Phoenix pages from the last span stored, inclusive: that one is not new.
-            spans = [s for s in page.spans if s.get("id") != resume_after or resume_after is None]
-            records = [span_record(s, source=f"phoenix:{self.phoenix.url}", project=self.project) for s in spans]
-            if records:
-                ingest(self.store, records, source=f"phoenix:{self.phoenix.url}")
-                for run_id, group in group_by_trace(records).items():
-                    seen.add(run_id)
-                    run = state.run(run_id)
-                    run.traces = sorted(set(run.traces) | {r.trace_id for r in group})
-                    for r in group:
-                        if r.parent_id is None:
-                            new_root = r.span_id not in run.roots
-                            run.roots[r.span_id] = r.status
-                            if run.phase == "open" or (new_root and run.phase in ("ok", "annotated", "unattributed")):
-                                # a session's next trace: the run is judged (and, if it was, attributed) again
-                                run.again = run.again or run.phase in ("annotated", "unattributed")
-                                run.phase = "complete"
-            if page.next_cursor is None and spans:
-                state.last_span = str(spans[-1].get("id") or state.last_span)
-            state.cursor = page.next_cursor
+            spans = [s for s in page.spans if resume_after is None or _global_id(s) != resume_after]
+            records = self._store(self._records(spans, summary), summary)
+            for run_id, group in group_by_trace(records).items():
+                seen.add(run_id)
+                self._note_run(run_id, group)
+            if page.next_cursor is None:
+                # (a skipped span with an id counts too: the next pass starts after it, not on it again)
+                state.last_span = next((i for i in map(_global_id, reversed(spans)) if i), state.last_span)
             state.spans += len(records)
             summary.spans += len(records)
-            state.save()
+            try:
+                state.cursor = trail.follow(page.next_cursor)
+            finally:
+                state.save()  # on a repeated cursor: what was stored counts, the cursor stays where paging last advanced
             self.progress("spans", summary.spans, None)
             if page.next_cursor is None:
                 return seen
+
+    def _records(self, spans: list[Any], summary: SyncSummary) -> list[SpanRecord]:
+        """The page's spans as records; one that cannot be read is skipped and reported."""
+        records = []
+        for span in spans:
+            try:
+                records.append(span_record(span, source=self._source, project=self.project))
+            except InputError as exc:
+                summary.skipped.append(SkippedSpan(span_label(span), str(exc)))
+        return records
+
+    def _store(self, records: list[SpanRecord], summary: SyncSummary) -> list[SpanRecord]:
+        """Ingest the page; if one span's attributes cannot be mapped (the batch then writes nothing), skip that one, store the rest."""
+        if not records:
+            return records
+        try:
+            ingest(self.store, records, source=self._source)
+            return records
+        except InputError:
+            pass
+        # (the rare path: each span is mapped alone to find the bad ones)
+        good = []
+        for record in records:
+            try:
+                plan_ingest([record], source=self._source)
+            except InputError as exc:
+                summary.skipped.append(SkippedSpan(record.span_id, str(exc)))
+            else:
+                good.append(record)
+        if good:
+            ingest(self.store, good, source=self._source)
+        return good
+
+    def _note_run(self, run_id: str, group: list[SpanRecord]) -> None:
+        """Record the run's traces and root spans in the state; a new root makes it `complete` (to judge) again."""
+        run = self.state.run(run_id)
+        run.traces = sorted(set(run.traces) | {r.trace_id for r in group})
+        for r in group:
+            if r.parent_id is None:
+                new_root = r.span_id not in run.roots
+                run.roots[r.span_id] = r.status
+                if run.phase == "open" or (new_root and run.phase in ("ok", "annotated", "unattributed")):
+                    # a session's next trace: the run is judged (and, if it was, attributed) again
+                    run.again = run.again or run.phase in ("annotated", "unattributed")
+                    run.phase = "complete"
+
+    @property
+    def _source(self) -> str:
+        return f"phoenix:{self.phoenix.url}"
 
     def judge(self, summary: SyncSummary) -> None:
         """Sort the runs whose root arrived into failed (outcome stored, job queued) and not failed."""
@@ -228,6 +286,12 @@ class PhoenixSync:
         if current in roots:
             return current
         return next(iter(sorted(roots)), None)
+
+
+def _global_id(span: Any) -> str | None:
+    """Phoenix's own id of a span (its paging cursor), None for a span without one."""
+    value = span.get("id") if isinstance(span, dict) else None
+    return str(value) if isinstance(value, (str, int)) and not isinstance(value, bool) and str(value) else None
 
 
 def watch(sync: PhoenixSync, *, interval: float, stop: threading.Event, on_pass: Callable[[SyncSummary | None, Exception | None], None]) -> SyncSummary:
