@@ -11,16 +11,21 @@ opens and migrates to `STORE_SCHEMA_VERSION` with the tables a new one gets.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from .dialect import Dialect
 from .protocol import STORE_SCHEMA_VERSION, SchemaTooNew
+from .reredact import reredact
 
 
 @dataclass(frozen=True)
 class Step:
-    sql: str
+    sql: str = ""
     only: str | None = None  # a dialect's name: the step is that backend's alone
+    # A step that rewrites rows rather than the layout: called with the dialect and the migration's connection.
+    run: Callable[[Dialect, Any], None] | None = None
 
 
 def _steps(*items: str | Step) -> tuple[Step, ...]:
@@ -94,13 +99,22 @@ MIGRATIONS: dict[int, tuple[Step, ...]] = {
             span_id TEXT NOT NULL, otel_trace_id TEXT NOT NULL,
             PRIMARY KEY (trace_id, span_id))""",
     ),
+    # Rows written with older redaction rules (issue #43, finding 6): secrets they did not know stay in
+    # clear, and a run whose id holds one is stored under an id today's look-ups never ask for (404).
+    # Every row redacted again and re-keyed as today's writer would store it (`reredact`). A later
+    # release that teaches the redactor new shapes adds a version with this step again.
+    7: (Step(run=reredact),),
 }
 assert sorted(MIGRATIONS) == list(range(1, STORE_SCHEMA_VERSION + 1)), "one step list per layout version"
 
 
 def statements(version: int, dialect: Dialect) -> list[str]:
-    """Version `version`'s SQL as `dialect` runs it."""
-    return [step.sql.format(**dialect.words) for step in MIGRATIONS[version] if step.only in (None, dialect.name)]
+    """Version `version`'s SQL as `dialect` runs it (its steps that rewrite rows, `Step.run`, are not SQL)."""
+    return [step.sql.format(**dialect.words) for step in _steps_of(version, dialect) if step.run is None]
+
+
+def _steps_of(version: int, dialect: Dialect) -> list[Step]:
+    return [step for step in MIGRATIONS[version] if step.only in (None, dialect.name)]
 
 
 def migrate(dialect: Dialect) -> None:
@@ -115,6 +129,9 @@ def migrate(dialect: Dialect) -> None:
         if found > STORE_SCHEMA_VERSION:
             raise SchemaTooNew(dialect.location, found)
         for version in range(found + 1, STORE_SCHEMA_VERSION + 1):
-            for statement in statements(version, dialect):
-                run(conn, statement)
+            for step in _steps_of(version, dialect):
+                if step.run is not None:
+                    step.run(dialect, conn)
+                else:
+                    run(conn, step.sql.format(**dialect.words))
             run(conn, "INSERT INTO store_schema (version, applied_at) VALUES (?, ?)", [version, time.time()])

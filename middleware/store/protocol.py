@@ -28,7 +28,7 @@ from .step_json import PreparedStep, stored_step
 DEFAULT_DB = Path(".faultlens") / "faultlens.db"
 # The version of the tables' layout (not of the Trace model: that is model.SCHEMA_VERSION).
 # Each store applies its missing migrations in order when it opens.
-STORE_SCHEMA_VERSION = 6
+STORE_SCHEMA_VERSION = 7
 _URL_SCHEMES = ("postgresql", "postgres")
 
 

@@ -116,9 +116,13 @@ def _assignment() -> re.Pattern[str]:
 
     _KEYWORDS = "|".join([*SECRET_KEYWORDS, "access_?key", "secret_?key", "access_?token", "auth_?token", "refresh_?token", "token", "auth",
                           "api-key", "auth-key", "access-key", "secret-key", "access-token", "auth-token", "refresh-token"])
+    # One level of JSON string escaping is seen through (`{\"password\": \"hunter5\"}`, an upstream's JSON
+    # error body kept inside a JSON string): the key may close with `\"`, and a value may be `\"...\"` (group 3).
+    # An unquoted value stops before a `\"` that closes the string it is in, so the text stays well escaped.
     return re.compile(
-        rf"(?<![A-Za-z])(?:{_KEYWORDS})(?![A-Za-z])[\w.-]*[\"'\]]?\s*(?:=|:|=>|:=)\s*"
-        rf"(?:\"([^\"\n]+)\"|'([^'\n]+)'|(?!\d+(?:[\s,;}}\"')]|$))([^\s\"',;&}}<>]{{3,}}))",
+        rf"(?<![A-Za-z])(?:{_KEYWORDS})(?![A-Za-z])[\w.-]*\\?[\"'\]]?\s*(?:=|:|=>|:=)\s*"
+        rf"(?:\"([^\"\n]+)\"|'([^'\n]+)'|\\\"((?:[^\"\\\n]|\\[^\"\n])+)\\\""
+        rf"|(?!\d+(?:[\s,;}}\"')]|$))((?:[^\s\"',;&}}<>\\]|\\(?![\"'])){{3,}}))",
         re.I,
     )
 
@@ -147,10 +151,11 @@ def _extra() -> list[_Pattern]:
         ), ()),
         # The credential of an `Authorization:` header whatever its scheme (Bearer and the like are
         # matched above; a bare key is not), and a whole `Cookie:` / `Set-Cookie:` header's value.
-        (re.compile(r"\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?(?:[A-Za-z0-9-]+\s+(?=\S))?([^\s\"',;]{3,})", re.I), (1,)),
-        (re.compile(r"\b(?:set-)?cookie[\"']?\s*:\s*[\"']?([^\r\n\"']{3,})", re.I), (1,)),
+        # (Either inside one level of JSON string escaping too: `\"Authorization\": \"abc\"`.)
+        (re.compile(r"\b(?:proxy-)?authorization\\?[\"']?\s*[:=]\s*\\?[\"']?(?:[A-Za-z0-9-]+\s+(?=\S))?((?:[^\s\"',;\\]|\\(?![\"'])){3,})", re.I), (1,)),
+        (re.compile(r"\b(?:set-)?cookie\\?[\"']?\s*:\s*\\?[\"']?((?:[^\r\n\"'\\]|\\(?![\"'])){3,})", re.I), (1,)),
         # key=value / key: value with a secret-sounding key, quoted or not (a plain count such as max_tokens=512 is not one).
-        (_assignment(), (1, 2, 3)),
+        (_assignment(), (1, 2, 3, 4)),
         # A whole JSON Web Token, signature included.
         (re.compile(r"\beyJ[A-Za-z0-9_-]+\.eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]*"), ()),
         # A bare AWS secret access key: 40 base64 characters with upper, lower and digits, standing alone.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 
 import pytest
 
@@ -230,3 +231,46 @@ def test_ids_are_redacted_the_same_before_the_patterns_are_built():
             "print(first == again, first[0], first[1].startswith(R.ID_PREFIX))")
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout.split()
     assert out == ["True", "0123456789abcdef", "True"]
+
+
+# Issue #43, finding 9: secrets inside one level of JSON string escaping (an upstream's JSON error body kept
+# inside a JSON string), and a GCP service account's keys. (text, the secret that must disappear)
+GCP_KEY_ID = "0123456789abcdef0123456789abcdef01234567"
+ESCAPED = [
+    ('upstream 401: {\\"password\\": \\"hunter5\\"}', "hunter5"),
+    ('{\\"type\\": \\"service_account\\", \\"private_key_id\\": \\"' + GCP_KEY_ID + '\\"}', GCP_KEY_ID),
+    ('{\\"client_secret\\": \\"GOCSPX-abcdef123456\\"}', "GOCSPX-abcdef123456"),
+    ('{\\"api_key\\":\\"abc\\\\\\\\def123\\"}', "def123"),  # an escaped backslash inside the value
+    ('{\\"Authorization\\": \\"abcdef0123456789\\"}', "abcdef0123456789"),
+    ('{\\"headers\\": {\\"Cookie\\": \\"sessionid=abcdef123456\\"}}', "abcdef123456"),
+    ('{\\"url\\": \\"db://host/x?password=hunter6\\"}', "hunter6"),
+    ('{\\"private_key\\": \\"-----BEGIN PRIVATE KEY-----\\\\nMIIEvQIBADANBgkqhkiG9w0B\\\\n-----END PRIVATE KEY-----\\\\n\\"}', "MIIEvQIBADANBgkqhkiG9w0B"),
+]
+
+
+@pytest.mark.parametrize("text, secret", ESCAPED)
+def test_redaction_sees_through_one_level_of_json_string_escaping(text, secret):
+    out = R.redact_text(text)
+    assert secret not in out and R.REDACTED in out
+    assert R.redact_text(out) == out
+    # What is left is still escaped JSON: unescaped once, it parses, secret replaced.
+    unescaped = json.loads(f'"{out}"')
+    assert R.REDACTED in json.dumps(json.loads(unescaped[unescaped.index("{"):]))
+
+
+def test_a_gcp_service_account_is_redacted_as_an_object_and_as_escaped_text():
+    account = {"type": "service_account", "project_id": "demo-project", "private_key_id": GCP_KEY_ID,
+               "private_key": "-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0B\n-----END PRIVATE KEY-----\n",
+               "client_email": "bot@demo-project.iam.gserviceaccount.com", "client_secret": "GOCSPX-abcdef123456"}
+    redacted = R.redact(account)
+    assert redacted["private_key_id"] == redacted["private_key"] == redacted["client_secret"] == R.REDACTED
+    assert redacted["project_id"] == "demo-project" and redacted["client_email"] == account["client_email"]
+    body = json.dumps({"error": f"bad credentials {json.dumps(account)}"})  # the account's JSON inside an error string
+    out = R.redact_text(body)
+    assert all(secret not in out for secret in (GCP_KEY_ID, "MIIEvQIBADANBgkqhkiG9w0B", "GOCSPX-abcdef123456"))
+    assert "demo-project" in json.loads(out)["error"]
+
+
+def test_escaped_quotes_around_ordinary_values_are_left_alone():
+    text = '{\\"max_tokens\\": 512, \\"kind\\": \\"tool_call\\", \\"password_hint\\": \\"\\"}'
+    assert R.redact_text(text) == text

@@ -356,7 +356,7 @@ def test_a_version_3_store_gets_the_step_order_index(store_target):
             db.execute("DELETE FROM store_schema WHERE version >= 4")
     store.close()
     store = open_store(store_target)
-    assert store.schema_version() == STORE_SCHEMA_VERSION == 6 and raw(store, index)
+    assert store.schema_version() == STORE_SCHEMA_VERSION and raw(store, index)
     assert store.submit_job("t").lost == 0  # migration 5's column
     store.close()
 
@@ -374,7 +374,7 @@ def test_a_version_5_store_gets_the_otel_trace_ids_of_steps(store_target):
             db.execute("DELETE FROM store_schema WHERE version >= 6")
     store.close()
     store = open_store(store_target)
-    assert store.schema_version() == 6
+    assert store.schema_version() == STORE_SCHEMA_VERSION
     secret_run = "conv-sk-proj-" + "A1b2C3d4" * 5  # a conversation id that holds an API key
     for run in ("conversation-1", secret_run):
         store.begin_trace(Trace(id=run, task=Task(query="q")))
