@@ -30,8 +30,10 @@ def build_gateway_app(store: Store, upstream: Any, *, lessons_for: tuple[str, ..
                       max_pending: int = 10_000, **serve_options: Any) -> tuple[Any, Gateway]:
     """The faultlens server app over `store` with the gateway's routes; lessons shown to the agents in `lessons_for`."""
     memory = LessonMemory(store)
-    gateway = Gateway(upstream, store, GatewayLessons(memory, lessons_for, k=k), max_pending=max_pending)
     app = build_app(store, **serve_options)
+    # A failed outcome posted before the run's steps were written holds its job: the writer wakes it, as ingest does.
+    gateway = Gateway(upstream, store, GatewayLessons(memory, lessons_for, k=k), max_pending=max_pending,
+                      on_stored=app.state.services.wake_waiting)
     app.include_router(gateway_router(gateway))
     return app, gateway
 

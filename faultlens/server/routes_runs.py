@@ -90,8 +90,9 @@ def post_outcome(trace_id: str, outcome: OutcomeIn, services: Services = Depends
     store = services.store
     if not store.has_trace(trace_id):
         # Spans not here yet: keep the outcome under a placeholder; the
-        # run's spans fill it in (their header keeps this outcome).
-        store.begin_trace(Trace(id=trace_id, task=Task(query=""), source=Source(format="otlp")))
+        # run's spans fill it in (their header keeps this outcome). Only if
+        # still absent: a header written since the look-up is kept.
+        store.begin_trace_if_absent(Trace(id=trace_id, task=Task(query=""), source=Source(format="otlp")))
     return services.record_outcome(trace_id, Outcome(success=outcome.success, score=outcome.score, detail=outcome.detail, evaluator=outcome.evaluator or "api"))
 
 

@@ -61,6 +61,9 @@ class Services:
                 status = self.worker.submit(trace_id)
             else:
                 status = self.worker.hold(trace_id)
+                # A step stored since the look-up above found no job to wake; the run is not empty now.
+                if self.store.get_trace(trace_id).steps:
+                    status = self.worker.submit(trace_id)
             reply.update(queued=status.state == "queued", worker=status.as_dict())
         if self.on_outcome is not None:
             self.on_outcome(trace_id, outcome)
@@ -89,13 +92,18 @@ class Services:
         """Store the span records of a checked protobuf export (`otlp_records`); as `ingest_payload`."""
         return self._after_ingest(self.ingestor.records(records))
 
+    def wake_waiting(self, trace_id: str) -> None:
+        """Queue a failed run whose job was held for its steps: some are stored now (by ingest, or by the gateway's writer)."""
+        trace_id = redact_id(trace_id)
+        job = self.worker.status(trace_id)
+        if job is not None and job.state == "waiting":
+            self.worker.submit(trace_id)
+
     def _after_ingest(self, result: IngestResult) -> IngestResult:
         result.traces = [redact_id(trace_id) for trace_id in result.traces]
         result.outcomes = {redact_id(trace_id): outcome for trace_id, outcome in result.outcomes.items()}
         for trace_id in result.traces:
-            job = self.worker.status(trace_id)
-            if job is not None and job.state == "waiting":
-                self.worker.submit(trace_id)
+            self.wake_waiting(trace_id)
         for trace_id, outcome in result.outcomes.items():
             if self.queue_root_errors and not outcome.success:
                 self.worker.submit(trace_id)

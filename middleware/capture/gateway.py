@@ -174,6 +174,7 @@ class Gateway:
     store: where steps go (any faultlens `Store`); None records nothing.
     lessons: (agent, task) -> `LessonsShown` or None (`feedback.gateway.GatewayLessons`).
     default_run: the run of calls that name none (default: a new id per gateway).
+    on_stored: called with a run's id after each of its steps is stored (`StepWriter`).
     """
 
     upstream: GatewayUpstream
@@ -182,6 +183,7 @@ class Gateway:
     default_run: str = field(default_factory=lambda: f"gateway-{uuid.uuid4().hex[:12]}")
     max_pending: int = 10_000
     max_runs: int = 10_000
+    on_stored: Callable[[str], Any] | None = field(default=None, repr=False)
     calls: int = 0
     upstream_errors: int = 0
     lesson_errors: int = 0
@@ -192,7 +194,7 @@ class Gateway:
 
     def __post_init__(self) -> None:
         if self.store is not None and self.writer is None:
-            self.writer = StepWriter(self.store, max_pending=self.max_pending)
+            self.writer = StepWriter(self.store, max_pending=self.max_pending, on_stored=self.on_stored)
 
     # -- one call ---------------------------------------------------------------
     def _run_info(self, run: CallRun, agent: str, headers: Mapping[str, str], messages: list[dict[str, Any]]) -> tuple[_RunInfo, bool]:
@@ -286,6 +288,7 @@ class Gateway:
             "recorded": writer.recorded if writer else 0,
             "queued": writer.queued if writer else 0,
             "dropped": writer.dropped if writer else 0,
+            "rejected": writer.rejected if writer else 0,  # (of those dropped) refused by the store for good
             "store_errors": writer.store_errors if writer else 0,
             "last_store_error": writer.last_error if writer else None,
         }

@@ -6,10 +6,11 @@ import logging
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from tenacity import RetryCallState, Retrying, retry_if_exception_type, wait_exponential
+from tenacity import RetryCallState, Retrying, retry_if_exception, wait_exponential
 
 from ..model.trace import AgentInfo, Step, Trace
 
@@ -24,20 +25,45 @@ class PendingWrite:
     new_agent: bool
 
 
+# DB-API 2 (PEP 249) errors about the statement or its values, named as both sqlite3 and psycopg name them:
+# the same write fails the same way however often it is tried. (OperationalError, InterfaceError and
+# the rest are the database's state: a lost connection, a lock, a restart; those pass.)
+_REFUSED_FOR_GOOD = frozenset({"DataError", "IntegrityError", "ProgrammingError", "NotSupportedError"})
+
+Outcome = Literal["recorded", "rejected", "abandoned"]
+
+
+def refused_for_good(exc: BaseException) -> bool:
+    """Whether a failed write fails on its data (retrying it can never succeed), not on the store being out of reach."""
+    if isinstance(exc, (ValueError, TypeError, OverflowError)):  # UnicodeEncodeError, pydantic's ValidationError, an int too big
+        return True
+    return any(cls.__name__ in _REFUSED_FOR_GOOD for cls in type(exc).__mro__)
+
+
 class StepWriter:
     """Writes the gateway's steps to the store on its own thread, so a slow or down store never holds up a call.
 
     A write that fails is retried (backing off up to `max_wait` seconds)
     while the steps behind it wait; at most `max_pending` steps wait, and a
-    step beyond that is dropped (the oldest first) and counted.
+    step beyond that is dropped (the oldest first) and counted. A step the
+    store refuses on its data (`refused_for_good`: a lone surrogate, a value
+    out of range) is no outage: it is dropped at once, counted as `rejected`
+    (and in `dropped`), and the steps behind it go on.
+
+    on_stored(run_id) is called after each step is stored (the server wakes
+    the run's attribution job that waited for its steps); if it raises, the
+    step is written again, which replaces it.
     """
 
-    def __init__(self, store: Any, *, max_pending: int = 10_000, max_wait: float = 2.0):
+    def __init__(self, store: Any, *, max_pending: int = 10_000, max_wait: float = 2.0,
+                 on_stored: Callable[[str], Any] | None = None):
         self.store = store
         self.max_pending = max_pending
         self.max_wait = max_wait
+        self.on_stored = on_stored
         self.recorded = 0
         self.dropped = 0
+        self.rejected = 0
         self.store_errors = 0
         self.last_error: str | None = None
         self._pending: deque[PendingWrite] = deque()
@@ -73,14 +99,16 @@ class StepWriter:
                     return
                 write = self._pending[0]
                 self._busy = True
-            done = self._write_with_retries(write)
+            outcome = self._write_with_retries(write)
             with self._cond:
                 if self._pending and self._pending[0] is write:
                     self._pending.popleft()
-                    if done:
+                    if outcome == "recorded":
                         self.recorded += 1
                     else:
                         self.dropped += 1
+                        if outcome == "rejected":
+                            self.rejected += 1
                 self._busy = False
                 self._cond.notify_all()
 
@@ -91,32 +119,44 @@ class StepWriter:
             self.last_error = f"{type(exc).__name__}: {exc}" if exc else "unknown"
         log.warning("gateway: the store refused a step (%s); retrying", self.last_error)
 
-    def _write_with_retries(self, write: PendingWrite) -> bool:
+    def _write_with_retries(self, write: PendingWrite) -> Outcome:
         retrying = Retrying(
-            retry=retry_if_exception_type(Exception),
+            retry=retry_if_exception(lambda exc: not refused_for_good(exc)),
             wait=wait_exponential(multiplier=0.05, max=self.max_wait),
             stop=lambda _state: self._stopping,
             after=self._failed,
             reraise=False,
             retry_error_callback=lambda _state: False,
         )
-        return bool(retrying(self._write, write))
+        try:
+            return "recorded" if retrying(self._write, write) else "abandoned"
+        except Exception as exc:  # not retried: refused for good (tenacity re-raises what it does not retry)
+            self._rejected(write, exc)
+            return "rejected"
+
+    def _rejected(self, write: PendingWrite, exc: Exception) -> None:
+        with self._cond:
+            self.last_error = f"{type(exc).__name__}: {exc}"
+        # Looked up afresh next time: the run may be what was refused (its header, or it was deleted meanwhile).
+        self._known.discard(write.run_id)
+        log.warning("gateway: the store refused a step of run %s for good (%s); dropped", write.run_id, self.last_error)
 
     def _write(self, write: PendingWrite) -> bool:
         store, run_id = self.store, write.run_id
         if run_id not in self._known:
-            if store.has_trace(run_id):
+            # Only where no run is stored: a header written over one would erase an outcome posted before this first step.
+            if not store.begin_trace_if_absent(write.header):
                 store.fill_run_query(run_id, write.header.task.query)
-            else:
-                store.begin_trace(write.header)
             self._known.add(run_id)
-            self._agents[run_id] = [write.step.agent]
-        elif write.new_agent and write.step.agent not in self._agents.setdefault(run_id, []):
-            self._agents[run_id].append(write.step.agent)
+        agents = self._agents.setdefault(run_id, [])
+        if write.step.agent not in agents:
+            agents.append(write.step.agent)
         store.add_steps(run_id, [write.step])
-        if write.new_agent and len(self._agents[run_id]) > 1:
+        if write.new_agent and len(agents) > 1:
             # The run's header names its agents (a trace read back lists every step's agent either way).
-            store.set_run_agents(run_id, [AgentInfo(name=a) for a in self._agents[run_id]])
+            store.set_run_agents(run_id, [AgentInfo(name=a) for a in agents])
+        if self.on_stored is not None:
+            self.on_stored(run_id)
         return True
 
     def flush(self, timeout: float | None = None) -> bool:

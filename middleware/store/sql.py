@@ -122,6 +122,17 @@ class SQLStore(JobsSQL):
         with self._d.write() as conn:
             upsert(self._d, conn, "traces", trace_row(trace), ("id",))
 
+    def begin_trace_if_absent(self, trace: Trace) -> bool:
+        """Write a run's header only if no run has its id; True if it was written.
+
+        What is stored is kept whole (above all an outcome posted before the
+        run's first step): a check then a write would let another writer slip in between."""
+        row = trace_row(trace)
+        columns = ", ".join(row)
+        sql = f"INSERT INTO traces ({columns}) VALUES ({', '.join('?' for _ in row)}) ON CONFLICT (id) DO NOTHING RETURNING id"
+        with self._d.write() as conn:
+            return bool(self._d.execute(conn, sql, list(row.values())).fetchall())
+
     def add_step(self, trace_id: str, step: Step) -> None:
         """Add or replace one step (idempotent by span id). The trace header must exist."""
         self.add_steps(trace_id, [step])
