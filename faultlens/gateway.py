@@ -19,21 +19,27 @@ from faultlens.attributors.registry import DEFAULT_METHOD
 from faultlens.feedback.gateway import EVERY_AGENT, GatewayLessons
 from faultlens.feedback.memory import LessonMemory
 from faultlens.middleware.capture.gateway import Gateway, gateway_router
-from faultlens.middleware.capture.upstream import LiteLLMUpstream
+from faultlens.middleware.capture.upstream import DEFAULT_TIMEOUT, LiteLLMUpstream
 from faultlens.middleware.terminal.options import db_option
 from faultlens.middleware.store.sqlite import Store, open_store
 from faultlens.serve import build_app, cli_token
 from faultlens.server import TOKEN_ENV, check_bind, run_server
 
 
+SHUTDOWN_DRAIN_SECONDS = 30.0  # how long a stopping gateway waits for a store that is down before dropping queued steps
+
+
 def build_gateway_app(store: Store, upstream: Any, *, lessons_for: tuple[str, ...] | list[str] = (), k: int | None = None,
-                      max_pending: int = 10_000, **serve_options: Any) -> tuple[Any, Gateway]:
-    """The faultlens server app over `store` with the gateway's routes; lessons shown to the agents in `lessons_for`."""
+                      max_pending: int = 10_000, max_upstream_calls: int = 64, **serve_options: Any) -> tuple[Any, Gateway]:
+    """The faultlens server app over `store` with the gateway's routes; lessons shown to the agents in `lessons_for`.
+
+    When the server stops (SIGINT or SIGTERM) the gateway writes its queued steps before the app's worker stops.
+    """
     memory = LessonMemory(store)
-    app = build_app(store, **serve_options)
+    app = build_app(store, on_shutdown=[lambda: gateway.close(SHUTDOWN_DRAIN_SECONDS)], **serve_options)
     # A failed outcome posted before the run's steps were written holds its job: the writer wakes it, as ingest does.
     gateway = Gateway(upstream, store, GatewayLessons(memory, lessons_for, k=k), max_pending=max_pending,
-                      on_stored=app.state.services.wake_waiting)
+                      max_upstream_calls=max_upstream_calls, on_stored=app.state.services.wake_waiting)
     app.include_router(gateway_router(gateway))
     return app, gateway
 
@@ -56,8 +62,12 @@ def build_gateway_app(store: Store, upstream: Any, *, lessons_for: tuple[str, ..
 @click.option("--reflector", default=None, help="How lessons are written: offline (default), or a litellm model name.")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(min=0), help="Threads attributing failed runs (0: `faultlens worker`).")
 @click.option("--max-pending", default=10_000, show_default=True, help="Steps kept waiting while the store is unreachable; more are dropped and counted.")
+@click.option("--upstream-timeout", type=click.FloatRange(min=0.1), default=DEFAULT_TIMEOUT, show_default=True,
+              help="Seconds an upstream call may take; then the client gets 504.")
+@click.option("--max-upstream-calls", type=click.IntRange(min=1), default=64, show_default=True,
+              help="Upstream calls in flight at once; more wait. The server's own routes (health, API, UI) never wait on them.")
 def gateway(upstream, api_base, lessons_for, k, host, port, db_path, token, token_file, method, model, method_options, reflector,
-            workers, max_pending):
+            workers, max_pending, upstream_timeout, max_upstream_calls):
     """Forward every model call of any framework upstream, record it as a step, and show each agent its lessons.
 
     Point the program's OpenAI base URL at http://HOST:PORT/agent/NAME/v1 (one
@@ -67,19 +77,24 @@ def gateway(upstream, api_base, lessons_for, k, host, port, db_path, token, toke
     a run ended with POST /api/runs/ID/outcome: a failure is attributed, and the
     lessons drawn from it are shown to the enabled agents (--lessons-for) on
     similar tasks. GET /gateway/status counts calls, steps recorded, queued and dropped.
+
+    Only the OpenAI chat parameters reach the upstream; a request naming where
+    the call goes or with which key (base_url, api_key, mock_response,
+    num_retries, ...) gets 400 (docs/gateway.md lists both).
     """
     token = cli_token("--token", token, token_file, TOKEN_ENV)
     check_bind(host, token)
     store = open_store(db_path)
     kwargs = {"api_base": api_base} if api_base else {}
-    app, gw = build_gateway_app(store, LiteLLMUpstream(upstream, **kwargs), lessons_for=lessons_for, k=k, max_pending=max_pending,
+    app, gw = build_gateway_app(store, LiteLLMUpstream(upstream, timeout=upstream_timeout, **kwargs), lessons_for=lessons_for, k=k,
+                                max_pending=max_pending, max_upstream_calls=max_upstream_calls,
                                 method=method, model=model, method_options=parse_options(method_options), reflector=reflector,
                                 token=token, workers=workers)
     shown = ", ".join(lessons_for) if lessons_for else "no agent (enable with --lessons-for)"
     click.echo(f"faultlens gateway on http://{host}:{port}/v1 -> {upstream}; store {store.location}; lessons for {shown}")
     try:
         run_server(app, host=host, port=port, token=token)
-    finally:
+    finally:  # reached on SIGINT; on SIGTERM the app's shutdown has written the queued steps already
         gw.close()
         status = gw.status()
         click.echo(f"{status['calls']} call(s): {status['recorded']} step(s) recorded, {status['dropped']} dropped, "

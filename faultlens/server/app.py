@@ -11,12 +11,14 @@ lessons are ranked by the feedback package's track record.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from faultlens.middleware.model.trace import Outcome
@@ -33,6 +35,14 @@ from .failed_runs import FailureWorker, OnFailure
 DEFAULT_MAX_BODY = 8 * 1024 * 1024  # bytes; OTel SDK batches are far smaller
 
 __all__ = ["DEFAULT_MAX_BODY", "LessonsFor", "OutcomeIn", "create_app", "parse_since"]
+
+
+async def _validation_error(_request: Request, exc: Exception) -> JSONResponse:
+    # FastAPI's default answer echoes the bad input, which cannot even be encoded when it holds a lone
+    # surrogate; the field and the complaint are what the client needs.
+    errors = exc.errors() if isinstance(exc, RequestValidationError) else []
+    detail = [{"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")} for e in errors]
+    return JSONResponse({"detail": detail}, status_code=422)
 
 
 def create_app(
@@ -53,6 +63,7 @@ def create_app(
     workers: int = 1,
     failed_login_limit: int = 10,
     failed_login_window: float = 60.0,
+    on_shutdown: Sequence[Callable[[], Any]] = (),
 ) -> FastAPI:
     """The faultlens app over `store`.
 
@@ -78,6 +89,9 @@ def create_app(
         `interop`); `faultlens worker` processes export what they save themselves (`--export-otlp`).
     queue_root_errors: also queue on_failure for a run that becomes failed through its spans (a root
         span with status ERROR and no explicit outcome), not only through POST /api/runs/{id}/outcome.
+    on_shutdown: called in order when the server stops (SIGINT or SIGTERM), before the worker stops,
+        e.g. to write the gateway's queued steps (uvicorn re-raises SIGTERM after its shutdown, so
+        code after `uvicorn.run` never runs then).
     failed_login_limit, failed_login_window: after this many wrong tokens from one address within
         the window (seconds), that address gets 429 until the window has passed.
     """
@@ -107,6 +121,8 @@ def create_app(
         try:
             yield
         finally:
+            for hook in on_shutdown:
+                await run_in_threadpool(hook)
             await run_in_threadpool(worker.stop)
 
     app = FastAPI(
@@ -118,6 +134,7 @@ def create_app(
         # would otherwise give it an empty output schema.
         separate_input_output_schemas=False,
     )
+    app.add_exception_handler(RequestValidationError, _validation_error)
     app.state.services = services
     app.state.failed_logins = security.FailedLogins(failed_login_limit, failed_login_window)
     # Added first, so it runs inside the gatekeeping added next.

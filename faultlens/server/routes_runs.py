@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, HTTPException, Query
 from pydantic import BaseModel, Field
 
 from faultlens.middleware.model.trace import Outcome, Source, Task, Trace
+from faultlens.middleware.otlp.schema import Text
 from faultlens.middleware.store.sqlite import Store
 from .api_models import AttributionsOut, LabelOut, OutcomeOut, RequeueOut, RunSummaryOut
 from .deps import get_services, get_store, get_worker, trace_or_404
@@ -22,17 +23,17 @@ class OutcomeIn(BaseModel):
 
     success: bool
     score: float | None = None
-    detail: str | None = None
-    evaluator: str | None = Field(default=None, description="who judged the run; defaults to 'api'")
+    detail: Text | None = None
+    evaluator: Text | None = Field(default=None, description="who judged the run; defaults to 'api'")
 
 
 class LabelIn(BaseModel):
     """A person's verdict on a failed run: the decisive step, and optionally who and why."""
 
     step: int = Field(description="the decisive step's index")
-    agent: str | None = Field(default=None, description="who is to blame; defaults to the step's agent")
-    mode: str | None = Field(default=None, description="a failure mode code of the taxonomy, e.g. A.2")
-    reason: str | None = None
+    agent: Text | None = Field(default=None, description="who is to blame; defaults to the step's agent")
+    mode: Text | None = Field(default=None, description="a failure mode code of the taxonomy, e.g. A.2")
+    reason: Text | None = None
 
 
 @router.get("", summary="List runs, newest first", response_model=list[RunSummaryOut])

@@ -40,16 +40,18 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
-from starlette.concurrency import run_in_threadpool
 
 from .instrument.messages import content_parts, openai_to_genai, tool_call_parts
 from ..model.trace import AgentInfo, Source, Step, StepKind, Task, Trace, Usage
+from ..replay.chat_request import RequestRefused, dropped_fields, forwarded
+from ..replay.gateway_calls import LESSONS_BEGIN, LESSONS_END
 from ..replay.endpoint import DEFAULT_AGENT, chat_body, model_listing
 from faultlens.middleware.spans.messages import messages_text
 from .step_writer import PendingWrite, StepWriter
@@ -70,8 +72,6 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 JSON = Any
-LESSONS_BEGIN = "<faultlens-lessons>"
-LESSONS_END = "</faultlens-lessons>"
 RUN_HEADER = "x-faultlens-run"
 AGENT_HEADER = "x-faultlens-agent"
 TASK_HEADER = "x-faultlens-task"
@@ -174,6 +174,7 @@ class Gateway:
     store: where steps go (any faultlens `Store`); None records nothing.
     lessons: (agent, task) -> `LessonsShown` or None (`feedback.gateway.GatewayLessons`).
     default_run: the run of calls that name none (default: a new id per gateway).
+    max_upstream_calls: upstream calls in flight at once over HTTP (more wait; the server's own routes never do).
     on_stored: called with a run's id after each of its steps is stored (`StepWriter`).
     """
 
@@ -183,6 +184,7 @@ class Gateway:
     default_run: str = field(default_factory=lambda: f"gateway-{uuid.uuid4().hex[:12]}")
     max_pending: int = 10_000
     max_runs: int = 10_000
+    max_upstream_calls: int = 64
     on_stored: Callable[[str], Any] | None = field(default=None, repr=False)
     calls: int = 0
     upstream_errors: int = 0
@@ -224,23 +226,29 @@ class Gateway:
         return shown if shown is not None and shown.ids else None
 
     def handle(self, agent: str, body: dict[str, Any], headers: Mapping[str, str], path_run: str | None = None) -> Answer:
-        """Answer one chat completion request (already parsed) and record it."""
+        """Answer one chat completion request (parsed and checked: `chat_request.check_chat_request`) and record it.
+
+        Only the allow-listed chat parameters are forwarded (and recorded); a field the gateway does
+        not know is left out and named in the step's `dropped_fields`.
+        """
         messages = list(body.get("messages") or [])
         run = resolve_run(headers, path_run, self.default_run)
         info, new_agent = self._run_info(run, agent, headers, messages)
         shown = self._shown(agent, info.task)
-        request = dict(body)
+        request = forwarded(body)
         if shown is not None:
             request["messages"] = inject_lessons(messages, shown.text)
             with self._lock:
                 self.lessons_shown += 1
         started = time.time()
         clock = time.perf_counter()
-        recording = _Recording(self, run, agent, info, new_agent, request, shown, started, clock)
+        recording = _Recording(self, run, agent, info, new_agent, request, shown, started, clock, dropped_fields(body))
         if body.get("stream"):
             return self._stream(agent, body, request, recording)
         try:
             completion = self.upstream.complete(agent, request)
+        except RequestRefused as exc:  # e.g. an agent name that cannot be put into the upstream's model name
+            return _refused(exc)
         except UpstreamError as exc:
             recording.done(None, exc)
             return Answer(exc.status, exc.body, exc.media_type)
@@ -252,6 +260,8 @@ class Gateway:
         try:
             chunks = iter(self.upstream.stream(agent, request))
             first = next(chunks, None)
+        except RequestRefused as exc:
+            return _refused(exc)
         except UpstreamError as exc:  # refused before the first chunk: the client gets the status and body
             recording.done(None, exc)
             return Answer(exc.status, exc.body, exc.media_type)
@@ -266,6 +276,7 @@ class Gateway:
                     if wants_usage or chunk.get("choices"):
                         yield f"data: {json.dumps(chunk, ensure_ascii=False)}\n\n"
                     chunk = next(chunks, None)
+                recording.done(merged.completion(), None)  # before the client's last line: recorded once it has the answer
                 yield "data: [DONE]\n\n"
             except UpstreamError as exc:  # failed mid-stream: what the upstream said, as the stream's last event
                 error = exc
@@ -300,6 +311,11 @@ class Gateway:
     def close(self, timeout: float = 5.0) -> None:
         if self.writer is not None:
             self.writer.close(timeout)
+
+
+def _refused(exc: RequestRefused) -> Answer:
+    body = {"error": {"message": str(exc), "type": "invalid_request_error", "param": exc.field}}
+    return Answer(400, json.dumps(body).encode())
 
 
 def completion_outputs(completion: Mapping[str, Any] | None) -> list[dict[str, Any]]:
@@ -371,6 +387,7 @@ class _Recording:
     shown: LessonsShown | None
     started: float
     clock: float
+    dropped: list[str] = field(default_factory=list)
     _done: bool = False
 
     def done(self, completion: dict[str, Any] | None, error: UpstreamError | None) -> None:
@@ -403,6 +420,8 @@ class _Recording:
                                     "request": {k: v for k, v in self.request.items() if k != "messages"}}
         if finish:
             metadata["finish_reasons"] = finish
+        if self.dropped:
+            metadata["dropped_fields"] = self.dropped
         usage = None
         raw_usage = (completion or {}).get("usage")
         if isinstance(raw_usage, dict):
@@ -435,15 +454,18 @@ def gateway_router(gateway: Gateway, models: list[str] | None = None) -> APIRout
     (`faultlens gateway`) to get its token rules, the runs API and the failed-run worker with it."""
     router = APIRouter()
     listing = model_listing(models or ["faultlens-gateway"])
+    calls = _UpstreamCalls(gateway.max_upstream_calls)
 
     async def chat(request: Request, agent: str | None, run: str | None) -> Response:
         body = await chat_body(request)
         if isinstance(body, JSONResponse):
             return body
         name = agent or request.headers.get(AGENT_HEADER) or DEFAULT_AGENT
-        answer = await run_in_threadpool(gateway.handle, name, body, request.headers, run)
+        answer = await calls.run(request, gateway.handle, name, body, request.headers, run)
+        if answer is None:  # the client went away: nobody to answer
+            return Response(status_code=499)
         if answer.stream is not None:
-            return StreamingResponse(answer.stream, media_type="text/event-stream")
+            return StreamingResponse(calls.iterate(answer.stream), media_type="text/event-stream")
         return Response(answer.body, status_code=answer.status, media_type=answer.media_type)
 
     @router.post("/v1/chat/completions")
@@ -474,6 +496,80 @@ def gateway_router(gateway: Gateway, models: list[str] | None = None) -> APIRout
         return JSONResponse(gateway.status())
 
     return router
+
+
+class _UpstreamCalls:
+    """The gateway's own threads for upstream calls, at most `limit` at once.
+
+    Upstream calls block a thread for as long as the upstream takes; on the
+    server's shared thread pool, a few dozen calls held by a hanging upstream
+    would leave none for health, the API or the UI. A client that goes away
+    gives its slot back at once (its thread finishes on its own, within the
+    upstream timeout, and the call is still recorded).
+    """
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self._limiter: anyio.CapacityLimiter | None = None
+
+    @property
+    def limiter(self) -> anyio.CapacityLimiter:
+        if self._limiter is None:  # made in the event loop that uses it
+            self._limiter = anyio.CapacityLimiter(self.limit)
+        return self._limiter
+
+    async def run(self, request: Request, fn: Callable[..., Answer], *args: Any) -> Answer | None:
+        """`fn(*args)` on one of the gateway's threads; None if the client disconnected first."""
+        answer: Answer | None = None
+        async with anyio.create_task_group() as group:
+            async def call() -> None:
+                nonlocal answer
+                answer = await anyio.to_thread.run_sync(fn, *args, limiter=self.limiter, abandon_on_cancel=True)
+                group.cancel_scope.cancel()
+
+            async def watch() -> None:
+                while not await request.is_disconnected():
+                    await anyio.sleep(0.25)
+                group.cancel_scope.cancel()
+
+            group.start_soon(call)
+            group.start_soon(watch)
+        return answer
+
+    async def iterate(self, lines: Iterator[str]) -> AsyncIterator[str]:
+        """A stream's lines, each read on one of the gateway's threads; a client that goes away ends the stream
+        (closing `lines`, which records the call) once no thread is reading it."""
+        lock = threading.Lock()
+        state = {"reading": False, "gone": False}
+
+        def close() -> None:
+            close_lines = getattr(lines, "close", None)
+            if close_lines is not None:
+                close_lines()
+
+        def next_line() -> str | None:
+            line = next(lines, None)
+            with lock:
+                state["reading"] = False
+                gone = state["gone"]
+            if gone:  # the client left while this thread waited on the upstream
+                close()
+            return line
+
+        try:
+            while True:
+                with lock:
+                    state["reading"] = True
+                line = await anyio.to_thread.run_sync(next_line, limiter=self.limiter, abandon_on_cancel=True)
+                if line is None:
+                    break
+                yield line
+        finally:
+            with lock:
+                state["gone"] = True
+                reading = state["reading"]
+            if not reading:
+                close()
 
 
 def create_gateway_app(gateway: Gateway) -> FastAPI:

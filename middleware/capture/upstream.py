@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
 
+from ..replay.chat_request import check_agent_name, forwarded, safe_message
 from ..replay.endpoint import sse_chunks
 
 log = logging.getLogger("faultlens.middleware.capture.gateway")
@@ -32,8 +33,9 @@ class GatewayUpstream(Protocol):
 
 
 def _forwarded_body(request: Mapping[str, Any]) -> dict[str, Any]:
-    # The model is the gateway's to choose (per agent); streaming is asked for by the method called.
-    return {k: v for k, v in request.items() if k not in ("model", "stream", "stream_options")}
+    # Only the allow-listed chat parameters (`chat_request`), even if a caller skipped the check; the model is
+    # the gateway's to choose (per agent), and streaming is asked for by the method called.
+    return {k: v for k, v in forwarded(request).items() if k not in ("model", "stream", "stream_options")}
 
 
 def upstream_error(exc: BaseException) -> UpstreamError:
@@ -44,32 +46,44 @@ def upstream_error(exc: BaseException) -> UpstreamError:
     OpenAI-style error object built from the exception (status 502 when it
     names none: the gateway could not get an answer).
     """
+    if type(exc).__name__ == "Timeout":  # litellm's (status 408): for a gateway, the upstream timed out
+        return UpstreamError(504, json.dumps({"error": {"message": "the upstream did not answer in time (the gateway's --upstream-timeout)",
+                                                        "type": "upstream_timeout", "code": 504}}).encode())
     response = getattr(exc, "response", None)
     content = getattr(response, "content", None) if response is not None else None
     status = getattr(exc, "status_code", None) or getattr(response, "status_code", None) or 502
     if isinstance(content, bytes) and content:
         media = (getattr(response, "headers", None) or {}).get("content-type", "application/json")
         return UpstreamError(int(status), content, media)
-    message = str(getattr(exc, "message", None) or exc)
+    message = safe_message(str(getattr(exc, "message", None) or exc)) or type(exc).__name__
     body = {"error": {"message": message, "type": type(exc).__name__, "code": int(status)}}
     return UpstreamError(int(status), json.dumps(body).encode())
 
 
-class LiteLLMUpstream:
-    """Forward to `model` through litellm (any provider, or a local/offline one); `{agent}` in it is the caller's name."""
+DEFAULT_TIMEOUT = 30.0  # seconds; litellm's own default (600 s) would let a hanging upstream hold a call for ten minutes
 
-    def __init__(self, model: str, **completion_kwargs: Any):
+
+class LiteLLMUpstream:
+    """Forward to `model` through litellm (any provider, or a local/offline one); `{agent}` in it is the caller's name.
+
+    timeout: seconds an upstream call may take before it fails (504 to the client). One client call is
+    one upstream request: no retries (the client's SDK retries if it wants to), never the client's to set.
+    """
+
+    def __init__(self, model: str, *, timeout: float = DEFAULT_TIMEOUT, **completion_kwargs: Any):
         self.model = model
-        self.kwargs = completion_kwargs
+        self.kwargs = {"max_retries": 0, **completion_kwargs, "timeout": timeout}
 
     def _model(self, agent: str) -> str:
-        return self.model.replace("{agent}", agent)
+        # An agent name substituted into the model cannot pick another provider or add a path (raises RequestRefused).
+        return self.model.replace("{agent}", check_agent_name(agent)) if "{agent}" in self.model else self.model
 
     def complete(self, agent: str, request: dict[str, Any]) -> dict[str, Any]:
         import litellm
 
+        model = self._model(agent)
         try:
-            response = litellm.completion(model=self._model(agent), **_forwarded_body(request), **self.kwargs)
+            response = litellm.completion(model=model, **_forwarded_body(request), **self.kwargs)
         except Exception as exc:
             raise upstream_error(exc) from exc
         return response.model_dump(exclude_none=True)
@@ -77,8 +91,9 @@ class LiteLLMUpstream:
     def stream(self, agent: str, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
         import litellm
 
+        model = self._model(agent)
         try:
-            chunks = litellm.completion(model=self._model(agent), **_forwarded_body(request), stream=True,
+            chunks = litellm.completion(model=model, **_forwarded_body(request), stream=True,
                                         stream_options={"include_usage": True}, **self.kwargs)
         except Exception as exc:
             raise upstream_error(exc) from exc

@@ -34,6 +34,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from ..errors import FaultlensError
+from .chat_request import MAX_DEPTH, RequestRefused, check_agent_name, check_chat_request, forwarded, safe_message
 from .session import Drift, Override, Recording, Session, canonical
 
 __all__ = ["ChatProxy", "Upstream", "create_proxy_app", "litellm_upstream", "sse_chunks"]
@@ -53,8 +54,9 @@ def litellm_upstream(model: str, **completion_kwargs: Any) -> Upstream:
     import litellm
 
     def call(agent: str, request: dict[str, Any]) -> dict[str, Any]:
-        body = {k: v for k, v in request.items() if k not in ("model", "stream", "stream_options")}
-        response = litellm.completion(model=model.replace("{agent}", agent), **body, **completion_kwargs)
+        body = {k: v for k, v in forwarded(request).items() if k not in ("model", "stream", "stream_options")}
+        name = model.replace("{agent}", check_agent_name(agent)) if "{agent}" in model else model
+        response = litellm.completion(model=name, **body, **completion_kwargs)
         return response.model_dump(exclude_none=True)
 
     return call
@@ -162,14 +164,17 @@ def model_listing(models: list[str]) -> dict[str, Any]:
 
 
 async def chat_body(request: Request) -> dict[str, Any] | JSONResponse:
-    """A chat-completion request's JSON body, or the 400 answer to a body that is not one."""
+    """A chat-completion request's JSON body, checked (`chat_request.check_chat_request`), or the 400 answer naming what is wrong."""
     try:
         body = json.loads(await request.body())
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         return error_response(400, f"request body is not JSON: {exc}", "invalid_request_error")
-    if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
-        return error_response(400, "request body must be an object with a 'messages' list", "invalid_request_error")
-    return body
+    except RecursionError:
+        return error_response(400, f"request body is nested deeper than {MAX_DEPTH} levels", "invalid_request_error")
+    try:
+        return check_chat_request(body)
+    except RequestRefused as exc:
+        return error_response(400, str(exc), "invalid_request_error", param=exc.field)
 
 
 def create_proxy_app(proxy: ChatProxy, models: list[str] | None = None) -> FastAPI:
@@ -185,8 +190,12 @@ def create_proxy_app(proxy: ChatProxy, models: list[str] | None = None) -> FastA
             completion = proxy.complete(agent, body)
         except Drift as drift:
             return error_response(409, str(drift), "faultlens_drift", index=drift.index)
+        except RequestRefused as exc:
+            return error_response(400, str(exc), "invalid_request_error", param=exc.field)
         except FaultlensError as exc:  # e.g. no error of the chosen mode fits call T: say so, never serve the original
             return error_response(500, str(exc), type(exc).__name__)
+        except Exception as exc:  # the upstream failed the live call: its message, without traceback or paths
+            return error_response(502, safe_message(str(exc)) or type(exc).__name__, "upstream_error")
         if body.get("stream"):
             usage = bool((body.get("stream_options") or {}).get("include_usage"))
             return StreamingResponse(sse_chunks(completion, usage), media_type="text/event-stream")

@@ -487,3 +487,15 @@ def test_33_github_fine_grained_tokens_and_x_api_key_headers_are_not_stored_or_e
     exported = json.dumps(trace_to_otlp(store.get_trace(run.id))) + client.get(f"/api/runs/{run.id}").text + client.get(f"/runs/{run.id}").text
     for leak in leaks:
         assert leak not in dump and leak not in exported, leak
+
+
+@pytest.mark.parametrize("field", ["detail", "evaluator"])
+def test_an_outcome_with_a_lone_surrogate_is_refused_naming_the_field_and_stores_nothing(store, field):
+    """Issue 43, finding 7: "\\ud800" answered 500 and left a placeholder run; now 4xx naming the field, nothing stored."""
+    client = TestClient(create_app(store, workers=0), base_url="http://127.0.0.1")
+    raw = '{"success": false, "%s": "bad \\ud800 text"}' % field
+    answer = client.post("/api/runs/never-seen/outcome", content=raw, headers=JSON_HEADERS)
+    assert answer.status_code == 422 and field in answer.text and "Traceback" not in answer.text
+    assert not store.has_trace("never-seen")
+    label = client.put("/api/runs/never-seen/label", content='{"step": 0, "reason": "\\udfff"}', headers=JSON_HEADERS)
+    assert label.status_code == 422 and "reason" in label.text
