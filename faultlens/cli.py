@@ -107,6 +107,7 @@ COMMANDS = {
     "proxy": "faultlens.proxy:proxy",
     "gateway": "faultlens.gateway:gateway",
     "phoenix": "faultlens.phoenix.cli:phoenix",
+    "verify": "faultlens.rerun.cli:verify_command",
 }
 # Their short help, for `faultlens --help` without importing them (tests/faultlens/test_cli.py keeps it equal).
 COMMAND_HELP = {
@@ -121,6 +122,7 @@ COMMAND_HELP = {
     "proxy": "Serve an OpenAI-compatible endpoint that records, replays or injects errors into any agent's model calls.",
     "gateway": "Forward every model call of any framework upstream, record it as a step, and show each agent its lessons.",
     "phoenix": "Attribute the failed runs of an Arize Phoenix project and write the verdicts back to it.",
+    "verify": "Verify the decisive step of failed run RUN by re-running your program with that call corrected.",
 }
 
 

@@ -145,6 +145,10 @@ class Counterfactual(BaseAttributor):
                         details["trials"].append(trial.to_json())
                 except NotRerunnable as exc:
                     fallback = f"not re-runnable: {exc}"
+                    if exc.trial is not None:  # a re-run that showed nothing (drift, a timeout, ...): listed, never counted
+                        details["reruns"] += 1
+                        details["trials"].append(exc.trial.to_json())
+                        details["not_verifiable"] = True
                     break
                 if trial.success:
                     verdict, corrected = step, (replacement if replacement is not None else trial.regenerated)

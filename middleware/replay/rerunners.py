@@ -33,7 +33,14 @@ __all__ = ["NotRerunnable", "Rerunner", "Trial", "register_rerun", "register_rer
 
 
 class NotRerunnable(FaultlensError):
-    """This trace cannot be re-run (its agents, task or settings are unknown, or it no longer replays)."""
+    """This trace cannot be re-run (its agents, task or settings are unknown, or it no longer replays).
+
+    `trial`, when set, is the trial that found it out (a drift, a timeout, an upstream that failed).
+    """
+
+    def __init__(self, message: str, trial: Trial | None = None):
+        super().__init__(message)
+        self.trial = trial
 
 
 @dataclass
@@ -47,6 +54,7 @@ class Trial:
     live_calls: int | None = None  # calls made anew after the change (the rest were replayed or reused)
     seconds: float = 0.0
     detail: str = ""
+    outcome: str | None = None  # success, failure, crash, or why the trial shows nothing (drift, timeout, ...)
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None and v != ""}

@@ -1,0 +1,1 @@
+"""Re-running any program under faultlens: the re-run contract, one trial, the rerunner, `faultlens verify`."""

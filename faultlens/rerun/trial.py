@@ -1,0 +1,89 @@
+"""One re-run of a recorded run: a gateway on loopback whose upstream replays the prefix and corrects one call, the program, the judge."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+
+from fastapi import FastAPI
+from pydantic import BaseModel
+
+from faultlens.middleware.capture.gateway import Gateway, completion_text, gateway_router
+from faultlens.middleware.capture.rerun_upstream import RerunUpstream
+from faultlens.middleware.capture.upstream import GatewayUpstream
+from faultlens.middleware.replay.rerunners import Trial
+from faultlens.middleware.replay.session import Recording
+from faultlens.server.run import ServerThread
+from .contract import Judge, Program, contract_env
+
+__all__ = ["NOT_VERIFIABLE", "TrialSpec", "run_trial"]
+
+# Trial outcomes after which the re-run shows nothing about the candidate (neither confirmed nor refuted).
+NOT_VERIFIABLE = frozenset({"drift", "timeout", "upstream_error", "judge_timeout", "no_judge"})
+
+
+class _OutcomeIn(BaseModel):
+    success: bool
+
+
+@dataclass
+class TrialSpec:
+    """What one trial re-runs: the recording, the call to correct (its position), and how."""
+
+    recording: Recording
+    at: int  # the call's position among the run's calls
+    step: int  # the same call as a step index of the run (what the trial reports)
+    task: str
+    lesson: str | None = None
+    replacement: str | None = None
+
+
+def _app(gateway: Gateway, posted: dict[str, bool]) -> FastAPI:
+    app = FastAPI(title="faultlens re-run", docs_url=None, redoc_url=None, openapi_url=None)
+    app.include_router(gateway_router(gateway))
+
+    @app.post("/api/runs/{run}/outcome")
+    def outcome(run: str, body: _OutcomeIn) -> dict[str, bool]:
+        posted[run] = body.success
+        return {"success": body.success}
+
+    return app
+
+
+def run_trial(spec: TrialSpec, program: Program, judge: Judge, upstream: GatewayUpstream) -> Trial:
+    """Re-run the program once with call `spec.at` corrected; the trial says what happened, in one line."""
+    started = time.monotonic()
+    rerun = RerunUpstream(spec.recording, spec.at, upstream, lesson=spec.lesson, replacement=spec.replacement)
+    gateway = Gateway(rerun, None, default_run="rerun")
+    posted: dict[str, bool] = {}
+    run_id = f"rerun-{uuid.uuid4().hex[:12]}"
+    with ServerThread(_app(gateway, posted)) as server:
+        root = f"{server.url}/run/{run_id}"
+        ran = program.run(contract_env(root, spec.task, f"{server.url}/api/runs/{run_id}/outcome"))
+    how = "with a lesson in its system message" if spec.lesson else "replaced by the corrector's text" if spec.replacement is not None else "drawn again"
+    base = dict(step=spec.step, changed=None if rerun.corrected is None else rerun.corrected != _recorded_text(spec),
+                regenerated=(rerun.corrected or "")[:300] or None, live_calls=rerun.live_calls,
+                seconds=round(time.monotonic() - started, 4))
+    if rerun.drift is not None:
+        return Trial(success=False, outcome="drift", detail=f"not verifiable: the replayed prefix drifted ({rerun.drift})", **base)
+    if ran.timed_out:
+        return Trial(success=False, outcome="timeout", detail=f"not verifiable: the program ran past {program.timeout:g} s", **base)
+    if rerun.upstream_errors:
+        return Trial(success=False, outcome="upstream_error",
+                     detail=f"not verifiable: the upstream failed {len(rerun.upstream_errors)} call(s): {rerun.upstream_errors[0]}", **base)
+    if rerun.corrected is None:
+        return Trial(success=False, outcome="drift", detail=f"not verifiable: the program never made call {spec.at} again "
+                                                            f"({len(rerun.session.calls)} calls)", **base)
+    if ran.exit_code != 0:
+        return Trial(success=False, outcome="crash", detail=f"call {spec.at} {how}: the program exited {ran.exit_code}: {ran.error}", **base)
+    verdict = judge.judge(ran.stdout, posted.get(run_id))
+    if not verdict.judged:
+        outcome = "judge_timeout" if verdict.how == "judge" else "no_judge"
+        return Trial(success=False, outcome=outcome, detail=f"not verifiable: {verdict.detail}", **base)
+    return Trial(success=verdict.success, outcome="success" if verdict.success else "failure",
+                 detail=f"call {spec.at} {how}: {'succeeded' if verdict.success else 'still failed'} ({verdict.detail})", **base)
+
+
+def _recorded_text(spec: TrialSpec) -> str:
+    return completion_text(spec.recording[spec.at].response)

@@ -1,0 +1,99 @@
+"""The gateway's upstream during a re-run: the recorded prefix replayed, one call corrected, the rest live.
+
+A re-run of a failed run puts the user's program back on the task with its
+model calls going through a gateway whose upstream is a `RerunUpstream`
+(the proxy's session semantics, in the live gateway):
+
+- calls before `at` must ask exactly what the recording holds at the same
+  position (`replay.gateway_calls.request_key`) and get the recorded reply; a
+  call that asks something else is *drift* (the re-run cannot show anything:
+  the candidate is not verifiable), answered 409;
+- call `at` gets the correction: a new draw from the upstream with a lesson
+  added to its system message, or a given replacement text in the recorded
+  reply's place;
+- a later call whose request equals the recorded one at its position gets the
+  recorded reply (what the correction did not touch stays fixed); any other
+  goes live to the upstream.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from ..replay.endpoint import sse_chunks
+from ..replay.gateway_calls import request_key
+from ..replay.session import CallRecord, Drift, Recording, Session
+from .gateway import completion_text, inject_lessons
+from .upstream import GatewayUpstream, UpstreamError
+
+__all__ = ["RerunUpstream"]
+
+
+class RerunUpstream:
+    """A `GatewayUpstream` for one re-run (see the module docstring).
+
+    lesson: the text added to call `at`'s system message before it is drawn anew (None: drawn as it was asked).
+    replacement: the reply text of call `at` instead of a new draw (a corrector model's).
+    """
+
+    def __init__(self, recording: Recording, at: int, live: GatewayUpstream, *, lesson: str | None = None,
+                 replacement: str | None = None):
+        if not 0 <= at < len(recording):
+            raise ValueError(f"call {at} is outside the recording's {len(recording)} calls")
+        self.live = live
+        self.lesson = lesson
+        self.replacement = replacement
+        self.session = Session(recording, replay_until=at, overrides={at: self._correct}, reuse_unchanged_from=at + 1)
+        self.drift: Drift | None = None
+        self.upstream_errors: list[str] = []
+        self.corrected: str | None = None  # the reply call `at` got, as step text
+        self._asked: tuple[str, dict[str, Any]] | None = None
+        self._lock = threading.Lock()  # a session is one ordered list of calls
+
+    @property
+    def live_calls(self) -> int:
+        return self.session.live
+
+    def _correct(self, record: CallRecord) -> dict[str, Any]:
+        assert self._asked is not None
+        agent, request = self._asked
+        if self.replacement is not None:
+            out = copy.deepcopy(record.response)
+            out["choices"][0]["message"] = {"role": "assistant", "content": self.replacement}
+            out["choices"][0]["finish_reason"] = "stop"
+        else:
+            asked = dict(request)
+            if self.lesson:
+                asked["messages"] = inject_lessons(list(request.get("messages") or []), self.lesson)
+            out = self._live(agent, asked)
+        self.corrected = completion_text(out)
+        return out
+
+    def _live(self, agent: str, request: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return self.live.complete(agent, {k: v for k, v in request.items() if k not in ("stream", "stream_options")})
+        except UpstreamError as exc:
+            self.upstream_errors.append(f"{exc.status}: {exc.body[:200].decode('utf-8', 'replace')}")
+            raise
+
+    def complete(self, agent: str, request: dict[str, Any]) -> dict[str, Any]:
+        key = request_key(request.get("messages"), request)
+        with self._lock:
+            self._asked = (agent, request)
+            try:
+                return self.session.call("model", agent, key, lambda _key: self._live(agent, request))
+            except Drift as drift:
+                self.drift = self.drift or drift
+                body = {"error": {"message": f"faultlens re-run: {drift}", "type": "faultlens_drift", "index": drift.index}}
+                raise UpstreamError(409, json.dumps(body).encode()) from None
+            finally:
+                self._asked = None
+
+    def stream(self, agent: str, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        completion = self.complete(agent, request)
+        return (json.loads(line[len("data: "):]) for line in sse_chunks(completion, include_usage=True)
+                if line.startswith("data: {"))

@@ -1,0 +1,133 @@
+"""`faultlens verify` end to end, offline: a program on the plain OpenAI SDK (no faultlens import), recorded through
+the gateway, re-run in a subprocess with one call corrected; and every way a re-run can show nothing.
+
+The model provider is a test double (`sim_upstream.SimUpstream`, an HTTP server); the rest is real: the
+gateway over HTTP, litellm, the program's subprocess, the store, the base method (`blend`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import httpx
+import pytest
+from click.testing import CliRunner
+
+from faultlens.cli import cli
+from faultlens.feedback.memory import LessonMemory
+from faultlens.gateway import build_gateway_app
+from faultlens.middleware.capture.upstream import LiteLLMUpstream
+from faultlens.middleware.replay.gateway_calls import call_steps, recording_of, request_key
+from faultlens.middleware.store.sqlite import open_store
+from faultlens.server.run import ServerThread
+from .sim_upstream import PROGRAM, RIGHT, TASK, SimUpstream
+
+
+@pytest.fixture(scope="module")
+def sim():
+    server = SimUpstream()
+    yield server
+    server.shutdown()
+
+
+def write_program(folder, nonce: str = "", crash_on_rerun: bool = False) -> str:
+    text = PROGRAM.replace('NONCE = ""', f"NONCE = {nonce!r}")
+    if crash_on_rerun:
+        text = text.replace("print(answer)", "if 'rerun-' in root: sys.exit('boom: the re-run crashed')\nprint(answer)")
+    path = folder / "agents.py"
+    path.write_text(text)
+    return f"{sys.executable} {path}"
+
+
+def record_failed_run(tmp_path, sim, command: str, run: str = "r1"):
+    """Run the program once through the live gateway (as a user would) and report it failed."""
+    db = tmp_path / "runs.db"
+    store = open_store(db)
+    app, gateway = build_gateway_app(store, LiteLLMUpstream("openai/{agent}", api_base=sim.url, api_key="sk-sim"), workers=0)
+    with ServerThread(app) as server:
+        env = {**os.environ, "FAULTLENS_GATEWAY": f"{server.url}/run/{run}", "FAULTLENS_TASK": TASK}
+        done = subprocess.run(command, shell=True, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert RIGHT not in done.stdout  # the researcher slipped
+        assert gateway.flush(20)
+        posted = httpx.post(f"{server.url}/api/runs/{run}/outcome", json={"success": False, "detail": f"expected {RIGHT}"})
+        assert posted.status_code == 200, posted.text
+    gateway.close()
+    return db, store
+
+
+def verify(db, command: str, api_base: str, *extra: str):
+    args = ["verify", "r1", "--db", str(db), "--rerun", command, "--upstream", "openai/{agent}", "--api-base", api_base, "--json", *extra]
+    result = CliRunner().invoke(cli, args, env={"OPENAI_API_KEY": "sk-sim"})
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout[result.stdout.index("{"):])
+
+
+def test_a_gateway_run_becomes_a_recording_that_compares_without_lessons(tmp_path, sim):
+    db, store = record_failed_run(tmp_path, sim, write_program(tmp_path))
+    trace = store.get_trace("r1")
+    assert call_steps(trace) == [0, 1] and [s.agent for s in trace.steps] == ["researcher", "writer"]
+    recording = recording_of(trace)
+    assert recording[0].response["choices"][0]["message"]["content"] == "Rome: 2716 thousand people."
+    messages = [{"role": "system", "content": "You are the researcher: look the figure up."}, {"role": "user", "content": TASK}]
+    shown = [{"role": "system", "content": messages[0]["content"] + "\n\n<faultlens-lessons>\n- a lesson\n</faultlens-lessons>"}, messages[1]]
+    assert request_key(messages, {"model": "m"}) == recording[0].request == request_key(shown, {"model": "m", "stream": False})
+
+
+def test_verify_confirms_the_decisive_call_by_rerunning_the_program(tmp_path, sim):
+    command = write_program(tmp_path)
+    db, store = record_failed_run(tmp_path, sim, command)
+    steps_before = len(store.get_trace("r1").steps)
+    live_before = len(sim.requests)
+    verdict = verify(db, command, sim.url, "--judge", f"grep -q {RIGHT}")
+    assert verdict["verified"] is True and verdict["step"] == 0 and verdict["agent"] == "researcher"
+    assert verdict["reruns"] >= 1 and verdict["trials"][-1]["outcome"] == "success"
+    # The corrected call and the writer's changed call went live; nothing else did.
+    assert len(sim.requests) - live_before == 2 * verdict["reruns"]
+    stored = open_store(db)
+    assert len(stored.get_trace("r1").steps) == steps_before  # the run itself is untouched
+    saved = stored.attributions("r1")[-1]
+    assert saved.method == "verify" and saved.details["verified"] and saved.details["trials"] == verdict["trials"]
+    fixed = [lesson for lesson in LessonMemory(stored).lessons() if lesson.helped == 1]
+    assert len(fixed) == 1 and fixed[0].agent == "researcher" and fixed[0].attribution_id == saved.id
+
+
+def test_the_reference_answer_or_a_posted_outcome_judges_when_no_judge_command_is_given(tmp_path, sim):
+    command = write_program(tmp_path)
+    db, _ = record_failed_run(tmp_path, sim, command)
+    verdict = verify(db, command, sim.url)  # no judge, no reference, no posted outcome: nothing can decide
+    assert verdict["verified"] is False and verdict["not_verifiable"] is True and verdict["trials"][0]["outcome"] == "no_judge"
+    posting = tmp_path / "posting.py"
+    posting.write_text(PROGRAM + f'\nimport httpx\nhttpx.post(os.environ["FAULTLENS_OUTCOME_URL"], json={{"success": "{RIGHT}" in answer}})\n')
+    verdict = verify(db, f"{sys.executable} {posting}", sim.url)
+    assert verdict["verified"] is True and verdict["step"] == 0
+
+
+@pytest.mark.parametrize("case", ["drift", "crash", "judge hangs", "upstream fails"])
+def test_a_rerun_that_shows_nothing_leaves_the_base_verdict_unverified(tmp_path, sim, case):
+    command = write_program(tmp_path)
+    db, store = record_failed_run(tmp_path, sim, command)
+    steps = store.get_trace("r1").model_dump_json()
+    api_base, extra = sim.url, ["--judge", f"grep -q {RIGHT}"]
+    if case == "drift":  # the program now asks call 0 differently; the candidate is call 1, so call 0 must replay
+        command = write_program(tmp_path, nonce=" (today)")
+        extra += ["--method", "baseline:last-step", "-k", "1"]
+    elif case == "crash":
+        command = write_program(tmp_path, crash_on_rerun=True)
+    elif case == "judge hangs":
+        extra = ["--judge", "sleep 30", "--judge-timeout", "1"]
+    else:
+        failing = SimUpstream(status=500)
+        api_base = failing.url
+    verdict = verify(db, command, api_base, *extra)
+    if case == "upstream fails":
+        failing.shutdown()
+    expected = {"drift": "drift", "crash": "crash", "judge hangs": "judge_timeout", "upstream fails": "upstream_error"}[case]
+    assert verdict["verified"] is False
+    assert verdict["trials"][0]["outcome"] == expected and verdict["trials"][0]["detail"]
+    assert verdict["step"] == verdict["base_step"]  # the base's verdict stands
+    assert verdict["not_verifiable"] is (case != "crash")
+    assert open_store(db).get_trace("r1").model_dump_json() == steps  # nothing stored is lost
