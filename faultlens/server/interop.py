@@ -11,6 +11,8 @@ Phoenix and Jaeger show it under the step that was blamed.
 
 from __future__ import annotations
 
+import logging
+
 import re
 from collections.abc import Callable
 from typing import Any
@@ -27,6 +29,8 @@ from faultlens.middleware.store.protocol import Store
 EVENT_NAME = "gen_ai.evaluation.result"
 _HEX = re.compile(r"^[0-9a-f]+$")
 
+
+log = logging.getLogger(__name__)
 
 def _hex_id(value: str | None, length: int) -> int | None:
     if value and len(value) == length and _HEX.match(value.lower()):
@@ -133,7 +137,11 @@ def exporting(store: Store, exporter: EvaluationExporter) -> Callable[[str, Any]
         sent = 0
         for attribution in attributions:
             span = blamed_span(trace, attribution)
-            sent += exporter.export(trace, attribution, otel_trace_id=store.otel_trace_id(trace.id, span) if span else None)
+            went = exporter.export(trace, attribution, otel_trace_id=store.otel_trace_id(trace.id, span) if span else None)
+            if not went:  # said, not skipped silently: e.g. a conversation run stored before span trace ids were kept
+                log.warning("attribution %s of run %s not exported over OTLP: no OpenTelemetry trace id is stored for its "
+                            "blamed step %s", attribution.id, trace.id, attribution.step)
+            sent += went
         return sent
 
     return export

@@ -80,11 +80,29 @@ def _wait_up(url: str, proc: subprocess.Popen, timeout: float = 60) -> None:
     raise AssertionError("the gateway did not start")
 
 
+class _BusyStore:
+    """Holds the store's tables locked from another connection, so every step waits in the gateway's queue."""
+
+    def __init__(self, target: str):
+        if target.startswith("postgresql"):
+            import psycopg
+
+            self.conn = psycopg.connect(target)
+            self.conn.execute("LOCK TABLE traces, steps IN ACCESS EXCLUSIVE MODE")
+        else:
+            self.conn = sqlite3.connect(target, timeout=30)
+            self.conn.execute("BEGIN EXCLUSIVE")
+
+    def release(self) -> None:
+        self.conn.rollback()
+        self.conn.close()
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
-def test_a_stopped_gateway_writes_every_step_it_answered(tmp_path, sig):
+def test_a_stopped_gateway_writes_every_step_it_answered(store_target, sig):
     """SIGTERM (uvicorn re-raises it after shutdown) and SIGINT both write the queued steps before the process ends."""
     upstream = Recorder()
-    db = tmp_path / "runs.db"
+    db = store_target
     open_store(db).close()
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-c", "from faultlens.cli import cli; cli()", "gateway", "--upstream", "openai/up",
@@ -94,15 +112,13 @@ def test_a_stopped_gateway_writes_every_step_it_answered(tmp_path, sig):
     url = f"http://127.0.0.1:{port}"
     try:
         _wait_up(url, proc)
-        lock = sqlite3.connect(db, timeout=30)
-        lock.execute("BEGIN EXCLUSIVE")  # a busy store: every step waits in the gateway's queue
+        busy = _BusyStore(db)
         body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
         answered = sum(httpx.post(f"{url}/run/kill/agent/a/v1/chat/completions", json=body, timeout=30).status_code == 200
                        for _ in range(25))
         proc.send_signal(sig)
         time.sleep(1.5)
-        lock.rollback()  # the store comes back while the gateway is stopping
-        lock.close()
+        busy.release()  # the store comes back while the gateway is stopping
         proc.wait(60)
     finally:
         if proc.poll() is None:
