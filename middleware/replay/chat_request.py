@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, StrictBool, ValidationError
+from pydantic import BaseModel, ConfigDict, StrictBool, ValidationError, model_validator
 
 from ..errors import FaultlensError
 
@@ -63,10 +63,53 @@ class RequestRefused(FaultlensError, ValueError):
         self.message = message
 
 
-class _Message(BaseModel):
+class _Function(BaseModel):
     model_config = ConfigDict(extra="allow")
-    role: str
-    content: str | list[dict[str, Any]] | None = None
+    name: str
+    arguments: str
+
+
+class _ToolCall(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    id: str
+    type: str = "function"
+    function: _Function
+
+
+class _Part(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    type: str
+    text: str | None = None
+
+    @model_validator(mode="after")
+    def _text_part_has_text(self) -> _Part:
+        if self.type == "text" and self.text is None:
+            raise ValueError("a text part needs 'text'")
+        return self
+
+
+class _Message(BaseModel):
+    """One chat message, as OpenAI's API defines it per role (litellm fails on other shapes before reaching the upstream)."""
+
+    model_config = ConfigDict(extra="allow")
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
+    content: str | list[_Part] | None = None
+    name: str | None = None
+    tool_calls: list[_ToolCall] | None = None
+    tool_call_id: str | None = None
+    function_call: _Function | None = None
+
+    @model_validator(mode="after")
+    def _fields_of_its_role(self) -> _Message:
+        if self.role in ("system", "developer", "user") and self.content is None:
+            raise ValueError(f"content: a {self.role} message needs content")
+        if self.role != "assistant" and (self.tool_calls is not None or self.function_call is not None):
+            raise ValueError("tool_calls: only an assistant message makes tool calls")
+        if self.role == "tool" and not self.tool_call_id:
+            raise ValueError("tool_call_id: a tool message needs the id of the call it answers")
+        if self.role == "function" and not self.name:
+            raise ValueError("name: a function message needs the function's name")
+        return self
 
 
 class _StreamOptions(BaseModel):

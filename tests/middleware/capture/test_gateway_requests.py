@@ -184,6 +184,12 @@ def test_a_lone_surrogate_gets_400_and_recording_goes_on(tmp_path, world):
     ({**BODY, "temperature": "hot"}, "temperature"),
     ({**BODY, "tools": {"type": "function"}}, "tools"),
     ({**BODY, "stop": 5}, "stop"),
+    ({"model": "m", "messages": [{"role": "assistant", "tool_calls": True}]}, "messages[0].tool_calls"),
+    ({"model": "m", "messages": [{"role": "developer", "name": "x"}]}, "messages[0]"),
+    ({"model": "m", "messages": [{"role": "tool", "content": "42"}]}, "messages[0]"),
+    ({"model": "m", "messages": [{"role": "user", "content": "hi", "tool_calls": []}]}, "messages[0]"),
+    ({"model": "m", "messages": [{"role": "robot", "content": "hi"}]}, "messages[0].role"),
+    ({"model": "m", "messages": [{"role": "user", "content": [{"type": "text"}]}]}, "messages[0].content"),
 ])
 def test_a_malformed_body_gets_400_naming_the_field(served, body, param):
     server, _, _ = served
