@@ -11,7 +11,8 @@ For each re-run faultlens sets:
 - `FAULTLENS_OUTCOME_URL`: where the program may POST `{"success": bool}`.
 
 The re-run's success comes from the first judge that applies: `--judge CMD`
-(reads the program's stdout on stdin; exit 0 = success), else an outcome the
+(reads the program's stdout on stdin, with the same environment, so it can
+read `FAULTLENS_TASK`; exit 0 = success), else an outcome the
 program posted, else the run's reference answer (contained in the program's
 stdout). A program that exits non-zero, or runs past its timeout, failed.
 """
@@ -98,12 +99,14 @@ class Judge:
     reference: str | None = None
     timeout: float = 60.0
 
-    def judge(self, stdout: str, posted: bool | None) -> Verdict:
+    def judge(self, stdout: str, posted: bool | None, env: Mapping[str, str] | None = None) -> Verdict:
+        """The verdict on one re-run; a judge command gets the stdout on stdin and the contract's environment (`env`)."""
         if callable(self.command):
             return Verdict(bool(self.command(stdout)), "judge")
         if self.command:
             try:
-                done = subprocess.run(self.command, shell=True, input=stdout, capture_output=True, text=True, timeout=self.timeout)
+                done = subprocess.run(self.command, shell=True, input=stdout, capture_output=True, text=True, timeout=self.timeout,
+                                      env={**os.environ, **(env or {})})
             except subprocess.TimeoutExpired:
                 return Verdict(False, "judge", f"the judge did not answer within {self.timeout:g} s", judged=False)
             return Verdict(done.returncode == 0, "judge", f"the judge exited {done.returncode}")

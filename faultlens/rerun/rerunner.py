@@ -47,7 +47,7 @@ class CommandRerunner:
         else:
             lesson = self.lesson_for(trace, step) if replacement is None and self.lesson_for is not None else None
             spec = TrialSpec(recording_of(trace), calls.index(step), step, trace.task.query, lesson=lesson, replacement=replacement)
-            trial = run_trial(spec, self.program, self.judge, self.upstream)
+            trial, _calls = run_trial(spec, self.program, self.judge, self.upstream)
         if self.on_trial is not None:
             self.on_trial(trial)
         if trial.outcome in NOT_VERIFIABLE:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 from fastapi import FastAPI
 from pydantic import BaseModel
@@ -36,7 +37,7 @@ class TrialSpec:
     step: int  # the same call as a step index of the run (what the trial reports)
     task: str
     lesson: str | None = None
-    replacement: str | None = None
+    replacement: str | dict[str, Any] | None = None  # a text, or a whole completion (an injected error)
 
 
 def _app(gateway: Gateway, posted: dict[str, bool]) -> FastAPI:
@@ -51,8 +52,14 @@ def _app(gateway: Gateway, posted: dict[str, bool]) -> FastAPI:
     return app
 
 
-def run_trial(spec: TrialSpec, program: Program, judge: Judge, upstream: GatewayUpstream) -> Trial:
-    """Re-run the program once with call `spec.at` corrected; the trial says what happened, in one line."""
+def run_trial(spec: TrialSpec, program: Program, judge: Judge, upstream: GatewayUpstream) -> tuple[Trial, Recording]:
+    """Re-run the program once with call `spec.at` corrected; the trial says what happened, in one line,
+    and the recording holds the re-run's calls (requests in `request_key` form, and replies)."""
+    trial, rerun = _run(spec, program, judge, upstream)
+    return trial, rerun.session.recorded
+
+
+def _run(spec: TrialSpec, program: Program, judge: Judge, upstream: GatewayUpstream) -> tuple[Trial, RerunUpstream]:
     started = time.monotonic()
     rerun = RerunUpstream(spec.recording, spec.at, upstream, lesson=spec.lesson, replacement=spec.replacement)
     gateway = Gateway(rerun, None, default_run="rerun")
@@ -60,29 +67,31 @@ def run_trial(spec: TrialSpec, program: Program, judge: Judge, upstream: Gateway
     run_id = f"rerun-{uuid.uuid4().hex[:12]}"
     with ServerThread(_app(gateway, posted)) as server:
         root = f"{server.url}/run/{run_id}"
-        ran = program.run(contract_env(root, spec.task, f"{server.url}/api/runs/{run_id}/outcome"))
-    how = "with a lesson in its system message" if spec.lesson else "replaced by the corrector's text" if spec.replacement is not None else "drawn again"
+        env = contract_env(root, spec.task, f"{server.url}/api/runs/{run_id}/outcome")
+        ran = program.run(env)
+    how = ("with a lesson in its system message" if spec.lesson else "replaced by an injected error" if isinstance(spec.replacement, dict)
+           else "replaced by the corrector's text" if spec.replacement is not None else "drawn again")
     base = dict(step=spec.step, changed=None if rerun.corrected is None else rerun.corrected != _recorded_text(spec),
                 regenerated=(rerun.corrected or "")[:300] or None, live_calls=rerun.live_calls,
                 seconds=round(time.monotonic() - started, 4))
     if rerun.drift is not None:
-        return Trial(success=False, outcome="drift", detail=f"not verifiable: the replayed prefix drifted ({rerun.drift})", **base)
+        return Trial(success=False, outcome="drift", detail=f"not verifiable: the replayed prefix drifted ({rerun.drift})", **base), rerun
     if ran.timed_out:
-        return Trial(success=False, outcome="timeout", detail=f"not verifiable: the program ran past {program.timeout:g} s", **base)
+        return Trial(success=False, outcome="timeout", detail=f"not verifiable: the program ran past {program.timeout:g} s", **base), rerun
     if rerun.upstream_errors:
         return Trial(success=False, outcome="upstream_error",
-                     detail=f"not verifiable: the upstream failed {len(rerun.upstream_errors)} call(s): {rerun.upstream_errors[0]}", **base)
+                     detail=f"not verifiable: the upstream failed {len(rerun.upstream_errors)} call(s): {rerun.upstream_errors[0]}", **base), rerun
     if rerun.corrected is None:
         return Trial(success=False, outcome="drift", detail=f"not verifiable: the program never made call {spec.at} again "
-                                                            f"({len(rerun.session.calls)} calls)", **base)
+                                                            f"({len(rerun.session.calls)} calls)", **base), rerun
     if ran.exit_code != 0:
-        return Trial(success=False, outcome="crash", detail=f"call {spec.at} {how}: the program exited {ran.exit_code}: {ran.error}", **base)
-    verdict = judge.judge(ran.stdout, posted.get(run_id))
+        return Trial(success=False, outcome="crash", detail=f"call {spec.at} {how}: the program exited {ran.exit_code}: {ran.error}", **base), rerun
+    verdict = judge.judge(ran.stdout, posted.get(run_id), env)
     if not verdict.judged:
         outcome = "judge_timeout" if verdict.how == "judge" else "no_judge"
-        return Trial(success=False, outcome=outcome, detail=f"not verifiable: {verdict.detail}", **base)
+        return Trial(success=False, outcome=outcome, detail=f"not verifiable: {verdict.detail}", **base), rerun
     return Trial(success=verdict.success, outcome="success" if verdict.success else "failure",
-                 detail=f"call {spec.at} {how}: {'succeeded' if verdict.success else 'still failed'} ({verdict.detail})", **base)
+                 detail=f"call {spec.at} {how}: {'succeeded' if verdict.success else 'failed' if isinstance(spec.replacement, dict) else 'still failed'} ({verdict.detail})", **base), rerun
 
 
 def _recorded_text(spec: TrialSpec) -> str:

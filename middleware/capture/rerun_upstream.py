@@ -37,11 +37,12 @@ class RerunUpstream:
     """A `GatewayUpstream` for one re-run (see the module docstring).
 
     lesson: the text added to call `at`'s system message before it is drawn anew (None: drawn as it was asked).
-    replacement: the reply text of call `at` instead of a new draw (a corrector model's).
+    replacement: call `at`'s reply instead of a new draw: a text (a corrector model's), or a whole chat
+        completion (an injected error, `faultlens adapt`).
     """
 
     def __init__(self, recording: Recording, at: int, live: GatewayUpstream, *, lesson: str | None = None,
-                 replacement: str | None = None):
+                 replacement: str | dict[str, Any] | None = None):
         if not 0 <= at < len(recording):
             raise ValueError(f"call {at} is outside the recording's {len(recording)} calls")
         self.live = live
@@ -61,7 +62,9 @@ class RerunUpstream:
     def _correct(self, record: CallRecord) -> dict[str, Any]:
         assert self._asked is not None
         agent, request = self._asked
-        if self.replacement is not None:
+        if isinstance(self.replacement, dict):
+            out = copy.deepcopy(self.replacement)
+        elif self.replacement is not None:
             out = copy.deepcopy(record.response)
             out["choices"][0]["message"] = {"role": "assistant", "content": self.replacement}
             out["choices"][0]["finish_reason"] = "stop"

@@ -32,6 +32,15 @@ print(answer)
 '''
 TASK = "How many thousand people live in Rome?"
 RIGHT = "2761"
+# Other cities: the researcher gets them right (successful runs, for `faultlens adapt`).
+POPULATION = {"Rome": RIGHT, "Milan": "1371", "Naples": "909", "Turin": "841", "Palermo": "630"}
+# A judge under the re-run contract: the task from the environment, the program's answer on stdin.
+JUDGE = """
+import os, sys
+from tests.faultlens.rerun.sim_upstream import POPULATION
+city = next(c for c in POPULATION if c in os.environ["FAULTLENS_TASK"])
+sys.exit(0 if POPULATION[city] in sys.stdin.read() else 1)
+"""
 
 
 class SimUpstream(ThreadingHTTPServer):
@@ -51,10 +60,14 @@ class SimUpstream(ThreadingHTTPServer):
 def reply(agent: str, messages: list[dict]) -> str:
     system = " ".join(str(m.get("content")) for m in messages if m.get("role") == "system")
     if agent == "researcher":
-        return f"Rome: {RIGHT} thousand people." if "<faultlens-lessons>" in system else "Rome: 2716 thousand people."
+        task = str(messages[-1].get("content"))
+        city = next((c for c in POPULATION if c in task), "Rome")
+        if city == "Rome" and "<faultlens-lessons>" not in system:
+            return "Rome: 2716 thousand people."  # the slip
+        return f"{city}: {POPULATION[city]} thousand people."
     notes = str(messages[-1].get("content"))
     number = re.findall(r"\d{3,}", notes)
-    return f"Rome has {number[-1] if number else 'an unknown number of'} thousand people."
+    return f"The city has {number[-1] if number else 'an unknown number of'} thousand people."
 
 
 class _Handler(BaseHTTPRequestHandler):

@@ -1,0 +1,239 @@
+"""`faultlens adapt`: learn a user's system from its own successful runs, by warm-start injection through re-runs.
+
+For each successful run the gateway recorded, and a few (call, mode) pairs:
+the recorded reply of that call is rewritten into an error of the mode (the
+injection pipeline's generators, `injectors.proxy_mistakes.chat_error`), the
+program is re-run with the calls before it replayed exactly, that reply
+injected, and the rest live (`trial.run_trial`); the judge decides. A re-run
+that now fails is a failure of the user's own system with an exact label
+(agent, call, mode): it is stored as a labelled run marked as injected
+(`source.benchmark = "adapt"`, `metadata.injected`), and written to
+`OUT/injected.jsonl`. Every attempt is appended to `OUT/attempts.jsonl`, so an
+interrupted run resumes where it stopped. Then `learned` is trained on the
+shipped data plus these runs (`OUT/model.joblib`), and scored before and
+after on the injected runs of held-out source runs.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from faultlens.injectors.proxy_mistakes import NoErrorForMode, chat_error
+from faultlens.middleware.capture.gateway import completion_outputs, completion_text
+from faultlens.middleware.capture.upstream import GatewayUpstream
+from faultlens.middleware.errors import ConfigError
+from faultlens.middleware.model.trace import AgentInfo, GoldLabel, Outcome, Source, Step, StepKind, Trace
+from faultlens.middleware.replay.gateway_calls import call_steps, recording_of
+from faultlens.middleware.replay.session import CallRecord, Recording
+from faultlens.middleware.store.sqlite import Store
+from .contract import Judge, Program
+from .trial import TrialSpec, run_trial
+
+__all__ = ["DEFAULT_MODES", "Attempt", "AdaptResult", "adapt", "injected_trace"]
+
+# Modes whose rules rewrite an ordinary chat reply of any system (a number, a name, a tool call's argument, ...).
+DEFAULT_MODES = ("R.3", "R.1", "C.2", "V.1", "A.2", "A.1", "A.4")
+BENCHMARK = "adapt"
+
+
+@dataclass
+class Attempt:
+    """One injection tried: where, what came of it (injected: the re-run failed, a labelled run was kept)."""
+
+    key: str
+    run: str
+    call: int
+    step: int
+    mode: str
+    result: str  # injected, still_succeeded, no_rule, or a trial outcome that shows nothing (drift, timeout, ...)
+    detail: str = ""
+
+
+@dataclass
+class AdaptResult:
+    attempts: list[Attempt] = field(default_factory=list)
+    traces: list[Trace] = field(default_factory=list)  # the labelled failed runs, this session's and earlier ones'
+
+    def yield_by_mode(self) -> dict[str, dict[str, int]]:
+        """Per mode: attempts, and how many gave a labelled failure."""
+        out: dict[str, Counter[str]] = {}
+        for attempt in self.attempts:
+            out.setdefault(attempt.mode, Counter())[attempt.result] += 1
+        return {mode: {"attempts": sum(c.values()), "injected": c["injected"], **dict(c)} for mode, c in sorted(out.items())}
+
+
+def _openai_request(record: CallRecord) -> dict[str, Any]:
+    """The recorded call's request in OpenAI's shape, as far as the error generators read it (roles, text, tools)."""
+    messages = []
+    for message in record.request.get("messages") or []:
+        text = "\n".join(str(p.get("content", "")) for p in message.get("parts") or [] if p.get("type") == "text")
+        messages.append({"role": message.get("role", "user"), "content": text})
+    return {"messages": messages, **{k: v for k, v in (record.request.get("params") or {}).items() if k == "tools"}}
+
+
+def injected_reply(recording: Recording, call: int, mode: str, seed: int) -> tuple[dict[str, Any], str]:
+    """(call `call`'s recorded reply rewritten into an error of `mode`, the reason); `NoErrorForMode` if no rule applies."""
+    record = recording[call]
+    override = chat_error(mode, seed=seed)
+    response = override(CallRecord(record.index, record.kind, record.agent, _openai_request(record), record.response))
+    return response, override.injected[-1]["reason"]  # type: ignore[attr-defined]
+
+
+def injected_trace(source: Trace, calls: Recording, call: int, step_of_call: int, mode: str, reason: str, detail: str) -> Trace:
+    """The failed re-run as a labelled run: one step per model call, the injected call's step as the gold."""
+    steps = [Step(index=i, agent=record.agent, kind=StepKind.llm_call, content=completion_text(record.response),
+                  metadata={"input_messages": record.request.get("messages") or [], "request": record.request.get("params") or {},
+                            "output_messages": completion_outputs(record.response)})
+             for i, record in enumerate(calls.calls)]
+    agents = list(dict.fromkeys(record.agent for record in calls.calls))
+    return Trace(id=f"{BENCHMARK}:{source.id}/{call}-{mode}", task=source.task.model_copy(update={"reference_answer": None}),
+                 agents=[AgentInfo(name=a) for a in agents], steps=steps,
+                 outcome=Outcome(success=False, evaluator="adapt", detail=detail[:300]),
+                 source=Source(framework=source.source.framework, benchmark=BENCHMARK, format="faultlens"),
+                 gold=GoldLabel(step=call, agent=calls.calls[call].agent, mode=mode, reason=reason),
+                 metadata={"injected": True, "from_run": source.id, "from_step": step_of_call})
+
+
+def successful_runs(store: Store, limit: int | None = None) -> list[Trace]:
+    """The store's successful runs that the gateway recorded (the ones a re-run can replay), oldest first."""
+    runs = []
+    for summary in store.list_traces(status="succeeded", limit=None):
+        trace = store.get_trace(summary.id)
+        if trace.source.benchmark != BENCHMARK and call_steps(trace):
+            runs.append(trace)
+    runs.sort(key=lambda t: t.created_at or 0)
+    return runs[:limit] if limit else runs
+
+
+def plan(runs: list[Trace], modes: tuple[str, ...], per_run: int, seed: int) -> Iterator[tuple[Trace, int, str]]:
+    """(run, call, mode) to try: per run, `per_run` pairs drawn without repeats, deterministic in `seed`."""
+    for trace in runs:
+        calls = len(call_steps(trace))
+        pairs = [(c, m) for c in range(calls) for m in modes]
+        random.Random(f"{seed}:{trace.id}").shuffle(pairs)
+        for call, mode in pairs[:per_run]:
+            yield trace, call, mode
+
+
+def _read_attempts(path: Path) -> dict[str, Attempt]:
+    if not path.exists():
+        return {}
+    done = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            data = json.loads(line)
+            done[data["key"]] = Attempt(**data)
+    return done
+
+
+def adapt(store: Store, program: Program, upstream: GatewayUpstream, out: Path, *, judge: Judge | None = None,
+          runs: int | None = 50, per_run: int = 3, modes: tuple[str, ...] = DEFAULT_MODES, seed: int = 0,
+          on_attempt: Callable[[Attempt, int, int], None] | None = None) -> AdaptResult:
+    """Inject errors into the successful runs of `store` by re-running `program`; keep the failures it makes.
+
+    Resumable: attempts already in `out/attempts.jsonl` are not tried again.
+    """
+    sources = successful_runs(store, runs)
+    if not sources:
+        raise ConfigError("no successful run recorded through the gateway in this store: record runs with `faultlens gateway` "
+                          "and post their outcomes first")
+    out.mkdir(parents=True, exist_ok=True)
+    attempts_path, traces_path = out / "attempts.jsonl", out / "injected.jsonl"
+    done = _read_attempts(attempts_path)
+    result = AdaptResult(attempts=list(done.values()))
+    kept = {t.id: t for t in _read_traces(traces_path)}
+    todo = list(plan(sources, modes, per_run, seed))
+    for n, (trace, call, mode) in enumerate(todo, 1):
+        key = f"{trace.id}/{call}-{mode}"
+        if key in done:
+            continue
+        attempt, labelled = _attempt(trace, call, mode, seed, program, judge or Judge(), upstream)
+        if labelled is not None:
+            store.save_trace(labelled)
+            kept[labelled.id] = labelled
+            with traces_path.open("a", encoding="utf-8") as f:
+                f.write(labelled.model_dump_json() + "\n")
+        with attempts_path.open("a", encoding="utf-8") as f:  # after the trace: a crash between the two re-tries, never loses
+            f.write(json.dumps(attempt.__dict__, ensure_ascii=False) + "\n")
+        result.attempts.append(attempt)
+        if on_attempt is not None:
+            on_attempt(attempt, n, len(todo))
+    result.traces = list(kept.values())
+    return result
+
+
+def _attempt(trace: Trace, call: int, mode: str, seed: int, program: Program, judge: Judge,
+             upstream: GatewayUpstream) -> tuple[Attempt, Trace | None]:
+    recording = recording_of(trace)
+    step = call_steps(trace)[call]
+    key = f"{trace.id}/{call}-{mode}"
+    try:
+        reply, reason = injected_reply(recording, call, mode, seed)
+    except NoErrorForMode as exc:
+        return Attempt(key, trace.id, call, step, mode, "no_rule", str(exc)[:200]), None
+    if judge.reference is None and trace.task.reference_answer:
+        judge = Judge(judge.command, trace.task.reference_answer, judge.timeout)
+    trial, calls = run_trial(TrialSpec(recording, call, step, trace.task.query, replacement=reply), program, judge, upstream)
+    if trial.outcome == "failure" or trial.outcome == "crash":
+        labelled = injected_trace(trace, calls, call, step, mode, reason, trial.detail)
+        return Attempt(key, trace.id, call, step, mode, "injected", trial.detail[:200]), labelled
+    result = "still_succeeded" if trial.outcome == "success" else str(trial.outcome)
+    return Attempt(key, trace.id, call, step, mode, result, trial.detail[:200]), None
+
+
+def _read_traces(path: Path) -> list[Trace]:
+    if not path.exists():
+        return []
+    return [Trace.model_validate_json(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def split_by_source(traces: list[Trace], test_share: float = 0.3, seed: int = 0) -> tuple[list[Trace], list[Trace]]:
+    """(train, test): the injected runs of a share of the source runs are held out whole (never a run's siblings on both sides)."""
+    sources = sorted({t.metadata.get("from_run", t.id) for t in traces})
+    random.Random(seed).shuffle(sources)
+    held = set(sources[: max(1, round(len(sources) * test_share))]) if len(sources) > 1 else set()
+    return ([t for t in traces if t.metadata.get("from_run", t.id) not in held],
+            [t for t in traces if t.metadata.get("from_run", t.id) in held])
+
+
+def score(attributor: Any, traces: list[Trace]) -> dict[str, float]:
+    """Step and agent accuracy of `attributor` on labelled `traces` (the gold never shown to it)."""
+    from faultlens.middleware.model.answer_key import attributor_view
+
+    hits_step = hits_agent = 0
+    for trace in traces:
+        attribution = attributor.attribute(attributor_view(trace))
+        assert trace.gold is not None
+        hits_step += attribution.step == trace.gold.step
+        hits_agent += attribution.agent == trace.gold.agent
+    n = len(traces) or 1
+    return {"n": len(traces), "step": hits_step / n, "agent": hits_agent / n}
+
+
+def train_adapted(result: AdaptResult, out: Path, *, seed: int = 0, test_share: float = 0.3) -> dict[str, Any]:
+    """Train `learned` on the shipped data plus the injected runs of the training sources (`out/model.joblib`);
+    score shipped and adapted `learned` and `blend` on the held-out sources' injected runs."""
+    from faultlens.attributors.learned.attributor import LearnedAttributor
+    from faultlens.attributors.learned.blend import Blend
+    from faultlens.benchmark.train import SHIPPED_DATASETS, train_learned
+
+    train, test = split_by_source(result.traces, test_share, seed)
+    if not train:
+        raise ConfigError(f"{len(result.traces)} labelled run(s) from too few source runs to train on: adapt more runs (--runs)")
+    data = out / "train.jsonl"
+    data.write_text("".join(t.model_dump_json() + "\n" for t in train), encoding="utf-8")
+    model_path = out / "model.joblib"
+    train_learned([*SHIPPED_DATASETS, f"jsonl:{data}"], out=model_path, seed=seed)
+    table = {"train": len(train), "test": len(test), "model": str(model_path)}
+    if test:
+        table["before"] = {"learned": score(LearnedAttributor(), test), "blend": score(Blend(), test)}
+        table["after"] = {"learned": score(LearnedAttributor(model_path=model_path), test),
+                          "blend": score(Blend(model_path=model_path), test)}
+    (out / "report.json").write_text(json.dumps({"yield": result.yield_by_mode(), "scores": table}, indent=2), encoding="utf-8")
+    return table

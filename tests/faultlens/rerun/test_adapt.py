@@ -1,0 +1,117 @@
+"""`faultlens adapt` offline: errors injected into a program's successful runs by re-running it; failures kept with exact
+labels, marked as injected; an interrupted run resumes without repeating an attempt.
+
+The provider is the test double `sim_upstream.SimUpstream`; the program, the gateway and the store are real.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import httpx
+import pytest
+from click.testing import CliRunner
+
+from faultlens.cli import cli
+from faultlens.gateway import build_gateway_app
+from faultlens.middleware.capture.upstream import LiteLLMUpstream
+from faultlens.middleware.model.answer_key import attributor_view
+from faultlens.middleware.store.sqlite import open_store
+from faultlens.rerun.adapt import adapt, split_by_source
+from faultlens.rerun.contract import Judge, Program
+from faultlens.server.run import ServerThread
+from .sim_upstream import JUDGE, PROGRAM, SimUpstream
+
+CITIES = ("Milan", "Naples", "Turin", "Palermo")
+
+
+@pytest.fixture(scope="module")
+def sim():
+    server = SimUpstream()
+    yield server
+    server.shutdown()
+
+
+@pytest.fixture
+def recorded(tmp_path, sim):
+    """Four successful runs of the program through the live gateway, their outcomes posted."""
+    program = tmp_path / "agents.py"
+    program.write_text(PROGRAM)
+    judge = tmp_path / "judge.py"
+    judge.write_text(JUDGE)
+    db = tmp_path / "runs.db"
+    store = open_store(db)
+    app, gateway = build_gateway_app(store, LiteLLMUpstream("openai/{agent}", api_base=sim.url, api_key="sk-sim"), workers=0)
+    with ServerThread(app) as server:
+        for i, city in enumerate(CITIES):
+            env = {**os.environ, "FAULTLENS_GATEWAY": f"{server.url}/run/ok-{i}", "FAULTLENS_TASK": f"How many thousand people live in {city}?"}
+            done = subprocess.run([sys.executable, str(program)], env=env, capture_output=True, text=True, timeout=120)
+            assert done.returncode == 0, done.stderr
+            assert gateway.flush(20)
+            assert httpx.post(f"{server.url}/api/runs/ok-{i}/outcome", json={"success": True}).status_code == 200
+    gateway.close()
+    cwd = os.getcwd()
+    return db, f"{sys.executable} {program}", f"cd {cwd} && {sys.executable} {judge}"
+
+
+def test_adapt_keeps_the_failures_it_makes_with_exact_labels_and_resumes(tmp_path, sim, recorded):
+    db, command, judge = recorded
+    store = open_store(db)
+    out = tmp_path / "adapted"
+    seen = []
+
+    def stop_after_two(attempt, n, total):
+        seen.append(attempt.key)
+        if len(seen) == 2:
+            raise KeyboardInterrupt  # the user pressed Ctrl-C
+
+    upstream = LiteLLMUpstream("openai/{agent}", api_base=sim.url, api_key="sk-sim")
+    with pytest.raises(KeyboardInterrupt):
+        adapt(store, Program(command), upstream, out, judge=Judge(judge), per_run=2, modes=("R.3",), on_attempt=stop_after_two)
+    first = [json.loads(line)["key"] for line in (out / "attempts.jsonl").read_text().splitlines()]
+    assert first == seen
+    result = adapt(store, Program(command), upstream, out, judge=Judge(judge), per_run=2, modes=("R.3",))
+    keys = [a.key for a in result.attempts]
+    assert len(keys) == len(set(keys)) == 8 and keys[:2] == seen  # every (run, call, mode) once, the first two not repeated
+    injected = [a for a in result.attempts if a.result == "injected"]
+    assert injected and len(result.traces) == len(injected)
+    for trace in result.traces:
+        stored = store.get_trace(trace.id)
+        assert stored.metadata["injected"] is True and stored.source.benchmark == "adapt" and stored.outcome.success is False
+        gold = stored.gold
+        assert gold.mode == "R.3" and stored.steps[gold.step].agent == gold.agent
+        assert attributor_view(stored).gold is None  # never shown to a method
+    # The injected call's reply holds a number that is not the city's: the error is there, at the gold step.
+    trace = result.traces[0]
+    assert trace.steps[trace.gold.step].content != store.get_trace(trace.metadata["from_run"]).steps[trace.metadata["from_step"]].content
+
+
+def test_adapt_cli_shows_progress_and_the_yield_table(tmp_path, sim, recorded):
+    db, command, judge = recorded
+    out = tmp_path / "cli"
+    args = ["adapt", "--db", str(db), "--rerun", command, "--judge", judge, "--upstream", "openai/{agent}", "--api-base", sim.url,
+            "--out", str(out), "--per-run", "1", "--modes", "R.3", "--no-train"]
+    result = CliRunner().invoke(cli, args, env={"OPENAI_API_KEY": "sk-sim"})
+    assert result.exit_code == 0, result.output
+    assert "yield per mode" in result.output and "R.3" in result.output
+    again = CliRunner().invoke(cli, args, env={"OPENAI_API_KEY": "sk-sim"})  # resumes: nothing left to try
+    assert again.exit_code == 0 and len((out / "attempts.jsonl").read_text().splitlines()) == 4
+
+
+def test_an_empty_store_is_a_clear_error(tmp_path, sim):
+    result = CliRunner().invoke(cli, ["adapt", "--db", str(tmp_path / "empty.db"), "--rerun", "true", "--upstream", "openai/x",
+                                      "--out", str(tmp_path / "o")])
+    assert result.exit_code != 0 and "no successful run recorded through the gateway" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_split_keeps_a_source_runs_injections_on_one_side(recorded, tmp_path):
+    from faultlens.middleware.model.trace import GoldLabel, Task, Trace
+
+    traces = [Trace(id=f"adapt:{s}/{c}-R.3", task=Task(query="q"), gold=GoldLabel(step=0), metadata={"from_run": s})
+              for s in ("a", "b", "c", "d") for c in range(3)]
+    train, test = split_by_source(traces, 0.25)
+    assert {t.metadata["from_run"] for t in train}.isdisjoint({t.metadata["from_run"] for t in test}) and len(test) == 3
