@@ -1,4 +1,4 @@
-"""`faultlens serve`: the HTTP server of `middleware.server`, wired to attribution and reflection.
+"""`faultlens serve`: the HTTP server of `faultlens.server`, wired to attribution and reflection.
 
 middleware cannot import the packages above it, so the server takes its
 behaviour as callables; this module builds them:

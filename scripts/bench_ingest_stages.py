@@ -42,7 +42,7 @@ from faultlens.server.ingest import SOURCE, Ingestor  # noqa: E402
 from faultlens.server import otlp_body  # noqa: E402
 
 try:  # the protobuf reader of issue #17's second attempt; absent on older code, which this script also measures
-    from faultlens.server.otlp_records import protobuf_to_records
+    from faultlens.middleware.otlp.protobuf import protobuf_to_records
 except ImportError:
     protobuf_to_records = None
 

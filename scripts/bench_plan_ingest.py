@@ -23,7 +23,7 @@ from bench_span_links import baseline_module, run_spans  # noqa: E402
 from load_server import _encoded_runs  # noqa: E402
 
 from faultlens.middleware.ingest.plan import plan_ingest  # noqa: E402
-from faultlens.server.otlp_records import protobuf_to_records  # noqa: E402
+from faultlens.middleware.otlp.protobuf import protobuf_to_records  # noqa: E402
 
 
 def once(fn) -> float:

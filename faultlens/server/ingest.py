@@ -50,14 +50,14 @@ class Ingestor:
     def __call__(self, payload: dict[str, Any], *, checked: bool = False) -> IngestResult:
         """Store one OTLP JSON payload. Raises InputError (and stores nothing) if any span is bad.
 
-        checked: `payload` already passed `otlp_schema.validate_export` (the route does it first).
+        checked: `payload` already passed `middleware.otlp.schema.validate_export` (the route does it first).
         """
         from faultlens.middleware.otlp.convert import otlp_json_to_records
 
         return self.records(otlp_json_to_records(payload, source=SOURCE, checked=checked))
 
     def records(self, records: list[SpanRecord]) -> IngestResult:
-        """Store span records of one export (a protobuf body is read straight into them, `otlp_records`)."""
+        """Store span records of one export (a protobuf body is read straight into them, `middleware.otlp.protobuf`)."""
         # Mapping and serialising spans is most of the work; done before the transaction,
         # a big request does not hold up small ones for its whole length.
         plan = plan_ingest(records, source=SOURCE)

@@ -3,7 +3,7 @@
 A JSON body becomes the OTLP JSON dict of an `ExportTraceServiceRequest`
 (lowerCamelCase keys, hex trace and span ids, integer enums), which
 `middleware.otlp.convert.otlp_json_to_records` reads; a protobuf body is read
-straight into span records (`otlp_records`). (The protobuf → OTLP JSON walk the
+straight into span records (`middleware.otlp.protobuf`). (The protobuf → OTLP JSON walk the
 tests compare those two paths with is a test oracle: tests/faultlens/server/otlp_oracle.py.)
 """
 
@@ -15,17 +15,10 @@ from typing import Any
 
 from google.protobuf import json_format
 
+from faultlens.middleware.otlp.schema import BodyError
+
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
-
-
-class BodyError(ValueError):
-    """A request body faultlens will not accept; `status` is the HTTP status to answer with."""
-
-    def __init__(self, status: int, reason: str):
-        super().__init__(reason)
-        self.status = status
-        self.reason = reason
 
 
 def media_type(content_type: str | None) -> str:
@@ -89,10 +82,10 @@ def parse_json(body: bytes) -> dict[str, Any]:
 
 def decode_otlp(body: bytes, content_type: str | None) -> dict[str, Any]:
     """The OTLP JSON dict of a (decompressed) JSON /v1/traces body; 415 for a Content-Type that is neither
-    JSON nor protobuf. A protobuf body is read straight into span records (`otlp_records.protobuf_to_records`)."""
+    JSON nor protobuf. A protobuf body is read straight into span records (`middleware.otlp.protobuf.protobuf_to_records`)."""
     kind = media_type(content_type)
     if kind == PROTOBUF:
-        raise ValueError("a protobuf body is read by otlp_records.protobuf_to_records, not decoded to JSON")
+        raise ValueError("a protobuf body is read by middleware.otlp.protobuf.protobuf_to_records, not decoded to JSON")
     if kind == JSON:
         return parse_json(body)
     raise BodyError(415, f"Content-Type must be {PROTOBUF} or {JSON}, not {content_type!r}")

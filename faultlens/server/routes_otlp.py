@@ -12,9 +12,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from faultlens.middleware.errors import InputError
 from .deps import get_services
 from .otlp_body import JSON, PROTOBUF, BodyError, decode_otlp, decompress, encode_response, media_type
+from faultlens.middleware.otlp.protobuf import protobuf_to_records
 from faultlens.middleware.otlp.schema import SchemaError, validate_export
 from .ingest import IngestResult
-from .otlp_records import protobuf_to_records
 from .services import Services
 
 router = APIRouter(tags=["otlp"])
@@ -37,7 +37,7 @@ async def otlp_traces(request: Request, services: Services = Depends(get_service
 
     Spans are idempotent by span id: sending the same span twice stores it
     once. A body that cannot be read, or that does not fit the OTLP schema
-    (`otlp_schema`), stores nothing.
+    (`middleware.otlp.schema`), stores nothing.
     """
     # Requests normally reach `OtlpFastPath` first and never come here; the route is declared for
     # the OpenAPI schema, and serves an app that was built without the fast path.
@@ -61,7 +61,7 @@ async def export_traces(services: Services, request: Request) -> Response:
         # Off the event loop: decoding and checking a big body takes long enough to stall other requests.
         raw = decompress(bytes(body), content_encoding, limit)
         if media_type(content_type) == PROTOBUF:
-            # Checked on the parsed message: its types are protobuf's (see otlp_records).
+            # Checked on the parsed message: its types are protobuf's (see middleware.otlp.protobuf).
             return services.ingest_records(protobuf_to_records(raw))
         payload = decode_otlp(raw, content_type)
         validate_export(payload)

@@ -8,13 +8,14 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Protocol
 
 
+from ..errors import FaultlensError
 from ..replay.chat_request import check_agent_name, forwarded, safe_message
 from ..replay.endpoint import sse_chunks
 
 log = logging.getLogger("faultlens.middleware.capture.gateway")
 
 
-class UpstreamError(Exception):
+class UpstreamError(FaultlensError):
     """The upstream refused or failed a call: its HTTP status and body, passed back to the client as they are."""
 
     def __init__(self, status: int, body: bytes, media_type: str = "application/json"):

@@ -184,7 +184,7 @@ def otlp_json_to_records(payload: dict, source: str = "otlp", *, checked: bool =
     """The spans of one ExportTraceServiceRequest (as JSON) as `SpanRecord`s.
 
     Raises InputError naming the span (resourceSpans[i].scopeSpans[j].spans[k]) and field.
-    checked: the caller has already passed `payload` through `otlp_schema.validate_export`.
+    checked: the caller has already passed `payload` through `schema.validate_export`.
     """
     return _records(payload, source, None, checked)[0]
 

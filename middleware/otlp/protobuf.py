@@ -13,7 +13,7 @@ omits an empty string, which the schema reads as a missing field).
 
 The records are the ones `middleware.otlp.convert.otlp_json_to_records` makes from the
 same body decoded to OTLP JSON and checked by the schema
-(tests/faultlens/server/test_otlp_records.py compares the two, and the errors),
+(tests/middleware/otlp/test_protobuf.py compares the two, and the errors),
 without building that JSON, running the schema, and reading the JSON back,
 which together cost more than mapping and storing the spans.
 """
@@ -27,11 +27,9 @@ from typing import Any
 from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from faultlens.middleware.otlp.convert import KIND_NAMES, STATUS_NAMES
-from faultlens.middleware.otlp.schema import MAX_VALUE_DEPTH, SPAN_KINDS, STATUS_CODES, SchemaError, not_one_of
-from faultlens.middleware.spans.record import SpanRecord
-
-from .otlp_body import BodyError
+from ..spans.record import SpanRecord
+from .convert import KIND_NAMES, STATUS_NAMES
+from .schema import MAX_VALUE_DEPTH, SPAN_KINDS, STATUS_CODES, BodyError, SchemaError, not_one_of
 
 _REQUIRED = "Field required"  # pydantic's words for a missing field, which the JSON path answers with
 

@@ -24,6 +24,8 @@ from typing import Annotated, Any
 
 from pydantic import AliasChoices, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
+from ..errors import FaultlensError
+
 # Nanosecond times are fixed64 in the protobuf: at most 2**64-1 ns, which is
 # 2554-07-21 and well inside datetime's range, so every accepted time renders.
 MAX_NANOS = 2**64 - 1
@@ -35,7 +37,7 @@ _SPAN_KINDS: set[int | str] = {0, 1, 2, 3, 4, 5} | {f"SPAN_KIND_{k}" for k in ("
 
 
 def not_one_of(value: Any, allowed: Collection[Any], what: str) -> str:
-    """The message for an enum value outside `allowed` (shared with the protobuf reader, `faultlens.server.otlp_records`)."""
+    """The message for an enum value outside `allowed` (shared with the protobuf reader, `protobuf`)."""
     return f"{value!r} is not a {what}; expected one of {sorted(map(str, allowed))}"
 
 
@@ -43,13 +45,22 @@ STATUS_CODES: frozenset[int | str] = frozenset(_STATUS_CODES)
 SPAN_KINDS: frozenset[int | str] = frozenset(_SPAN_KINDS)
 
 
-class SchemaError(ValueError):
+class SchemaError(FaultlensError, ValueError):
     """An export that does not fit the schema: `field` is the path of the first bad value."""
 
     def __init__(self, field: str, message: str):
         super().__init__(f"{field}: {message}" if field else message)
         self.field = field
         self.message = message
+
+
+class BodyError(FaultlensError, ValueError):
+    """A request body faultlens will not accept as a whole (not decompressible, not decodable); `status` is the HTTP status to answer with."""
+
+    def __init__(self, status: int, reason: str):
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
 
 
 def _text(value: Any) -> Any:

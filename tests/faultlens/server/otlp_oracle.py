@@ -1,7 +1,7 @@
 """Test oracle: a protobuf `ExportTraceServiceRequest` as its OTLP JSON dict (hex ids, integer enums).
 
 The server reads protobuf bodies straight into span records
-(`faultlens.server.otlp_records`); the tests check that path against this one
+(`faultlens.middleware.otlp.protobuf`); the tests check that path against this one
 (decode to OTLP JSON, check the schema, read records: what a JSON body goes
 through), and scripts/bench_ingest_checks.py builds its JSON payloads with it.
 Protobuf carries ids as raw bytes and the generic protobuf→JSON conversion

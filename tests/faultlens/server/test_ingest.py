@@ -215,7 +215,7 @@ def test_a_root_span_with_status_error_fails_the_run_and_queues_attribution(live
     ],
 )
 def test_a_bad_protobuf_span_rejects_the_whole_batch_naming_the_field(live, store, spoil, field):
-    # Protobuf bodies are checked on the parsed message (server/otlp_records.py), not by the JSON schema:
+    # Protobuf bodies are checked on the parsed message (middleware/otlp/protobuf.py), not by the JSON schema:
     # the same all-or-nothing answer, naming the field.
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 

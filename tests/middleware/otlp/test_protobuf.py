@@ -15,9 +15,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from faultlens.middleware.errors import InputError
 from faultlens.middleware.otlp.convert import otlp_json_to_records
 from faultlens.middleware.otlp.schema import SchemaError, validate_export
-from faultlens.server.otlp_records import protobuf_to_records
-
-from .otlp_oracle import protobuf_to_otlp_json
+from faultlens.middleware.otlp.protobuf import protobuf_to_records
+from tests.faultlens.server.otlp_oracle import protobuf_to_otlp_json
 
 
 def _json_path(body: bytes):
