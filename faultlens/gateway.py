@@ -22,6 +22,7 @@ from faultlens.middleware.capture.gateway import Gateway, gateway_router
 from faultlens.middleware.capture.upstream import DEFAULT_TIMEOUT, LiteLLMUpstream
 from faultlens.middleware.terminal.options import db_option
 from faultlens.middleware.store.sqlite import Store, open_store
+from faultlens.rerun.cli import rerun_options, rerun_wrapper
 from faultlens.serve import build_app, cli_token
 from faultlens.server import TOKEN_ENV, check_bind, run_server
 
@@ -36,12 +37,14 @@ def build_gateway_app(store: Store, upstream: Any, *, lessons_for: tuple[str, ..
     When the server stops (SIGINT or SIGTERM) the gateway writes its queued steps before the app's worker stops.
     """
     memory = LessonMemory(store)
-    app = build_app(store, on_shutdown=[lambda: gateway.close(SHUTDOWN_DRAIN_SECONDS)], **serve_options)
+    made: list[Gateway] = []  # the gateway needs the app's services, and the app's shutdown needs the gateway
+    app = build_app(store, on_shutdown=[lambda: made[0].close(SHUTDOWN_DRAIN_SECONDS)], **serve_options)
     # A failed outcome posted before the run's steps were written holds its job: the writer wakes it, as ingest does.
-    gateway = Gateway(upstream, store, GatewayLessons(memory, lessons_for, k=k), max_pending=max_pending,
-                      max_upstream_calls=max_upstream_calls, on_stored=app.state.services.wake_waiting)
-    app.include_router(gateway_router(gateway))
-    return app, gateway
+    live = Gateway(upstream, store, GatewayLessons(memory, lessons_for, k=k), max_pending=max_pending,
+                   max_upstream_calls=max_upstream_calls, on_stored=app.state.services.wake_waiting)
+    made.append(live)
+    app.include_router(gateway_router(live))
+    return app, live
 
 
 @click.command("gateway")
@@ -66,8 +69,9 @@ def build_gateway_app(store: Store, upstream: Any, *, lessons_for: tuple[str, ..
               help="Seconds an upstream call may take; then the client gets 504.")
 @click.option("--max-upstream-calls", type=click.IntRange(min=1), default=64, show_default=True,
               help="Upstream calls in flight at once; more wait. The server's own routes (health, API, UI) never wait on them.")
+@rerun_options
 def gateway(upstream, api_base, lessons_for, k, host, port, db_path, token, token_file, method, model, method_options, reflector,
-            workers, max_pending, upstream_timeout, max_upstream_calls):
+            workers, max_pending, upstream_timeout, max_upstream_calls, rerun_command, rerun_upstream, rerun_api_base, rerun_judge):
     """Forward every model call of any framework upstream, record it as a step, and show each agent its lessons.
 
     Point the program's OpenAI base URL at http://HOST:PORT/agent/NAME/v1 (one
@@ -89,6 +93,7 @@ def gateway(upstream, api_base, lessons_for, k, host, port, db_path, token, toke
     app, gw = build_gateway_app(store, LiteLLMUpstream(upstream, timeout=upstream_timeout, **kwargs), lessons_for=lessons_for, k=k,
                                 max_pending=max_pending, max_upstream_calls=max_upstream_calls,
                                 method=method, model=model, method_options=parse_options(method_options), reflector=reflector,
+                                verify_with=rerun_wrapper(rerun_command, rerun_upstream, rerun_api_base, rerun_judge),
                                 token=token, workers=workers)
     shown = ", ".join(lessons_for) if lessons_for else "no agent (enable with --lessons-for)"
     click.echo(f"faultlens gateway on http://{host}:{port}/v1 -> {upstream}; store {store.location}; lessons for {shown}")

@@ -34,6 +34,8 @@ from faultlens.attributors.registry import DEFAULT_METHOD
 from faultlens.feedback.loop import Saved, attribute_and_reflect, learn_from_label
 from faultlens.feedback.memory import LessonMemory
 from faultlens.feedback.reflect import get_reflector
+from faultlens.attributors.base import Attributor
+from faultlens.rerun.cli import rerun_options, rerun_wrapper
 
 
 def failure_handler(
@@ -43,12 +45,17 @@ def failure_handler(
     model: str | None = None,
     reflector: str | None = None,
     method_options: dict[str, Any] | None = None,
+    verify_with: Callable[[Attributor], Attributor] | None = None,
 ):
     """on_failure(trace_id) -> Saved: attribute with `method`, save, reflect with `reflector`, keep the lessons.
+
+    verify_with: wraps the attributor (`rerun.cli.rerun_wrapper`: each verdict verified by re-running the program).
 
     Inside a queue job, what it writes is keyed by the job (`feedback.loop.reflect_on`),
     so a job run twice (a retry, a worker that died) stores one attribution."""
     attributor = build(method, model, **(method_options or {}))
+    if verify_with is not None:
+        attributor = verify_with(attributor)
     reflect = get_reflector(reflector)
     memory = LessonMemory(store)
 
@@ -68,11 +75,13 @@ def build_app(
     export_endpoint: str | None = None,
     export_token: str | None = None,
     method_options: dict[str, Any] | None = None,
+    verify_with: Callable[[Attributor], Attributor] | None = None,
     **server_options: Any,
 ):
     """The faultlens app over `store`, attributing failed runs with `method` (and `model`, and
     `method_options`) and reflecting with `reflector`."""
-    on_failure = failure_handler(store, method=method, model=model, reflector=reflector, method_options=method_options)
+    on_failure = failure_handler(store, method=method, model=model, reflector=reflector, method_options=method_options,
+                                 verify_with=verify_with)
     memory = LessonMemory(store)
 
     def on_outcome(trace_id: str, outcome: Outcome) -> None:
@@ -157,8 +166,9 @@ def cli_token(option: str, given: str | None, file: Path | None, env: str) -> st
 @click.option("--queue", "max_queue", default=1000, show_default=True, help="How many failed runs may wait for attribution.")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(min=0),
               help="Threads attributing failed runs in this process; 0 leaves them to `faultlens worker` processes on the same store.")
+@rerun_options
 def serve(db_path, host, port, token, token_file, method, model, method_options, reflector, reports_dir, media_root, export_endpoint, export_token,
-          export_token_file, max_body, max_queue, workers):
+          export_token_file, max_body, max_queue, workers, rerun_command, rerun_upstream, rerun_api_base, rerun_judge):
     """Run the faultlens service: OTLP/HTTP ingest, background attribution, REST API and web UI.
 
     Point any OpenTelemetry SDK or Collector at it
@@ -185,7 +195,10 @@ def serve(db_path, host, port, token, token_file, method, model, method_options,
         max_body_bytes=max_body,
         max_queue=max_queue,
         workers=workers,
+        verify_with=rerun_wrapper(rerun_command, rerun_upstream, rerun_api_base, rerun_judge),
     )
+    if rerun_command:
+        method = f"{method}, verified by re-running `{rerun_command}`"
     attributing = f"attribution: {method}{' ' + model if model else ''} on {workers} worker(s)" if workers else "attribution: by `faultlens worker` processes"
     if export_endpoint and not workers:
         attributing += ", which export what they attribute when given --export-otlp"

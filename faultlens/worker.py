@@ -24,6 +24,7 @@ from faultlens.middleware.store.sqlite import open_store
 
 from faultlens.server.interop import exporting
 
+from faultlens.rerun.cli import rerun_options, rerun_wrapper
 from .serve import evaluation_exporter, export_options, export_token_of, failure_handler
 
 
@@ -40,12 +41,14 @@ from .serve import evaluation_exporter, export_options, export_token_of, failure
 @click.option("--poll", default=0.5, show_default=True, type=click.FloatRange(min=0.01), help="Seconds between looks at an empty queue.")
 @click.option("--exit-when-idle", is_flag=True, help="Stop once the queue is empty (for batch jobs and scripts).")
 @export_options
+@rerun_options
 def worker(db_path, threads, method, model, method_options, reflector, lease, max_attempts, poll, exit_when_idle,
-           export_endpoint, export_token, export_token_file):
+           export_endpoint, export_token, export_token_file, rerun_command, rerun_upstream, rerun_api_base, rerun_judge):
     """Attribute failed runs queued in the store, until interrupted (Ctrl-C or SIGTERM finish the job in hand)."""
     export_token = export_token_of(export_token, export_token_file)
     store = open_store(db_path)
-    handler = failure_handler(store, method=method, model=model, reflector=reflector, method_options=parse_options(method_options))
+    handler = failure_handler(store, method=method, model=model, reflector=reflector, method_options=parse_options(method_options),
+                              verify_with=rerun_wrapper(rerun_command, rerun_upstream, rerun_api_base, rerun_judge))
     exporter = evaluation_exporter(export_endpoint, export_token)
     export = exporting(store, exporter) if exporter is not None else None
 

@@ -44,8 +44,7 @@ def adapt_command(db_path, command, judge_command, upstream, api_base, upstream_
     runs of held-out source runs. Interrupt at any time; the same command resumes.
     """
     store = open_store(db_path)
-    kwargs = {"api_base": api_base} if api_base else {}
-    live = LiteLLMUpstream(upstream, timeout=upstream_timeout, **kwargs)
+    live = LiteLLMUpstream(upstream, timeout=upstream_timeout, api_base=api_base)
     chosen = tuple(m.strip() for m in modes.split(",") if m.strip())
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=console) as bar:
         task = bar.add_task("injecting", total=None)

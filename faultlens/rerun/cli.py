@@ -2,19 +2,51 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import click
 from rich.console import Console
 from rich.table import Table
 
+from faultlens.attributors.base import Attributor
 from faultlens.attributors.registry import DEFAULT_METHOD
 from faultlens.middleware.capture.upstream import DEFAULT_TIMEOUT, LiteLLMUpstream
 from faultlens.middleware.replay.rerunners import Trial
 from faultlens.middleware.store.sqlite import open_store
 from faultlens.middleware.terminal.options import db_option
 from .contract import Judge, Program
-from .verify import dumps, verify
+from .verify import Verifier, dumps, verify
 
 console = Console(stderr=True)
+
+
+def rerun_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """The options that make a server's worker verify each verdict by re-running the program (`serve`, `worker`)."""
+    for decorator in reversed([
+        click.option("--rerun", "rerun_command", default=None, metavar="CMD",
+                     help="Verify each failed run's verdict by re-running this program (docs/verify.md); needs --rerun-upstream."),
+        click.option("--rerun-upstream", default=None, metavar="MODEL", help="litellm model of the re-runs' live calls ({agent} allowed)."),
+        click.option("--rerun-api-base", default=None, metavar="URL", help="Base URL of the re-runs' upstream."),
+        click.option("--rerun-judge", default=None, metavar="CMD", help="Judges a re-run (its stdout on stdin, exit 0 = success)."),
+    ]):
+        command = decorator(command)
+    return command
+
+
+def rerun_wrapper(rerun_command: str | None, rerun_upstream: str | None, rerun_api_base: str | None,
+                  rerun_judge: str | None) -> Callable[[Attributor], Attributor] | None:
+    """From `rerun_options`: a function that wraps the worker's attributor in a `Verifier`, or None when not asked for."""
+    if not rerun_command:
+        return None
+    if not rerun_upstream:
+        raise click.UsageError("--rerun needs --rerun-upstream MODEL: the re-runs' live calls go there")
+    upstream = LiteLLMUpstream(rerun_upstream, api_base=rerun_api_base)
+
+    def wrap(base: Attributor) -> Attributor:
+        return Verifier(Program(rerun_command), upstream, judge=Judge(rerun_judge), method=base)
+
+    return wrap
 
 
 @click.command("verify")
@@ -50,8 +82,7 @@ def verify_command(run, db_path, command, judge_command, upstream, api_base, ups
     The verdict and every trial are stored with the run.
     """
     store = open_store(db_path)
-    kwargs = {"api_base": api_base} if api_base else {}
-    live = LiteLLMUpstream(upstream, timeout=upstream_timeout, **kwargs)
+    live = LiteLLMUpstream(upstream, timeout=upstream_timeout, api_base=api_base)
 
     def said(trial: Trial) -> None:
         mark = {"success": "[green]fixed[/]", "failure": "[yellow]still failed[/]"}.get(trial.outcome or "", f"[red]{trial.outcome}[/]")

@@ -71,27 +71,29 @@ def _run(spec: TrialSpec, program: Program, judge: Judge, upstream: GatewayUpstr
         ran = program.run(env)
     how = ("with a lesson in its system message" if spec.lesson else "replaced by an injected error" if isinstance(spec.replacement, dict)
            else "replaced by the corrector's text" if spec.replacement is not None else "drawn again")
-    base = dict(step=spec.step, changed=None if rerun.corrected is None else rerun.corrected != _recorded_text(spec),
-                regenerated=(rerun.corrected or "")[:300] or None, live_calls=rerun.live_calls,
-                seconds=round(time.monotonic() - started, 4))
+    seconds = round(time.monotonic() - started, 4)
+
+    def trial(outcome: str, detail: str, success: bool = False) -> tuple[Trial, RerunUpstream]:
+        changed = None if rerun.corrected is None else rerun.corrected != _recorded_text(spec)
+        return Trial(step=spec.step, success=success, outcome=outcome, detail=detail, changed=changed,
+                     regenerated=(rerun.corrected or "")[:300] or None, live_calls=rerun.live_calls, seconds=seconds), rerun
+
     if rerun.drift is not None:
-        return Trial(success=False, outcome="drift", detail=f"not verifiable: the replayed prefix drifted ({rerun.drift})", **base), rerun
+        return trial("drift", f"not verifiable: the replayed prefix drifted ({rerun.drift})")
     if ran.timed_out:
-        return Trial(success=False, outcome="timeout", detail=f"not verifiable: the program ran past {program.timeout:g} s", **base), rerun
+        return trial("timeout", f"not verifiable: the program ran past {program.timeout:g} s")
     if rerun.upstream_errors:
-        return Trial(success=False, outcome="upstream_error",
-                     detail=f"not verifiable: the upstream failed {len(rerun.upstream_errors)} call(s): {rerun.upstream_errors[0]}", **base), rerun
+        return trial("upstream_error", f"not verifiable: the upstream failed {len(rerun.upstream_errors)} call(s): {rerun.upstream_errors[0]}")
     if rerun.corrected is None:
-        return Trial(success=False, outcome="drift", detail=f"not verifiable: the program never made call {spec.at} again "
-                                                            f"({len(rerun.session.calls)} calls)", **base), rerun
+        return trial("drift", f"not verifiable: the program never made call {spec.at} again ({len(rerun.session.calls)} calls)")
     if ran.exit_code != 0:
-        return Trial(success=False, outcome="crash", detail=f"call {spec.at} {how}: the program exited {ran.exit_code}: {ran.error}", **base), rerun
+        return trial("crash", f"call {spec.at} {how}: the program exited {ran.exit_code}: {ran.error}")
     verdict = judge.judge(ran.stdout, posted.get(run_id), env)
     if not verdict.judged:
         outcome = "judge_timeout" if verdict.how == "judge" else "no_judge"
-        return Trial(success=False, outcome=outcome, detail=f"not verifiable: {verdict.detail}", **base), rerun
-    return Trial(success=verdict.success, outcome="success" if verdict.success else "failure",
-                 detail=f"call {spec.at} {how}: {'succeeded' if verdict.success else 'failed' if isinstance(spec.replacement, dict) else 'still failed'} ({verdict.detail})", **base), rerun
+        return trial(outcome, f"not verifiable: {verdict.detail}")
+    ended = "succeeded" if verdict.success else "failed" if isinstance(spec.replacement, dict) else "still failed"
+    return trial("success" if verdict.success else "failure", f"call {spec.at} {how}: {ended} ({verdict.detail})", verdict.success)
 
 
 def _recorded_text(spec: TrialSpec) -> str:

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from faultlens.attributors import build
-from faultlens.attributors.base import Attributor
+from faultlens.attributors.base import Attributor, BaseAttributor
 from faultlens.attributors.methods.counterfactual import Counterfactual
 from faultlens.attributors.registry import DEFAULT_METHOD
 from faultlens.feedback.hooks import lessons_block
@@ -30,10 +31,10 @@ from faultlens.middleware.store.sqlite import Store
 from .contract import Judge, Program
 from .rerunner import CommandRerunner
 
-__all__ = ["verify", "verdict_json"]
+__all__ = ["Verifier", "verify", "verdict_json"]
 
 
-class _Ranked:
+class _Ranked(BaseAttributor):
     """The base's attribution, computed once: the lessons of the candidates are written from it too."""
 
     def __init__(self, base: Attributor, ranked: Attribution):
@@ -57,43 +58,70 @@ def _lesson(ranked: _Ranked, trace: Trace, step: int) -> Lesson | None:
     return reflection.lessons[0] if reflection.status == "ok" and reflection.lessons else None
 
 
+class Verifier(BaseAttributor):
+    """An attributor (name `verify`) that confirms its base's verdict by re-running the program (`CommandRerunner`).
+
+    Usable wherever an attributor is: `faultlens verify`, and the server's worker (`faultlens serve --rerun CMD`).
+    `lessons` holds, per step tried, the lesson shown to its re-drawn call.
+    """
+
+    name = "verify"
+
+    def __init__(self, program: Program, upstream: GatewayUpstream, *, judge: Judge | None = None,
+                 method: str | Attributor = DEFAULT_METHOD, k: int = 3, draws: int = 1, max_reruns: int | None = None,
+                 corrector: str | None = None, on_trial: Callable[[Trial], None] | None = None):
+        self.program, self.upstream, self.judge = program, upstream, judge or Judge()
+        self.base = build(method) if isinstance(method, str) else method
+        self.k, self.draws, self.max_reruns, self.corrector, self.on_trial = k, draws, max_reruns, corrector, on_trial
+        self.lessons: dict[int, Lesson] = {}
+
+    def attribute(self, trace: Trace) -> Attribution:
+        ranked = _Ranked(self.base, self.base.attribute(trace))
+        self.lessons = {}
+
+        def lesson_for(shown: Trace, step: int) -> str | None:
+            lesson = self.lessons.get(step) or _lesson(ranked, shown, step)
+            if lesson is None:
+                return None
+            self.lessons[step] = lesson
+            return lessons_block([lesson])
+
+        judge = self.judge if self.judge.reference is not None else replace(self.judge, reference=trace.task.reference_answer)
+        rerunner = CommandRerunner(self.program, judge, self.upstream, lesson_for=lesson_for, on_trial=self.on_trial)
+        counterfactual = Counterfactual(base=ranked, k=self.k, max_reruns=self.max_reruns, corrector=self.corrector,
+                                        rerunner=rerunner, draws=self.draws)
+        attribution = counterfactual.attribute(trace)
+        return attribution.model_copy(update={"method": self.name, "details": {**attribution.details, "base": ranked.name}})
+
+    def fixing_lesson(self, attribution: Attribution) -> Lesson | None:
+        """The lesson whose re-run made the run succeed (None if none did, or a corrector's text fixed it)."""
+        if not attribution.details.get("verified") or attribution.step is None or self.corrector is not None:
+            return None
+        lesson = self.lessons.get(attribution.step)
+        return None if lesson is None else lesson.model_copy(update={"attribution_id": attribution.id, "shown": 1, "helped": 1,
+                                                                      "method": "verified by re-run"})
+
+
 def verify(store: Store, run_id: str, program: Program, upstream: GatewayUpstream, *, judge: Judge | None = None,
            method: str | Attributor = DEFAULT_METHOD, k: int = 3, draws: int = 1, max_reruns: int | None = None,
            corrector: str | None = None, on_trial: Callable[[Trial], None] | None = None) -> Attribution:
     """Verify the decisive step of failed run `run_id` by re-running `program`; the verdict is stored and returned.
 
-    `details["verified"]` says whether a re-run confirmed it; `details["trials"]` what each re-run did.
+    `details["verified"]` says whether a re-run confirmed it; `details["trials"]` what each re-run did. The
+    lesson shown to the call whose re-run succeeded is kept in memory, counted as one that helped.
     """
     trace = store.get_trace(run_id)
     if trace.outcome is None or trace.outcome.success:
         state = "succeeded" if trace.outcome is not None else "has no outcome yet"
         raise ConfigError(f"run {run_id} {state}: only a failed run has a decisive error to verify "
                           f"(post its outcome first: POST /api/runs/{run_id}/outcome)")
-    judge = judge or Judge()
-    if judge.reference is None:
-        judge.reference = trace.task.reference_answer
-    view = attributor_view(trace)
-    base = build(method) if isinstance(method, str) else method
-    ranked = _Ranked(base, base.attribute(view))
-    lessons: dict[int, Lesson] = {}
-
-    def lesson_for(shown: Trace, step: int) -> str | None:
-        lesson = lessons.get(step) or _lesson(ranked, shown, step)
-        if lesson is None:
-            return None
-        lessons[step] = lesson
-        return lessons_block([lesson])
-
-    rerunner = CommandRerunner(program, judge, upstream, lesson_for=lesson_for, on_trial=on_trial)
-    counterfactual = Counterfactual(base=ranked, k=k, max_reruns=max_reruns, corrector=corrector, rerunner=rerunner, draws=draws)
-    attribution = counterfactual.attribute(view)
-    attribution = attribution.model_copy(update={"method": "verify", "details": {**attribution.details, "base": ranked.name}})
+    verifier = Verifier(program, upstream, judge=judge, method=method, k=k, draws=draws, max_reruns=max_reruns,
+                        corrector=corrector, on_trial=on_trial)
+    attribution = verifier.attribute(attributor_view(trace))
     store.save_attribution(attribution)
-    lesson = lessons.get(attribution.step) if attribution.details.get("verified") and attribution.step is not None else None
-    if lesson is not None and corrector is None:
-        # The re-run that succeeded was shown this lesson: a lesson that fixed a run.
-        LessonMemory(store).add(lesson.model_copy(update={"attribution_id": attribution.id, "shown": 1, "helped": 1,
-                                                          "method": "verified by re-run"}))
+    lesson = verifier.fixing_lesson(attribution)
+    if lesson is not None:
+        LessonMemory(store).add(lesson)
     return attribution
 
 

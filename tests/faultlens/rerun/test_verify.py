@@ -131,3 +131,30 @@ def test_a_rerun_that_shows_nothing_leaves_the_base_verdict_unverified(tmp_path,
     assert verdict["step"] == verdict["base_step"]  # the base's verdict stands
     assert verdict["not_verifiable"] is (case != "crash")
     assert open_store(db).get_trace("r1").model_dump_json() == steps  # nothing stored is lost
+
+
+def test_the_server_worker_verifies_a_failed_gateway_run_and_the_run_page_shows_the_reruns(tmp_path, sim, monkeypatch):
+    """`faultlens gateway --rerun CMD ...` (and `serve`): the worker attributes a failed run by re-running the program."""
+    import time
+
+    from faultlens.rerun.cli import rerun_wrapper
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-sim")  # the upstream's key, from the server's environment as in production
+    command = write_program(tmp_path)
+    store = open_store(tmp_path / "runs.db")
+    upstream = LiteLLMUpstream("openai/{agent}", api_base=sim.url, api_key="sk-sim")
+    wrap = rerun_wrapper(command, "openai/{agent}", sim.url, f"grep -q {RIGHT}")
+    app, gateway = build_gateway_app(store, upstream, workers=1, verify_with=wrap)
+    with ServerThread(app) as server:
+        env = {**os.environ, "FAULTLENS_GATEWAY": f"{server.url}/run/live-1", "FAULTLENS_TASK": TASK, "OPENAI_API_KEY": "sk-sim"}
+        assert subprocess.run(command, shell=True, env=env, capture_output=True, timeout=120).returncode == 0
+        assert gateway.flush(20)
+        assert httpx.post(f"{server.url}/api/runs/live-1/outcome", json={"success": False}).status_code == 200
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not store.attributions("live-1"):
+            time.sleep(0.2)
+        page = httpx.get(f"{server.url}/runs/live-1").text
+    gateway.close()
+    latest = store.attributions("live-1")[-1]
+    assert latest.method == "verify" and latest.details["verified"] and latest.step == 0, (latest.details.get("fallback"), latest.details["trials"])
+    assert "verified by re-run" in page and 'id="trials"' in page and "succeeded" in page
