@@ -108,7 +108,9 @@ COMMANDS = {
     "gateway": "faultlens.gateway:gateway",
     "phoenix": "faultlens.phoenix.cli:phoenix",
     "verify": "faultlens.rerun.cli:verify_command",
+    "detect": "faultlens.detect_cli:detect",
     "adapt": "faultlens.rerun.adapt_cli:adapt_command",
+    "patterns": "faultlens.feedback.patterns_cli:patterns",
 }
 # Their short help, for `faultlens --help` without importing them (tests/faultlens/test_cli.py keeps it equal).
 COMMAND_HELP = {
@@ -124,7 +126,9 @@ COMMAND_HELP = {
     "gateway": "Forward every model call of any framework upstream, record it as a step, and show each agent its lessons.",
     "phoenix": "Attribute the failed runs of an Arize Phoenix project and write the verdicts back to it.",
     "verify": "Verify the decisive step of failed run RUN by re-running your program with that call corrected.",
+    "detect": "Score finished runs with the offline failure detector: p_failed, the probability a run failed.",
     "adapt": "Learn your system from its own successful runs: inject errors by re-running it, keep the failures with exact labels.",
+    "patterns": "What keeps failing: attributed failed runs grouped into recurring patterns (agent, mode, evidence).",
 }
 
 

@@ -91,3 +91,42 @@ class HealthOut(_Reply):
     ok: bool
     runs: int
     time: float
+
+
+class LessonEffectOut(_Reply):
+    """Failure rates of comparable runs shown a pattern's lesson and not shown it (`feedback.patterns.LessonEffect`)."""
+
+    lesson_id: str
+    shown_runs: int
+    shown_failed: int
+    unshown_runs: int
+    unshown_failed: int
+    enough: bool = Field(description="false below the floor of runs on either side: the rates say nothing yet")
+    shown_rate: float | None
+    unshown_rate: float | None
+    sentence: str
+
+
+class PatternLessonOut(_Reply):
+    id: str
+    advice: str
+    created_at: float
+
+
+class PatternOut(_Reply):
+    """A recurring failure (`feedback.patterns.Pattern`): attributed failed runs of one agent, mode and evidence signature."""
+
+    key: str = Field(description="agent|mode|signature: pass it to the runs list as ?pattern=")
+    agent: str
+    mode: str | None
+    signature: str = Field(description="the evidence's kind and the blamed step's tool (or kind)")
+    count: int
+    share: float = Field(description="of the attributed failed runs considered")
+    first_seen: float
+    last_seen: float
+    per_day: dict[str, int]
+    examples: list[str]
+    suspected: int
+    reason: str
+    lesson: PatternLessonOut | None
+    effect: LessonEffectOut | None

@@ -1,17 +1,18 @@
-"""The lessons API and the service endpoints (health, worker)."""
+"""The lessons and patterns API and the service endpoints (health, worker)."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, HTTPException, Query
 
 from faultlens.middleware.model.trace import Lesson
 from faultlens.middleware.store.sqlite import Store
-from .api_models import HealthOut, WorkerOut
+from faultlens.feedback.patterns import find_patterns
+from .api_models import HealthOut, PatternOut, WorkerOut
 from .deps import get_services, get_store, get_worker
-from .services import Services
+from .services import Services, parse_since
 from .failed_runs import FailureWorker
 
 router = APIRouter()
@@ -30,6 +31,16 @@ def lessons_for_task(
     services: Services = Depends(get_services),
 ) -> list[dict[str, Any]]:
     return [l.model_dump(mode="json") for l in services.lessons_for(agent, task, k)]
+
+
+@router.get("/api/patterns", tags=["lessons"], summary="Recurring failures: failed runs grouped by agent, mode and evidence",
+            response_model=list[PatternOut])
+def list_patterns(since: str | None = Query(None, description="only runs since: an ISO time or epoch seconds"),
+                  store: Store = Depends(get_store)) -> list[dict[str, Any]]:
+    try:
+        return [p.as_dict() for p in find_patterns(store, since=parse_since(since or ""))]
+    except ValueError as exc:
+        raise HTTPException(400, str(exc)) from None
 
 
 @router.get("/api/worker", tags=["service"], summary="Background worker: queue length and counters", response_model=WorkerOut)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import mimetypes
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote
@@ -18,7 +18,9 @@ from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from markupsafe import Markup
 
+from faultlens.feedback.patterns import find_patterns
 from faultlens.middleware.errors import InputError
 from faultlens.middleware.model.trace import Attribution, Media, Trace
 from faultlens.middleware.store.sqlite import Store, TraceNotFound
@@ -65,7 +67,22 @@ def _pretty(value: Any) -> str:
     return json.dumps(value, indent=2, ensure_ascii=False, default=str)
 
 
+def _sparkline(per_day: dict[str, int], days: int = 30) -> Markup:
+    """Runs per day as a small bar chart (inline SVG), the last `days` days up to the last day seen."""
+    if not per_day:
+        return Markup("")
+    last = datetime.strptime(max(per_day), "%Y-%m-%d")
+    span = [(last - timedelta(days=d)).strftime("%Y-%m-%d") for d in range(days - 1, -1, -1)]
+    counts = [int(per_day.get(day, 0)) for day in span]
+    top = max(counts) or 1
+    bars = "".join(f'<rect x="{i * 4}" y="{20 - 20 * c / top:.1f}" width="3" height="{20 * c / top:.1f}"><title>{day}: {c}</title></rect>'
+                   for i, (day, c) in enumerate(zip(span, counts)) if c)
+    return Markup(f'<svg class="sparkline" width="{days * 4}" height="20" viewBox="0 0 {days * 4} 20" role="img" '
+                  f'aria-label="runs per day, last {days} days">{bars}</svg>')
+
+
 templates.env.filters["when"] = _when
+templates.env.filters["sparkline"] = _sparkline
 templates.env.filters["mode_label"] = _mode_label
 templates.env.filters["pretty"] = _pretty
 
@@ -114,20 +131,23 @@ _LABELLED = {"": None, "yes": True, "no": False}
 
 
 @router.get("/", response_class=HTMLResponse)
-def runs_page(request: Request, status: str = "", agent: str = "", since: str = "", labelled: str = "",
+def runs_page(request: Request, status: str = "", agent: str = "", since: str = "", labelled: str = "", pattern: str = "",
               store: Store = Depends(get_store), worker: FailureWorker = Depends(get_worker)):
     if labelled not in _LABELLED:
         raise HTTPException(400, f"labelled must be yes, no or empty, not {labelled!r}")
     try:
         summaries = store.list_traces(status=status or None, agent=agent or None, since=parse_since(since),
-                                      labelled=_LABELLED[labelled], limit=500)
+                                      labelled=_LABELLED[labelled], limit=None if pattern else 500)
     except ValueError as exc:
         raise HTTPException(400, str(exc)) from None
+    if pattern:
+        members = next((set(p.runs) for p in find_patterns(store) if p.key == pattern), set())
+        summaries = [s for s in summaries if s.id in members][:500]
     summaries.sort(key=lambda s: (_STATUS_RANK[s.success], -s.created_at))
     jobs = {s.id: worker.status(s.id) for s in summaries}
     blames = {s.id: _latest(store.attributions(s.id)) for s in summaries if s.success is False}
     return page(request, "runs.html", runs=summaries, jobs=jobs, blames=blames, status=status, agent=agent, since=since,
-                labelled=labelled)
+                labelled=labelled, pattern=pattern)
 
 
 @router.get("/runs/{trace_id:run_id}", response_class=HTMLResponse)
@@ -201,6 +221,15 @@ def lessons_page(request: Request, agent: str = "", task: str = "", retired: str
         shown_outcomes = lesson.helped + lesson.failed
         rows.append((lesson, f"{lesson.helped / shown_outcomes:.0%}" if shown_outcomes else "–"))
     return page(request, "lessons.html", rows=rows, agent=agent, task=task, retired=retired)
+
+
+@router.get("/patterns", response_class=HTMLResponse)
+def patterns_page(request: Request, since: str = "", store: Store = Depends(get_store)):
+    try:
+        found = find_patterns(store, since=parse_since(since))
+    except ValueError as exc:
+        raise HTTPException(400, str(exc)) from None
+    return page(request, "patterns.html", patterns=found, since=since, considered=sum(p.count for p in found))
 
 
 @router.get("/reports", response_class=HTMLResponse)
