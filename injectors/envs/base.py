@@ -50,7 +50,9 @@ then replaces the response of step t's call (built by `injected_response`),
 and only steps with a call are candidates. Framework environments are listed
 by `envs.names(include_frameworks=True)`, not by `envs.names()`, and need their
 framework installed (`requires`) to run or to build the bundled benchmark.
-`injectors.envs.framework` has what they share (`FrameworkEnvironment`, and
+`injectors.envs.framework` has what they share (`FrameworkEnvironment`, whose
+`program` opens with `framework_imports` around the framework's imports and
+`simulated_endpoint` for the run's endpoint, and
 `InProcessEndpoint`: the framework's OpenAI client talks to a `ChatProxy`
 over the run's session; `reply=agents_desk.wire.completion` answers with tool
 calls), and `injectors.envs.tool_steps.StepLog` records a tool-calling team's

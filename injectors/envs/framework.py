@@ -50,6 +50,8 @@ def routed_through(wrap: Callable[[Callable[[str, dict[str, Any]], dict[str, Any
         _ROUTES.remove(wrap)
 
 BASE_URL = "http://faultlens.invalid/agent/{agent}/v1"
+# `reply(request, answer)`: the chat completion the framework reads for the simulated agent's answer.
+Reply = Callable[[dict[str, Any], Any], dict[str, Any]]
 
 
 def message_text(content: Any) -> str:
@@ -76,8 +78,7 @@ class InProcessEndpoint:
     `drift` so the environment can raise it instead (see `reraise`).
     """
 
-    def __init__(self, session: Session, respond: Callable[[str, dict[str, Any]], Any],
-                 reply: Callable[[dict[str, Any], Any], dict[str, Any]] | None = None) -> None:
+    def __init__(self, session: Session, respond: Callable[[str, dict[str, Any]], Any], reply: Reply | None = None) -> None:
         """`respond(agent, request)` gives the reply (text, or what `reply` reads); `reply(request, answer)` turns it
         into the completion the framework reads (default `completion`: text only; `agents_desk.wire.completion` for
         tool calls in the action form)."""
@@ -135,6 +136,22 @@ class FrameworkEnvironment(Environment):
         """Refuse a run on real models: the team's prompts and rules are written for its simulated agents."""
         if not rt.model.startswith(self.sim_model()):
             raise ValueError(f"{self.name} runs on its simulated agents only (it has no --agent-model support yet)")
+
+    @contextlib.contextmanager
+    def framework_imports(self, framework: str) -> Iterator[None]:
+        """Around `program`'s imports of the framework: a failed one says which extra brings `framework`."""
+        try:
+            yield
+        except ImportError as exc:  # the optional extra is not installed
+            raise RuntimeError(f"{self.name} needs {framework}: pip install 'faultlens[frameworks]'") from exc
+
+    def simulated_endpoint(self, rt: Runtime, reply: Reply | None = None,
+                           endpoint: type[InProcessEndpoint] = InProcessEndpoint) -> InProcessEndpoint:
+        """The opening of `program`: refuse real models, then the run's in-process endpoint answered by the
+        simulated agents (`policy().respond`, with the run's sim settings); `reply` as `InProcessEndpoint`'s."""
+        self.require_simulated(rt)
+        policy, sim = self.policy(), dict(rt.sim)
+        return endpoint(rt.session, lambda agent, request: policy.respond(agent, request, sim), reply=reply)
 
 
 # The last line of a team's answer that states the result: `ANSWER: <value>`.

@@ -39,7 +39,7 @@ from .. import register
 from ..agents_desk.wire import completion, text_of, tool_call_of
 from ..tool_steps import StepLog
 from ..base import Runtime, stable_seed
-from ..framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, InProcessEndpoint, family_tasks, numeric_outcome
+from ..framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, family_tasks, numeric_outcome
 from .mistakes import MUTATORS
 from .policy import BUDGET, COORDINATOR, RESEARCH, TRANSFER, TeamPolicy
 from .world import CITIES, CURRENCIES, FAMILIES, HOTELS, ORIGINS, Desk, make_task, reference
@@ -127,7 +127,7 @@ class AdkTeam(FrameworkEnvironment):
 
     # -- the run --------------------------------------------------------------
     def program(self, task: Task, rt: Runtime) -> str | None:
-        try:
+        with self.framework_imports("Google ADK"):
             from google.adk.agents import LlmAgent
             from google.adk.agents.run_config import RunConfig
             from google.adk.models.lite_llm import LiteLlm
@@ -139,13 +139,9 @@ class AdkTeam(FrameworkEnvironment):
             from google.adk.tools import FunctionTool, ToolContext
             from google.genai import types
             from openai import AsyncOpenAI
-        except ImportError as exc:  # the optional extra is not installed
-            raise RuntimeError("adk_team needs Google ADK: pip install 'faultlens[frameworks]'") from exc
         import asyncio
 
-        self.require_simulated(rt)
-        policy, sim = self.policy(), dict(rt.sim)
-        endpoint = InProcessEndpoint(rt.session, lambda agent, request: policy.respond(agent, request, sim), reply=completion)
+        endpoint = self.simulated_endpoint(rt, completion)
         desk = Desk(json.loads(json.dumps(task.metadata["world"])))
         # ADK's warning that transfers re-send the prompt uncached says nothing about this run, and the errors it
         # logs with a traceback (an injected transfer to an agent that does not exist) end the run: the run keeps

@@ -71,8 +71,8 @@ from .. import register
 from .mistakes import MUTATORS
 from .tasks import FAMILIES, Spec, answer_of, code_for, make_task, read_question, read_spec, spec_line
 from ..base import Runtime, stable_seed
-from ..framework import (ANSWER_LINE, BASE_URL, TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, InProcessEndpoint,
-                        family_tasks, message_text, numeric_outcome)
+from ..framework import (ANSWER_LINE, BASE_URL, TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, family_tasks,
+                        message_text, numeric_outcome)
 
 MANAGER = "chat_manager"
 MAX_ROUND = 14
@@ -265,16 +265,10 @@ class Ag2Experts(FrameworkEnvironment):
 
     # -- the run --------------------------------------------------------------
     def program(self, task: Task, rt: Runtime) -> str | None:
-        try:
+        with self.framework_imports("AG2"):
             from autogen import AssistantAgent, GroupChat, GroupChatManager, LLMConfig, UserProxyAgent
             from autogen.coding import LocalCommandLineCodeExecutor
-        except ImportError as exc:  # the optional extra is not installed
-            raise RuntimeError("ag2_experts needs AG2: pip install 'faultlens[frameworks]'") from exc
-
-        policy = self.policy()
-        sim = dict(rt.sim)
-        self.require_simulated(rt)
-        endpoint = InProcessEndpoint(rt.session, lambda agent, request: policy.respond(agent, request, sim))
+        endpoint = self.simulated_endpoint(rt)
 
         def llm(agent: str) -> Any:
             return LLMConfig({"model": rt.model, "api_key": "faultlens-sim", "api_type": "openai", "price": [0.0, 0.0],

@@ -49,7 +49,7 @@ from .world import CATALOGUE, FAMILIES, Store, make_task, money, resolve, unveri
 from .wire import completion, tool_call_of
 from ..tool_steps import StepLog
 from ..base import Runtime
-from ..framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, InProcessEndpoint, family_tasks
+from ..framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, family_tasks
 
 FRAMEWORK = "openai-agents"
 MAX_TURNS = 20
@@ -194,14 +194,12 @@ class AgentsDesk(FrameworkEnvironment):
 
     # -- the run --------------------------------------------------------------
     def program(self, task: Task, rt: Runtime) -> str | None:
-        try:
+        with self.framework_imports("the OpenAI Agents SDK"):
             import agents as sdk
             from agents.exceptions import AgentsException
             from openai import AsyncOpenAI
             from pydantic import BaseModel
-        except ImportError as exc:  # the optional extra is not installed
-            raise RuntimeError("agents_desk needs the OpenAI Agents SDK: pip install 'faultlens[frameworks]'") from exc
-        self.require_simulated(rt)
+        endpoint = self.simulated_endpoint(rt, completion)
 
         class Resolution(BaseModel):
             resolution: str
@@ -213,9 +211,7 @@ class AgentsDesk(FrameworkEnvironment):
             is_store_request: bool
             reason: str
 
-        policy, sim = self.policy(), dict(rt.sim)
         store = Store(copy.deepcopy(task.metadata["store"]))
-        endpoint = InProcessEndpoint(rt.session, lambda agent, request: policy.respond(agent, request, sim), reply=completion)
         sdk.set_default_openai_api("chat_completions")
 
         def model(name: str) -> Any:

@@ -48,7 +48,7 @@ from ..agents_desk.wire import completion, tool_call_of
 from ..tool_steps import StepLog
 from ..base import Runtime
 from ..chart_qa.world import MONTHS, PRODUCTS, REGIONS, SERIES
-from ..framework import BASE_URL, FrameworkEnvironment, InProcessEndpoint
+from ..framework import BASE_URL, FrameworkEnvironment
 from .mistakes import MUTATORS
 from .policy import DELEGATES, DeskPolicy
 from .world import make_task
@@ -169,7 +169,7 @@ class ChartDesk(FrameworkEnvironment):
 
     # -- the run --------------------------------------------------------------
     def program(self, task: Task, rt: Runtime) -> str | None:
-        try:
+        with self.framework_imports("PydanticAI"):
             from openai import AsyncOpenAI
             from pydantic_ai.exceptions import AgentRunError
             from pydantic_ai.models.openai import OpenAIChatModel
@@ -177,11 +177,7 @@ class ChartDesk(FrameworkEnvironment):
             from pydantic_ai.usage import UsageLimits
 
             from .team import Desk, team
-        except ImportError as exc:  # the optional extra is not installed
-            raise RuntimeError("chart_desk needs PydanticAI: pip install 'faultlens[frameworks]'") from exc
-        self.require_simulated(rt)
-        policy, sim = self.policy(), dict(rt.sim)
-        endpoint = InProcessEndpoint(rt.session, lambda agent, request: policy.respond(agent, request, sim), reply=completion)
+        endpoint = self.simulated_endpoint(rt, completion)
 
         def model(name: str) -> Any:
             client = AsyncOpenAI(api_key="faultlens-sim", base_url=BASE_URL.format(agent=SLUGS[name]), max_retries=0,

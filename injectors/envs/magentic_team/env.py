@@ -61,8 +61,7 @@ from faultlens.middleware.replay.session import CallRecord
 
 from .. import register
 from ..base import Runtime
-from ..framework import (BASE_URL, TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, InProcessEndpoint,
-                        family_tasks, numeric_outcome)
+from ..framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, family_tasks, numeric_outcome
 from .mistakes import MUTATORS
 from .policy import MagenticPolicy
 from .tasks import COMPANIES, FAMILIES, answer_of, make_task, open_page, search
@@ -165,17 +164,13 @@ class MagenticTeam(FrameworkEnvironment):
 
     # -- the run --------------------------------------------------------------
     def program(self, task: Task, rt: Runtime) -> str | None:
-        try:
+        with self.framework_imports("AutoGen AgentChat"):
             from autogen_agentchat.agents import AssistantAgent, CodeExecutorAgent
             from autogen_agentchat.teams import MagenticOneGroupChat
             from autogen_ext.code_executors.local import LocalCommandLineCodeExecutor
             from autogen_ext.models.openai import OpenAIChatCompletionClient
-        except ImportError as exc:  # the optional extra is not installed
-            raise RuntimeError("magentic_team needs AutoGen AgentChat: pip install 'faultlens[frameworks]'") from exc
-        self.require_simulated(rt)
+        endpoint = self.simulated_endpoint(rt, completion_of)
         use_bundled_tiktoken()
-        policy, sim = self.policy(), dict(rt.sim)
-        endpoint = InProcessEndpoint(rt.session, lambda agent, request: policy.respond(agent, request, sim), reply=completion_of)
 
         def client(agent: str) -> Any:
             # `http_client` is passed on to the SDK's AsyncOpenAI (autogen-ext forwards its init arguments).

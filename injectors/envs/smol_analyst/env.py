@@ -56,7 +56,7 @@ from faultlens.middleware.replay.session import canonical
 
 from .. import register
 from ..base import Runtime, stable_seed
-from ..framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, InProcessEndpoint, message_text
+from ..framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, message_text
 from .mistakes import MUTATORS
 from .tasks import FAMILY_OPERATION, MONTHS, REGIONS, compute, copy_code, plan_text, read_operation
 
@@ -225,13 +225,9 @@ class SmolAnalyst(FrameworkEnvironment):
                        detail=f"answered {answer!r}, expected {want!r}")
 
     def program(self, task: Task, rt: Runtime) -> str | None:
-        try:
+        with self.framework_imports("smolagents"):
             from smolagents import CodeAgent, OpenAIServerModel, Tool
-        except ImportError as exc:
-            raise RuntimeError("smol_analyst needs smolagents: pip install 'faultlens[frameworks]'") from exc
-        self.require_simulated(rt)
-        policy, sim = self.policy(), dict(rt.sim)
-        endpoint = InProcessEndpoint(rt.session, lambda agent, request: policy.respond(agent, request, sim))
+        endpoint = self.simulated_endpoint(rt)
         sales, targets = task.metadata["sales"], task.metadata["targets"]
 
         def figures(table: dict[str, str], region: str) -> str:

@@ -38,7 +38,7 @@ from .. import register
 from ..agents_desk.wire import completion, tool_call_of
 from ..tool_steps import StepLog
 from ..base import Runtime
-from ..framework import TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, InProcessEndpoint, family_tasks, numeric_outcome
+from ..framework import TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, family_tasks, numeric_outcome
 from .mistakes import MUTATORS
 from .policy import SupervisorPolicy
 from . import team
@@ -103,15 +103,11 @@ class SupervisorTeam(FrameworkEnvironment):
         return numeric_outcome(answer, task.reference_answer or "", "supervisor_team:numeric")
 
     def program(self, task: Task, rt: Runtime) -> str | None:
-        try:
+        with self.framework_imports("langgraph-supervisor and langchain-openai"):
             import langchain_openai  # noqa: F401  (the team's model class)
             import langgraph_supervisor  # noqa: F401
             from langgraph.errors import GraphRecursionError
-        except ImportError as exc:  # the optional extra is not installed
-            raise RuntimeError("supervisor_team needs langgraph-supervisor and langchain-openai: pip install 'faultlens[frameworks]'") from exc
-        self.require_simulated(rt)
-        policy, sim = self.policy(), dict(rt.sim)
-        endpoint = InProcessEndpoint(rt.session, lambda agent, request: policy.respond(agent, request, sim), reply=completion)
+        endpoint = self.simulated_endpoint(rt, completion)
         with warnings.catch_warnings():
             # langgraph 1.x calls create_react_agent deprecated; langgraph-supervisor 0.0.31 is built on it
             warnings.simplefilter("ignore", DeprecationWarning)

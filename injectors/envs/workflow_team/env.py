@@ -46,7 +46,7 @@ from .. import register
 from ..agents_desk.wire import completion, tool_call_of
 from ..tool_steps import StepLog
 from ..base import Runtime
-from ..framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, InProcessEndpoint, family_tasks
+from ..framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, InProcessEndpoint, Reply, family_tasks
 from .mistakes import MUTATORS
 from .policy import AGENTS, HANDOFF, TeamPolicy
 from .world import CITIES, FAMILIES, HOTELS, Agency, euros, make_task, resolve
@@ -106,7 +106,7 @@ NOT_APPLICABLE = {
 class WorkflowEndpoint(InProcessEndpoint):
     """The in-process endpoint answering with tool calls; a simulated agent's own exception is kept, not lost."""
 
-    def __init__(self, session: Any, respond: Any) -> None:
+    def __init__(self, session: Any, respond: Any, reply: Reply | None = completion) -> None:
         self.bug: BaseException | None = None
 
         def kept(agent: str, request: dict[str, Any]) -> str:
@@ -116,7 +116,7 @@ class WorkflowEndpoint(InProcessEndpoint):
                 self.bug = self.bug or exc
                 raise
 
-        super().__init__(session, kept, reply=completion)
+        super().__init__(session, kept, reply=reply)
 
     def reraise(self) -> None:
         super().reraise()
@@ -196,19 +196,14 @@ class WorkflowTeam(FrameworkEnvironment):
 
     # -- the run --------------------------------------------------------------
     def program(self, task: Task, rt: Runtime) -> str | None:
-        try:
+        with self.framework_imports("LlamaIndex"):
             from llama_index.core.agent.workflow import AgentWorkflow, FunctionAgent, ToolCallResult
             from llama_index.core.memory import ChatMemoryBuffer
             from llama_index.core.tools import FunctionTool
             from llama_index.llms.openai_like import OpenAILike
             from pydantic import create_model
-        except ImportError as exc:  # the optional extra is not installed
-            raise RuntimeError("workflow_team needs LlamaIndex: pip install 'faultlens[frameworks]'") from exc
-        self.require_simulated(rt)
-
-        policy, sim = self.policy(), dict(rt.sim)
+        endpoint = self.simulated_endpoint(rt, completion, WorkflowEndpoint)
         agency = Agency(copy.deepcopy(task.metadata["world"]))
-        endpoint = WorkflowEndpoint(rt.session, lambda agent, request: policy.respond(agent, request, sim))
 
         def llm(name: str) -> Any:
             import httpx
