@@ -23,7 +23,7 @@ from faultlens.middleware.capture.upstream import DEFAULT_TIMEOUT, LiteLLMUpstre
 from faultlens.middleware.terminal.options import db_option
 from faultlens.middleware.store.sqlite import Store, open_store
 from faultlens.rerun.cli import rerun_options, rerun_wrapper
-from faultlens.serve import build_app, cli_token
+from faultlens.wiring import build_app, cli_token
 from faultlens.server import TOKEN_ENV, check_bind, run_server
 
 

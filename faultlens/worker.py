@@ -25,7 +25,7 @@ from faultlens.middleware.store.sqlite import open_store
 from faultlens.server.interop import exporting
 
 from faultlens.rerun.cli import rerun_options, rerun_wrapper
-from .serve import evaluation_exporter, export_options, export_token_of, failure_handler
+from .wiring import evaluation_exporter, export_options, export_token_of, failure_handler
 
 
 @click.command("worker")

@@ -213,7 +213,7 @@ class PhoenixSync:
 
     def _queue(self) -> JobQueue:
         if self._handler is None:
-            from faultlens.serve import failure_handler
+            from faultlens.wiring import failure_handler
 
             self._handler = failure_handler(self.store, method=self.method, model=self.model, reflector=self.reflector,
                                             method_options=self.method_options)

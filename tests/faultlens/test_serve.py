@@ -19,7 +19,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import Status, StatusCode
 
 from faultlens.attributors.registry import DEFAULT_METHOD
-from faultlens.serve import build_app, serve
+from faultlens.serve import serve
+from faultlens.wiring import build_app
 from faultlens.server import ServerThread
 from faultlens.middleware.store.sqlite import open_store
 

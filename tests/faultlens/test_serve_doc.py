@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from faultlens.middleware.store.sqlite import open_store
-from faultlens.serve import build_app
+from faultlens.wiring import build_app
 from faultlens.server import ServerThread
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "serve.md"

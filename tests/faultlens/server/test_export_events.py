@@ -26,7 +26,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, Sp
 
 from faultlens.cli import cli
 from faultlens.middleware.store.sqlite import Store, open_store
-from faultlens.serve import build_app
+from faultlens.wiring import build_app
 from faultlens.server import EvaluationExporter, create_app, otlp_http_exporter
 
 from .conftest import HTTP, blame_tool_step, run_team, sdk_provider, wait_for
