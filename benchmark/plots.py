@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import matplotlib
 
@@ -13,9 +12,7 @@ import numpy as np  # noqa: E402
 
 from .metrics import gives_confidence  # noqa: E402
 from .runner import safe_name  # noqa: E402
-
-if TYPE_CHECKING:
-    from .report import ScoredRun
+from .scored import ScoredRun  # noqa: E402
 
 
 def _grouped_bars(ax, groups: list[str], series: dict[str, list[float]], errors: dict[str, np.ndarray] | None = None) -> None:

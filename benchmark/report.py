@@ -7,7 +7,6 @@ baselines. Baselines scored on the same traces in several folders appear once.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,22 +18,10 @@ from faultlens.middleware.errors import InputError
 
 from .metrics import BREAKDOWNS, full_report, gives_confidence
 from .runner import BASELINE_PREFIX, BASELINES_DIR, PREDICTIONS, RUN_INFO, read_predictions
+from .scored import ScoredRun
 
 BREAKDOWN_TITLES = {"benchmark": "environment", "modality": "modality", "framework": "framework",
                     "subset": "subset", "length": "trace length (steps)", "confidence": "confidence"}
-
-
-@dataclass
-class ScoredRun:
-    label: str
-    method: str
-    model: str | None
-    dataset: str
-    folder: Path
-    baseline: bool
-    records: list[dict[str, Any]]
-    status: str | None = None
-    metrics: dict[str, Any] = field(default_factory=dict)  # filled in by make_report
 
 
 def load_runs(folders: list[Path]) -> list[ScoredRun]:
