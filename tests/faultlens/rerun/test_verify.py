@@ -158,3 +158,17 @@ def test_the_server_worker_verifies_a_failed_gateway_run_and_the_run_page_shows_
     latest = store.attributions("live-1")[-1]
     assert latest.method == "verify" and latest.details["verified"] and latest.step == 0, (latest.details.get("fallback"), latest.details["trials"])
     assert "verified by re-run" in page and 'id="trials"' in page and "succeeded" in page
+
+
+def test_the_documented_program_is_recorded_and_verified(tmp_path, sim):
+    """docs/verify.md's 30-line program, as written: recorded through the gateway, then verified by `faultlens verify`."""
+    from tests.middleware.test_readme import DOCS, section_blocks
+
+    (block,) = section_blocks(DOCS / "verify.md", "verify")
+    assert len(block.strip().splitlines()) <= 30
+    program = tmp_path / "agents.py"
+    program.write_text(block)
+    command = f"{sys.executable} {program}"
+    db, _ = record_failed_run(tmp_path, sim, command)
+    verdict = verify(db, command, sim.url, "--judge", f"grep -q {RIGHT}")
+    assert verdict["verified"] is True and verdict["agent"] == "researcher"
