@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
@@ -39,8 +39,6 @@ from faultlens.middleware.errors import ConfigError
 from faultlens.middleware.replay.session import canonical
 from faultlens.middleware.model.taxonomy import get_mode
 
-from .envs.registry import get as get_env
-from .envs.registry import names as env_names
 from .seeding import stable_seed
 
 SIM_PREFIX = "faultlens-sim"  # litellm provider name: models are `faultlens-sim/<env>`
@@ -145,10 +143,26 @@ class SimPolicy(Protocol):
 
 
 _POLICIES: dict[str, SimPolicy] = {}
+# The environments the provider answers for: `get(name)` (an object with `policy()`) and `names()`. The registry
+# (`injectors.envs.registry`) hands them over when it is imported, as it imports the environments that use this
+# module: so this module imports no environment, and no import cycle runs through it.
+_ENVIRONMENTS: list[tuple[Callable[[str], Any], Callable[[], list[str]]]] = []
+
+
+def serve_environments(get: Callable[[str], Any], names: Callable[[], list[str]]) -> None:
+    """Answer `faultlens-sim/<env>` with the policy of `get(env)`; `names()`: the environments to price at zero."""
+    _ENVIRONMENTS[:] = [(get, names)]
+
+
+def _environments() -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    if not _ENVIRONMENTS:
+        raise ConfigError("the simulated agents answer for the environments: import faultlens.injectors.envs first")
+    return _ENVIRONMENTS[0]
 
 
 def policy_for(env_name: str) -> SimPolicy:
     if env_name not in _POLICIES:
+        get_env, _ = _environments()
         _POLICIES[env_name] = get_env(env_name).policy()
     return _POLICIES[env_name]
 
@@ -195,4 +209,4 @@ def ensure_registered() -> None:
     litellm.register_model({f"{SIM_PREFIX}/{name}": {"input_cost_per_token": 0.0, "output_cost_per_token": 0.0,
                                                      "cache_creation_input_token_cost": 0.0, "cache_read_input_token_cost": 0.0,
                                                      "litellm_provider": SIM_PREFIX, "mode": "chat",
-                                                     "max_tokens": 1_000_000} for name in env_names()})
+                                                     "max_tokens": 1_000_000} for name in _environments()[1]()})

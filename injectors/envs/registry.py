@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 
 from faultlens.middleware.errors import ConfigError, UnknownName
 
+from ..sim import serve_environments
+
 if TYPE_CHECKING:
     from .base import Environment
 
@@ -57,3 +59,7 @@ def get(name: str) -> Environment:
     if name not in _INSTANCES:
         _INSTANCES[name] = _REGISTRY[name]()
     return _INSTANCES[name]
+
+
+# The simulated agents (`faultlens-sim/<env>`) find each environment's policy here.
+serve_environments(get, names)
