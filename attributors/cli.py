@@ -12,7 +12,7 @@ from faultlens.middleware.model.answer_key import attributor_view
 from faultlens.middleware.errors import InputError
 from faultlens.middleware.model.trace import Trace
 from faultlens.middleware.terminal.options import db_option
-from faultlens.middleware.store.sqlite import open_store
+from faultlens.middleware.store import open_store
 
 from . import llm  # noqa: F401  (sets litellm's offline price map before litellm is imported)
 from .registry import DEFAULT_METHOD, build, factory, names, parse_options, uses_model

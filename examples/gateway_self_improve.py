@@ -112,7 +112,7 @@ def run_arm(env_name: str, arm: str, seed: int, rounds: int, per_round: int, att
     from faultlens.injectors.gateway_team import GatewayTeam
     from faultlens.middleware.capture.gateway import Gateway
     from faultlens.middleware.capture.upstream import CallableUpstream
-    from faultlens.middleware.store.sqlite import open_store
+    from faultlens.middleware.store import open_store
 
     logging.getLogger("LiteLLM").setLevel(logging.ERROR)
     # AG2's and Magentic-One's code executors work in a folder per task under the temporary directory; jobs of

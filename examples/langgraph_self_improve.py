@@ -114,7 +114,7 @@ def run_arm(arm: str, seed: int, rounds: int, per_round: int, *, model: str | No
     """Success rate per round of one arm on one seed's tasks."""
     from faultlens.feedback import FeedbackLoop, LessonMemory, TerminalReflector
     from faultlens.injectors.envs import get
-    from faultlens.middleware.store.sqlite import open_store
+    from faultlens.middleware.store import open_store
 
     env = get(ENV)
     tasks = env.tasks(10_000 + seed, rounds * per_round)  # fresh tasks, never repeated

@@ -22,13 +22,13 @@ from faultlens.middleware.errors import FaultlensError, extra_needed
 from faultlens.middleware.terminal.options import db_option
 
 if TYPE_CHECKING:
-    from faultlens.middleware.store.protocol import Store
+    from faultlens.middleware.store import Store
 
 console = Console()
 
 
 def get_store(db_path: str | None) -> Store:
-    from faultlens.middleware.store.sqlite import open_store  # the store's dependencies load only for a command that opens it
+    from faultlens.middleware.store import open_store  # the store's dependencies load only for a command that opens it
 
     return open_store(db_path)
 

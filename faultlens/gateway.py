@@ -21,7 +21,7 @@ from faultlens.feedback.memory import LessonMemory
 from faultlens.middleware.capture.gateway import Gateway, gateway_router
 from faultlens.middleware.capture.upstream import DEFAULT_TIMEOUT, LiteLLMUpstream
 from faultlens.middleware.terminal.options import db_option
-from faultlens.middleware.store.sqlite import Store, open_store
+from faultlens.middleware.store import Store, open_store
 from faultlens.rerun.cli import rerun_options, rerun_wrapper
 from faultlens.wiring import build_app, cli_token
 from faultlens.server import TOKEN_ENV, check_bind, run_server

@@ -6,12 +6,13 @@ from pathlib import Path
 
 import click
 
+# The server first: without the [server] extra, `faultlens serve` says so, not what an import after it lacks.
+from faultlens.server import DEFAULT_MAX_BODY, TOKEN_ENV, check_bind, run_server
 from faultlens.attributors import parse_options
 from faultlens.attributors.registry import DEFAULT_METHOD
-from faultlens.middleware.store.sqlite import open_store
+from faultlens.middleware.store import open_store
 from faultlens.middleware.terminal.options import db_option
 from faultlens.rerun.cli import rerun_options, rerun_wrapper
-from faultlens.server import DEFAULT_MAX_BODY, TOKEN_ENV, check_bind, run_server
 from faultlens.wiring import build_app, cli_token, export_options, export_token_of
 
 

@@ -26,7 +26,7 @@ from faultlens.middleware.model.trace import Outcome
 from faultlens.server import create_app, otlp_http_exporter, resolve_token
 from faultlens.server.auth import TOKEN_ARGUMENT_WARNING
 from faultlens.server.interop import EvaluationExporter
-from faultlens.middleware.store.sqlite import Store
+from faultlens.middleware.store import Store
 
 from faultlens.feedback.hooks import record_trace_outcome
 from faultlens.attributors import build

@@ -20,7 +20,7 @@ import click
 from faultlens.attributors.registry import DEFAULT_METHOD, parse_options
 from faultlens.middleware.store.jobs import Job, JobQueue
 from faultlens.middleware.terminal.options import db_option
-from faultlens.middleware.store.sqlite import open_store
+from faultlens.middleware.store import open_store
 
 from faultlens.server.interop import exporting
 

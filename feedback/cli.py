@@ -8,7 +8,7 @@ from rich.table import Table
 
 from faultlens.attributors.registry import DEFAULT_METHOD
 from faultlens.middleware.terminal.options import db_option
-from faultlens.middleware.store.sqlite import open_store
+from faultlens.middleware.store import open_store
 
 from .memory import LessonMemory
 from .reflect import ALL_AGENTS

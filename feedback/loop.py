@@ -42,7 +42,7 @@ from faultlens.middleware.model.answer_key import attributor_view
 from faultlens.middleware.errors import FaultlensError
 from faultlens.middleware.model.trace import Attribution, AttributionStatus, Lesson, Outcome
 from faultlens.middleware.store.jobs import Job, JobQueue, current_job
-from faultlens.middleware.store.sqlite import Store
+from faultlens.middleware.store import Store
 
 from .hooks import record_trace_outcome
 from .memory import BaseLessonMemory, LessonMemory

@@ -38,7 +38,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from faultlens.middleware.model.trace import Lesson
-from faultlens.middleware.store.sqlite import Store
+from faultlens.middleware.store import Store
 
 from .reflect import ALL_AGENTS
 from .similarity import similarities, similarity

@@ -27,7 +27,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from faultlens.middleware.model.trace import Attribution, AttributionStatus, Lesson, Step, Trace
-from faultlens.middleware.store.protocol import Store
+from faultlens.middleware.store import Store
 
 __all__ = ["MIN_RUNS", "LessonEffect", "Pattern", "find_patterns", "pattern_key", "signature_of"]
 

@@ -11,7 +11,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from faultlens.middleware.store.sqlite import open_store
+from faultlens.middleware.store import open_store
 from faultlens.middleware.terminal.options import db_option
 
 from .patterns import find_patterns

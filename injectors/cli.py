@@ -132,7 +132,7 @@ def inject(env_names, seeds, per_seed, seed, agent_model, generator, noise, mode
     rows = result.summary()
     _print_yield(console, rows, result.seed_summary(), time.time() - started)
     if db_path is not None:
-        from faultlens.middleware.store.sqlite import open_store
+        from faultlens.middleware.store import open_store
 
         # The runs were traced into the store as they ran; the kept ones now get their gold labels.
         store = open_store(db_path)

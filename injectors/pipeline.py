@@ -84,7 +84,7 @@ def _tracer_for(db: str | None) -> Any:
     if db is None:
         return None
     if db not in _TRACERS:
-        from faultlens.middleware.store.sqlite import open_store
+        from faultlens.middleware.store import open_store
         from faultlens.middleware.capture.tracer import Tracer
 
         _TRACERS[db] = Tracer(store=open_store(db), env_exporters=False)

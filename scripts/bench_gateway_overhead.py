@@ -90,7 +90,7 @@ def main(calls: int, stream: bool, lessons: bool) -> None:
     from faultlens.middleware.capture.gateway import Gateway, create_gateway_app
     from faultlens.middleware.capture.upstream import LiteLLMUpstream
     from faultlens.middleware.model.trace import Lesson
-    from faultlens.middleware.store.sqlite import open_store
+    from faultlens.middleware.store import open_store
     from faultlens.server.run import ServerThread
 
     logging.getLogger("LiteLLM").setLevel(logging.ERROR)

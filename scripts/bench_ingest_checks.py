@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests/: the 
 import faultlens.middleware.store.ids as ids_module  # noqa: E402
 import faultlens.middleware.store.sql as sql_module  # noqa: E402
 from faultlens.middleware.otlp.schema import validate_export  # noqa: E402
-from faultlens.middleware.store.sqlite import SQLiteStore  # noqa: E402
+from faultlens.middleware.store import SQLiteStore  # noqa: E402
 from faultlens.server.ingest import Ingestor  # noqa: E402
 from load_server import _encoded_runs  # noqa: E402
 from tests.faultlens.server.otlp_oracle import protobuf_to_otlp_json  # noqa: E402

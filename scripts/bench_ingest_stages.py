@@ -133,7 +133,7 @@ def _serialise(bodies: list[bytes], store: Store, repeats: int) -> None:
 
     from faultlens.middleware.model.trace import Step
     from faultlens.middleware.store.redact import redact
-    from faultlens.middleware.store.protocol import prepare_steps
+    from faultlens.middleware.store.rows import prepare_steps
 
     plans = [plan_ingest(protobuf_to_records(body), source=SOURCE) for body in bodies]
     # (plan_ingest keeps a step as its field values since issue #17's fourth round; older code kept the Step)

@@ -181,7 +181,7 @@ def _serve_processes(target: str, servers: int, args: argparse.Namespace) -> dic
     """`servers` x `faultlens serve --workers 0` over `target`; send; read the store back."""
     import httpx
 
-    from faultlens.middleware.store.sqlite import open_store
+    from faultlens.middleware.store import open_store
 
     open_store(target).close()  # tables first, so the servers do not race to create them
     ports = [_free_port() for _ in range(servers)]
@@ -223,7 +223,7 @@ def measure(args: argparse.Namespace, backend: str | None, servers: int) -> dict
     """One configuration: backend None is the original in-process server over SQLite."""
     with tempfile.TemporaryDirectory() as tmp:
         if backend is None:
-            from faultlens.middleware.store.sqlite import open_store
+            from faultlens.middleware.store import open_store
             from faultlens.server import ServerThread, create_app
 
             store = open_store(Path(tmp) / "load.db")

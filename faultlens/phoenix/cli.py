@@ -16,7 +16,7 @@ from rich.table import Table
 
 from faultlens.attributors.registry import DEFAULT_METHOD, parse_options
 from faultlens.middleware.terminal.options import db_option
-from faultlens.middleware.store.sqlite import open_store
+from faultlens.middleware.store import open_store
 
 from .client import PhoenixClient, PhoenixUnavailable
 from .failed import FailureRule

@@ -31,7 +31,7 @@ from faultlens.middleware.errors import ConfigError
 from faultlens.middleware.model.trace import AgentInfo, GoldLabel, Outcome, Source, Step, StepKind, Trace
 from faultlens.middleware.replay.gateway_calls import call_steps, recording_of
 from faultlens.middleware.replay.session import CallRecord, Recording
-from faultlens.middleware.store.sqlite import Store
+from faultlens.middleware.store import Store
 from .contract import Judge, Program
 from .trial import TrialSpec, run_trial
 

@@ -10,7 +10,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from faultlens.middleware.capture.upstream import DEFAULT_TIMEOUT, LiteLLMUpstream
-from faultlens.middleware.store.sqlite import open_store
+from faultlens.middleware.store import open_store
 from faultlens.middleware.terminal.options import db_option
 from .adapt import DEFAULT_MODES, Attempt, adapt, train_adapted
 from .contract import Judge, Program

@@ -13,7 +13,7 @@ from faultlens.attributors.base import Attributor
 from faultlens.attributors.registry import DEFAULT_METHOD
 from faultlens.middleware.capture.upstream import DEFAULT_TIMEOUT, LiteLLMUpstream
 from faultlens.middleware.replay.rerunners import Trial
-from faultlens.middleware.store.sqlite import open_store
+from faultlens.middleware.store import open_store
 from faultlens.middleware.terminal.options import db_option
 from .contract import Judge, Program
 from .verify import Verifier, dumps, verify

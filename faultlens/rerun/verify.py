@@ -27,7 +27,7 @@ from faultlens.middleware.errors import ConfigError
 from faultlens.middleware.model.answer_key import attributor_view
 from faultlens.middleware.model.trace import Attribution, Lesson, Trace
 from faultlens.middleware.replay.rerunners import Trial
-from faultlens.middleware.store.sqlite import Store
+from faultlens.middleware.store import Store
 from .contract import Judge, Program
 from .rerunner import CommandRerunner
 

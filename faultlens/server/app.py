@@ -22,7 +22,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from faultlens.middleware.model.trace import Outcome
-from faultlens.middleware.store.sqlite import Store
+from faultlens.middleware.store import Store
 from . import routes_lessons, routes_otlp, routes_runs, security
 from .auth import resolve_token
 from .ingest import Ingestor

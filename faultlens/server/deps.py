@@ -6,7 +6,7 @@ from fastapi import HTTPException, Request
 from starlette.convertors import PathConvertor, register_url_convertor
 
 from faultlens.middleware.model.trace import Trace
-from faultlens.middleware.store.sqlite import Store, TraceNotFound
+from faultlens.middleware.store import Store, TraceNotFound
 from .services import Services
 from .failed_runs import FailureWorker
 

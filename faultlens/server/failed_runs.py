@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from faultlens.middleware.store.jobs import Job, JobQueue, JobStore
-from faultlens.middleware.store.sqlite import open_store
+from faultlens.middleware.store import open_store
 
 # on_failure(trace_id) -> what it saved (`feedback.loop.Saved`, an Attribution, a list of them, or None).
 OnFailure = Callable[[str], Any]

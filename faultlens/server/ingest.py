@@ -20,7 +20,7 @@ from faultlens.middleware.ingest.plan import plan_ingest
 from faultlens.middleware.ingest.write import write_ingest
 from faultlens.middleware.spans.record import SpanRecord
 from faultlens.middleware.model.trace import Outcome
-from faultlens.middleware.store.sqlite import Store, TraceNotFound
+from faultlens.middleware.store import Store, TraceNotFound
 
 SOURCE = "POST /v1/traces"
 

@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
 from faultlens.middleware.model.trace import Attribution, Trace
-from faultlens.middleware.store.protocol import Store
+from faultlens.middleware.store import Store
 
 EVENT_NAME = "gen_ai.evaluation.result"
 _HEX = re.compile(r"^[0-9a-f]+$")

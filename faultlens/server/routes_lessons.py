@@ -8,7 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, HTTPException, Query
 
 from faultlens.middleware.model.trace import Lesson
-from faultlens.middleware.store.sqlite import Store
+from faultlens.middleware.store import Store
 from faultlens.feedback.patterns import find_patterns
 from .api_models import HealthOut, PatternOut, WorkerOut
 from .deps import get_services, get_store, get_worker

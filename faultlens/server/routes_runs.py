@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from faultlens.middleware.model.trace import Outcome, Source, Task, Trace
 from faultlens.middleware.otlp.schema import Text
-from faultlens.middleware.store.sqlite import Store
+from faultlens.middleware.store import Store
 from .api_models import AttributionsOut, LabelOut, OutcomeOut, RequeueOut, RunSummaryOut
 from .deps import get_services, get_store, get_worker, trace_or_404
 from .services import Services, parse_since

@@ -19,9 +19,9 @@ from faultlens.feedback.memory import track_record
 from faultlens.middleware.errors import InputError
 from faultlens.middleware.model.labels import label_for
 from faultlens.middleware.model.trace import Lesson, Outcome, Trace
-from faultlens.middleware.store.redact import redact_id
+from faultlens.middleware.store.ids import stored_id
 from faultlens.middleware.spans.record import SpanRecord
-from faultlens.middleware.store.sqlite import Store
+from faultlens.middleware.store import Store
 from .ingest import IngestResult, Ingestor
 from .failed_runs import FailureWorker
 
@@ -50,8 +50,8 @@ class Services:
 
     def record_outcome(self, trace_id: str, outcome: Outcome) -> dict[str, Any]:
         """Store a run's outcome; a failure is queued for attribution (or held until the run has steps)."""
-        # The worker knows runs by their stored id (hashed if it held a secret), as the pages do.
-        trace_id = redact_id(trace_id)
+        # Replies name runs by their stored id (hashed if it held a secret), as the pages do.
+        trace_id = stored_id(trace_id)
         self.store.set_outcome(trace_id, outcome)
         reply: dict[str, Any] = {"trace_id": trace_id, "success": outcome.success, "queued": False}
         if not outcome.success:
@@ -94,14 +94,14 @@ class Services:
 
     def wake_waiting(self, trace_id: str) -> None:
         """Queue a failed run whose job was held for its steps: some are stored now (by ingest, or by the gateway's writer)."""
-        trace_id = redact_id(trace_id)
+        trace_id = stored_id(trace_id)
         job = self.worker.status(trace_id)
         if job is not None and job.state == "waiting":
             self.worker.submit(trace_id)
 
     def _after_ingest(self, result: IngestResult) -> IngestResult:
-        result.traces = [redact_id(trace_id) for trace_id in result.traces]
-        result.outcomes = {redact_id(trace_id): outcome for trace_id, outcome in result.outcomes.items()}
+        result.traces = [stored_id(trace_id) for trace_id in result.traces]
+        result.outcomes = {stored_id(trace_id): outcome for trace_id, outcome in result.outcomes.items()}
         for trace_id in result.traces:
             self.wake_waiting(trace_id)
         for trace_id, outcome in result.outcomes.items():

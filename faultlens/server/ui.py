@@ -23,7 +23,7 @@ from markupsafe import Markup
 from faultlens.feedback.patterns import find_patterns
 from faultlens.middleware.errors import InputError
 from faultlens.middleware.model.trace import Attribution, Media, Trace
-from faultlens.middleware.store.sqlite import Store, TraceNotFound
+from faultlens.middleware.store import Store, TraceNotFound
 from faultlens.middleware.model.taxonomy import MODES, get_mode, is_mode
 from .auth import TOKEN_COOKIE, token_matches
 from .deps import get_services, get_store, get_worker, trace_or_404

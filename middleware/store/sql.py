@@ -31,10 +31,9 @@ from ..model.trace import AgentInfo, Attribution, GoldLabel, Lesson, Outcome, St
 from .dialect import Dialect, upsert, upsert_sql
 from .ids import StoredId, optional_id, stored_id, stored_ids
 from .migrations import migrate
-from .protocol import (
+from .protocol import TraceNotFound, TraceSummary
+from .rows import (
     PreparedStep,
-    TraceNotFound,
-    TraceSummary,
     dumps,
     gold_column,
     list_query,

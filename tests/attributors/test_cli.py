@@ -7,7 +7,7 @@ import json
 from click.testing import CliRunner
 
 from faultlens.cli import cli
-from faultlens.middleware.store.sqlite import open_store
+from faultlens.middleware.store import open_store
 
 from .conftest import answer, team_trace
 

@@ -266,7 +266,7 @@ def test_jsonl_spec_and_limit(synthetic_jsonl):
 def test_traces_import_uses_the_registered_sources(tmp_path):
     from faultlens.cli import cli
     from faultlens.middleware.sources import load_traces
-    from faultlens.middleware.store.sqlite import open_store
+    from faultlens.middleware.store import open_store
 
     assert {t.id for t in load_traces(f"whowhen:{WHOWHEN}")} == {"whowhen:Hand-Crafted/1", "whowhen:Algorithm-Generated/7"}
     db = tmp_path / "t.db"

@@ -22,7 +22,7 @@ from faultlens.benchmark import load_dataset
 from faultlens.middleware.errors import InputError
 from faultlens.middleware.otlp.convert import trace_to_otlp
 from faultlens.middleware.sources import load_traces
-from faultlens.middleware.store.sqlite import open_store
+from faultlens.middleware.store import open_store
 
 from .conftest import FIXTURES
 

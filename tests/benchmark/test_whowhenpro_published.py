@@ -220,7 +220,7 @@ def test_the_runner_never_shows_an_attributor_the_leaking_fields(tmp_path):
 def test_faultlens_attribute_hides_them_too(tmp_path):
     from faultlens.attributors import register
     from faultlens.cli import cli
-    from faultlens.middleware.store.sqlite import open_store
+    from faultlens.middleware.store import open_store
 
     db = tmp_path / "t.db"
     assert CliRunner().invoke(cli, ["traces", "import", "--db", str(db), SPEC]).exit_code == 0

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from faultlens.cli import cli
 from faultlens.gateway import build_gateway_app
 from faultlens.middleware.capture.upstream import CallableUpstream
-from faultlens.middleware.store.sqlite import open_store
+from faultlens.middleware.store import open_store
 from faultlens.server.run import ServerThread
 from tests.middleware.capture.test_gateway_requests import Recorder
 

@@ -22,7 +22,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 
-from faultlens.middleware.store.sqlite import open_store
+from faultlens.middleware.store import open_store
 from tests.faultlens.server.conftest import run_team
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -22,7 +22,7 @@ from faultlens.attributors.registry import DEFAULT_METHOD
 from faultlens.serve import serve
 from faultlens.wiring import build_app
 from faultlens.server import ServerThread
-from faultlens.middleware.store.sqlite import open_store
+from faultlens.middleware.store import open_store
 
 HTTP = httpx.Client(timeout=60)
 

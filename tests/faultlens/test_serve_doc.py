@@ -7,7 +7,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from faultlens.middleware.store.sqlite import open_store
+from faultlens.middleware.store import open_store
 from faultlens.wiring import build_app
 from faultlens.server import ServerThread
 

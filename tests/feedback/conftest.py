@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from faultlens.middleware.model.trace import AgentInfo, Attribution, Outcome, Step, StepKind, Task, Trace
-from faultlens.middleware.store.sqlite import open_store
+from faultlens.middleware.store import open_store
 
 SIMILAR_TASK = "How much larger was the revenue of Brisk Corp than that of Quell Ltd in 2021?"
 ORIGINAL_TASK = "How much larger was the revenue of Valfos Corp than that of Merquo Works in 2019?"

@@ -7,7 +7,7 @@ from click.testing import CliRunner
 from faultlens.attributors.registry import DEFAULT_METHOD
 from faultlens.feedback.cli import lessons
 from faultlens.feedback.memory import LessonMemory
-from faultlens.middleware.store.sqlite import open_store
+from faultlens.middleware.store import open_store
 
 from .conftest import DISSIMILAR_TASK, SIMILAR_TASK, failed_trace
 

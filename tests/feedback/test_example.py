@@ -35,7 +35,7 @@ def test_the_oracle_attributor_uses_the_gold_label():
 def test_the_attribution_arm_reruns_the_team_with_counterfactual():
     from faultlens.attributors.methods.counterfactual import Counterfactual
     from faultlens.injectors.envs import get
-    from faultlens.middleware.store.sqlite import open_store
+    from faultlens.middleware.store import open_store
 
     store = open_store(":memory:")
     attributor = example.make_attributor("counterfactual", store)

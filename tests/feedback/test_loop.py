@@ -13,7 +13,7 @@ from faultlens.feedback import FeedbackLoop, LessonMemory, attribute_and_reflect
 from faultlens.feedback.hooks import LESSONS_HEADER
 from faultlens.feedback.reflect import LLMReflector
 from faultlens.middleware.model.trace import Attribution, AttributionStatus, Outcome
-from faultlens.middleware.store.sqlite import open_store
+from faultlens.middleware.store import open_store
 from faultlens.middleware.capture.tracer import Tracer
 
 from .conftest import DISSIMILAR_TASK, ORIGINAL_TASK, SIMILAR_TASK, failed_trace

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 from faultlens.cli import cli
 from faultlens.feedback.patterns import MIN_RUNS, find_patterns, signature_of
 from faultlens.middleware.model.trace import Attribution, Lesson, Outcome, Step, StepKind, Task, Trace
-from faultlens.middleware.store.sqlite import open_store
+from faultlens.middleware.store import open_store
 from faultlens.server import create_app
 
 DAY = 86400.0

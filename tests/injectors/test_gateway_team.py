@@ -16,7 +16,7 @@ from faultlens.injectors.gateway_team import GatewayTeam, follows_lesson, strip_
 from faultlens.middleware.capture.gateway import Gateway, LESSONS_BEGIN, inject_lessons
 from faultlens.middleware.capture.upstream import CallableUpstream
 from faultlens.middleware.model.trace import Lesson
-from faultlens.middleware.store.sqlite import open_store
+from faultlens.middleware.store import open_store
 
 needs = {name: pytest.mark.skipif(importlib.util.find_spec(module) is None, reason=f"needs {module} (the frameworks extra)")
          for name, module in (("agents_desk", "agents"), ("ag2_experts", "autogen"))}

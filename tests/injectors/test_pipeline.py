@@ -206,7 +206,7 @@ def test_table_row_count_check_catches_a_filter_that_matches_nothing(seed_runs):
 
 
 def test_with_a_store_every_seed_and_injected_run_goes_through_the_tracer(tmp_path):
-    from faultlens.middleware.store.sqlite import open_store
+    from faultlens.middleware.store import open_store
 
     db = str(tmp_path / "runs.db")
     task = envs.get("research_team").tasks(5, 1)[0]

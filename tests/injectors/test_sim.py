@@ -78,7 +78,7 @@ def test_lessons_are_shown_in_the_system_prompt_in_a_parseable_form():
 
 
 def test_runs_go_through_the_tracer_one_span_per_step(tmp_path):
-    from faultlens.middleware.store.sqlite import open_store
+    from faultlens.middleware.store import open_store
     from faultlens.middleware.capture.tracer import Tracer
 
     tracer = Tracer(store=open_store(tmp_path / "t.db"), env_exporters=False)

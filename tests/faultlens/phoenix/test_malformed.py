@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from faultlens.middleware.errors import FaultlensError
-from faultlens.middleware.store.sqlite import open_store
+from faultlens.middleware.store import open_store
 from faultlens.phoenix.client import PhoenixAnswerError, PhoenixPagingError, PhoenixURLError, SpanPage
 from faultlens.phoenix.source import read_records
 from faultlens.phoenix.state import SyncState

@@ -21,7 +21,7 @@ from click.testing import CliRunner  # noqa: E402
 from faultlens.cli import cli  # noqa: E402
 from faultlens.middleware.otlp.convert import read_otlp_file  # noqa: E402
 from faultlens.middleware.sources import load_traces  # noqa: E402
-from faultlens.middleware.store.sqlite import open_store  # noqa: E402
+from faultlens.middleware.store import open_store  # noqa: E402
 from faultlens.phoenix.annotations import DECISIVE_ERROR, VERDICT  # noqa: E402
 
 from .conftest import PROJECT, load_phoenix  # noqa: E402

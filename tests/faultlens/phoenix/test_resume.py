@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("phoenix.client", reason="needs the phoenix extra: pip install 'faultlens[phoenix]'")
 
-from faultlens.middleware.store.sqlite import open_store  # noqa: E402
+from faultlens.middleware.store import open_store  # noqa: E402
 from faultlens.phoenix.annotations import DECISIVE_ERROR, VERDICT  # noqa: E402
 from faultlens.phoenix.client import PhoenixClient, PhoenixUnavailable  # noqa: E402
 from faultlens.phoenix.failed import FailureRule  # noqa: E402

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from faultlens.middleware.store.sqlite import open_store
+from faultlens.middleware.store import open_store
 from faultlens.phoenix.annotations import DECISIVE_ERROR, VERDICT
 from faultlens.phoenix.state import SyncState
 from faultlens.phoenix.sync import PhoenixSync

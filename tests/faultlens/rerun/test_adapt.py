@@ -19,7 +19,7 @@ from faultlens.cli import cli
 from faultlens.gateway import build_gateway_app
 from faultlens.middleware.capture.upstream import LiteLLMUpstream
 from faultlens.middleware.model.answer_key import attributor_view
-from faultlens.middleware.store.sqlite import open_store
+from faultlens.middleware.store import open_store
 from faultlens.rerun.adapt import adapt, split_by_source
 from faultlens.rerun.contract import Judge, Program
 from faultlens.server.run import ServerThread

@@ -21,7 +21,7 @@ from faultlens.feedback.memory import LessonMemory
 from faultlens.gateway import build_gateway_app
 from faultlens.middleware.capture.upstream import LiteLLMUpstream
 from faultlens.middleware.replay.gateway_calls import call_steps, recording_of, request_key
-from faultlens.middleware.store.sqlite import open_store
+from faultlens.middleware.store import open_store
 from faultlens.server.run import ServerThread
 from .sim_upstream import PROGRAM, RIGHT, TASK, SimUpstream
 

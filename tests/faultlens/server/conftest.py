@@ -18,7 +18,7 @@ from opentelemetry.trace import Status, StatusCode
 
 from faultlens.middleware.model.trace import Attribution, Candidate
 from faultlens.server import ServerThread, create_app
-from faultlens.middleware.store.sqlite import Store, open_store
+from faultlens.middleware.store import Store, open_store
 
 
 # One client for all tests: creating an httpx client builds an SSL context (~0.1 s).

@@ -25,7 +25,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
 
 from faultlens.cli import cli
-from faultlens.middleware.store.sqlite import Store, open_store
+from faultlens.middleware.store import Store, open_store
 from faultlens.wiring import build_app
 from faultlens.server import EvaluationExporter, create_app, otlp_http_exporter
 

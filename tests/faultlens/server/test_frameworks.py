@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from faultlens.middleware.store.sqlite import open_store
+from faultlens.middleware.store import open_store
 from faultlens.server import create_app
 
 from .conftest import HTTP

@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from faultlens.middleware.store.sqlite import SQLiteStore
+from faultlens.middleware.store import SQLiteStore
 from faultlens.server import create_app
 
 EXAMPLES = 1000

@@ -13,7 +13,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from faultlens.middleware.model.trace import Media, Source, Step, StepKind, Task, Trace
-from faultlens.middleware.store.sqlite import SQLiteStore
+from faultlens.middleware.store import SQLiteStore
 from faultlens.server import create_app
 from faultlens.server.auth import UnsafeBind, check_bind
 

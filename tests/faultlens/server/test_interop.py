@@ -52,7 +52,7 @@ def test_no_span_to_hang_it_on():
 
 def test_server_exports_each_new_attribution_over_otlp_to_another_receiver(store, serve, tmp_path):
     # The receiver is a second faultlens server: a real OTLP/HTTP endpoint.
-    from faultlens.middleware.store.sqlite import open_store
+    from faultlens.middleware.store import open_store
 
     receiver_store = open_store(tmp_path / "receiver.db")
     receiver = serve(create_app(receiver_store))

@@ -80,7 +80,7 @@ def _until(predicate, timeout=5.0):
 def test_jobs_live_in_the_store_not_in_the_process(tmp_path):
     """A server that only queues (workers=0) and a worker elsewhere on the same store share one queue;
     finished statuses outlive both (a restarted server still knows them)."""
-    from faultlens.middleware.store.sqlite import open_store
+    from faultlens.middleware.store import open_store
 
     seen = []
     queue_only = FailureWorker(seen.append, store=open_store(tmp_path / "s.db"), workers=0)

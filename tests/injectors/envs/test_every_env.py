@@ -77,7 +77,7 @@ def test_media_are_step_media_and_traces_show_renders_them(name, tmp_path):
     from click.testing import CliRunner
 
     from faultlens.cli import cli
-    from faultlens.middleware.store.sqlite import open_store
+    from faultlens.middleware.store import open_store
 
     trace = seed_runs(name, SIM, task_seed=3, n=3)[0][1].trace
     with_media = [s for s in trace.steps if s.media]

@@ -138,7 +138,7 @@ def test_traces_show_renders_the_frames(tmp_path, runs):
     from click.testing import CliRunner
 
     from faultlens.cli import cli
-    from faultlens.middleware.store.sqlite import open_store
+    from faultlens.middleware.store import open_store
 
     trace = runs[0][1].trace
     db = tmp_path / "f.db"

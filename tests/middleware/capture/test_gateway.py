@@ -22,7 +22,7 @@ from faultlens.feedback.memory import LessonMemory
 from faultlens.middleware.capture.gateway import Gateway, LESSONS_BEGIN, LESSONS_END, create_gateway_app, inject_lessons, parse_traceparent
 from faultlens.middleware.capture.upstream import CallableUpstream, LiteLLMUpstream, UpstreamError
 from faultlens.middleware.model.trace import Lesson, Outcome
-from faultlens.middleware.store.sqlite import open_store
+from faultlens.middleware.store import open_store
 from faultlens.server.run import ServerThread
 
 TOOLS = [{"type": "function", "function": {"name": "lookup_population", "parameters": {

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from faultlens.middleware.capture.gateway import Gateway, create_gateway_app
 from faultlens.middleware.capture.upstream import LiteLLMUpstream
 from faultlens.middleware.replay.chat_request import FORWARDED, REFUSED, RequestRefused, check_chat_request, safe_message
-from faultlens.middleware.store.sqlite import open_store
+from faultlens.middleware.store import open_store
 from faultlens.server.run import ServerThread
 
 KEY = "sk-gateway-upstream-key-0123456789"

@@ -17,7 +17,7 @@ from faultlens.middleware.capture.gateway import Gateway
 from faultlens.middleware.capture.step_writer import PendingWrite, StepWriter, refused_for_good
 from faultlens.middleware.capture.upstream import CallableUpstream
 from faultlens.middleware.model.trace import AgentInfo, Outcome, Source, Step, StepKind, Task, Trace
-from faultlens.middleware.store.sqlite import open_store
+from faultlens.middleware.store import open_store
 from faultlens.server import create_app
 
 LONE_SURROGATE = "\ud800"  # valid in a Python str, not encodable as UTF-8: no database can store it

@@ -28,7 +28,7 @@ KILLED_MID_BATCH = textwrap.dedent(
     from faultlens.middleware import open_store
     from faultlens.middleware.ingest.write import ingest
     from faultlens.middleware.spans.record import SpanRecord
-    from faultlens.middleware.store.sqlite import SQLiteStore
+    from faultlens.middleware.store import SQLiteStore
 
     def records(trace, n):
         return [SpanRecord(trace_id=trace * 32, span_id=f"{i + 1:016x}", parent_id=None, name="chat", start_ns=i, end_ns=i,

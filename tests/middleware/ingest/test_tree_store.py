@@ -5,7 +5,7 @@ import inspect
 import pytest
 
 from faultlens.middleware.ingest.tree_store import SpanTreeStore
-from faultlens.middleware.store.protocol import Store
+from faultlens.middleware.store import Store
 
 METHODS = [name for name in vars(SpanTreeStore) if not name.startswith("_")]
 
@@ -22,7 +22,7 @@ def test_the_store_protocol_declares_each_with_the_same_parameters(name):
 
 def test_both_stores_implement_it():
     from faultlens.middleware.store.postgres import PostgresStore
-    from faultlens.middleware.store.sqlite import SQLiteStore
+    from faultlens.middleware.store import SQLiteStore
 
     for store in (SQLiteStore, PostgresStore):
         for name in METHODS:

@@ -10,7 +10,7 @@ from faultlens.middleware import open_store
 from faultlens.middleware.errors import InputError
 from faultlens.middleware.model.labels import decision_behind, label_for
 from faultlens.middleware.model.trace import Step, StepKind, StepRole, Task, Trace
-from faultlens.middleware.store.sqlite import TraceNotFound
+from faultlens.middleware.store import TraceNotFound
 from tests.middleware.model.test_trace import sample_trace
 
 

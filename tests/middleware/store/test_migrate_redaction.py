@@ -14,7 +14,7 @@ import sqlite3
 import pytest
 
 from faultlens.middleware import open_store
-from faultlens.middleware.store.protocol import STORE_SCHEMA_VERSION
+from faultlens.middleware.store import STORE_SCHEMA_VERSION
 from faultlens.middleware.store.redact import redact_id
 from faultlens.middleware.store.reredact import reredact
 

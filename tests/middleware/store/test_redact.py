@@ -8,7 +8,7 @@ import json
 import pytest
 
 from faultlens.middleware.model.trace import AgentInfo, Source, Step, Task, Trace
-from faultlens.middleware.store.sqlite import SQLiteStore
+from faultlens.middleware.store import SQLiteStore
 
 R = importlib.import_module("faultlens.middleware.store.redact")  # the package exports a function of the same name
 

@@ -9,7 +9,7 @@ from faultlens.middleware.ingest.write import ingest
 from faultlens.middleware.spans.record import SpanRecord
 from faultlens.middleware.store.ids import stored_id
 from faultlens.middleware.store.migrations import MIGRATIONS, statements
-from faultlens.middleware.store.protocol import STORE_SCHEMA_VERSION, TraceNotFound
+from faultlens.middleware.store import STORE_SCHEMA_VERSION, TraceNotFound
 from tests.middleware.store.test_store import raw
 
 # A run id as a client may send one: its conversation id with an API key pasted into it.

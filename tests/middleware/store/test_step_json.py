@@ -20,7 +20,7 @@ from faultlens.middleware.store.redact import REDACTED, redact, redact_id
 from faultlens.middleware.ingest.write import ingest
 from faultlens.middleware.spans.record import SpanRecord
 from faultlens.middleware.store.step_json import PreparedStep, json_text, stored_step
-from faultlens.middleware.store.sqlite import SQLiteStore
+from faultlens.middleware.store import SQLiteStore
 
 
 def reference(step: Step) -> PreparedStep:

@@ -7,7 +7,7 @@ import pytest
 
 from faultlens.middleware import Attribution, Lesson, Outcome, Step, Task, Trace, open_store
 from faultlens.middleware.store.postgres import PostgresStore
-from faultlens.middleware.store.sqlite import STORE_SCHEMA_VERSION, TraceNotFound
+from faultlens.middleware.store import STORE_SCHEMA_VERSION, TraceNotFound
 from tests.middleware.model.test_trace import sample_trace
 
 
@@ -161,7 +161,7 @@ def test_text_with_nul_and_unicode_round_trips(store):
 
 
 def test_schema_version_is_recorded_and_reopening_keeps_data(store_target):
-    from faultlens.middleware.store.sqlite import STORE_SCHEMA_VERSION
+    from faultlens.middleware.store import STORE_SCHEMA_VERSION
 
     store = open_store(store_target)
     assert store.schema_version() == STORE_SCHEMA_VERSION

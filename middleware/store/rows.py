@@ -1,0 +1,178 @@
+"""How a trace becomes rows of the SQL store and back: the columns of a run and a step, the runs-list query.
+
+Everything is redacted before it is written: ids as `ids.StoredId`, text by
+`redact`, a step's JSON as `step_json` writes it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ..model.trace import GoldLabel, Step, Trace
+from .ids import StoredId, optional_id, stored_id
+from .protocol import TraceSummary
+from .redact import redact, redact_text
+from .step_json import PreparedStep, stored_step
+
+
+def dumps(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def gold_column(gold: GoldLabel | None) -> str | None:
+    """A trace's `gold` column: the label redacted and serialised (NULL for none)."""
+    return dumps(redact(gold.model_dump(mode="json")) if gold is not None else None)
+
+
+def trace_row(trace: Trace) -> dict[str, Any]:
+    """A trace's header as a `traces` row, secrets redacted."""
+    # Every stored string goes through redaction, the id and columns included.
+    data = redact(trace.model_dump(mode="json", exclude={"steps"}))
+    return {
+        "id": stored_id(trace.id),
+        "schema_version": data["schema_version"],
+        "query": data["task"]["query"],
+        "success": None if trace.outcome is None else int(trace.outcome.success),
+        "framework": data["source"]["framework"],
+        "benchmark": data["source"]["benchmark"],
+        "modality": data["source"]["modality"],
+        "format": data["source"]["format"],
+        "created_at": trace.created_at,
+        "updated_at": time.time(),
+        "task": dumps(data["task"]),
+        "agents": dumps(data["agents"]),
+        "outcome": dumps(data["outcome"]),
+        "source": dumps(data["source"]),
+        "gold": dumps(data["gold"]),
+        "metadata": dumps(data["metadata"]),
+    }
+
+
+def prepare_steps(steps: Sequence[Step]) -> list[PreparedStep]:
+    """Steps serialised and redacted for storage (`step_json.stored_step`), without touching a database.
+
+    The costly part of writing a step; done before a transaction opens, it
+    keeps the write lock short (other requests wait only for the SQL).
+    """
+    return [stored_step(step) for step in steps]
+
+
+def prepared(steps: Sequence[Step | PreparedStep]) -> list[PreparedStep]:
+    """`steps` as PreparedSteps (those already prepared kept as they are)."""
+    return [s if isinstance(s, PreparedStep) else stored_step(s) for s in steps]
+
+
+def step_row(trace_id: StoredId, step: Step, seq: int, position: float) -> dict[str, Any]:
+    """A step as a `steps` row, secrets redacted."""
+    p = stored_step(step)
+    return {
+        "trace_id": trace_id,
+        "key": p.key,
+        "position": position,
+        "seq": seq,
+        "agent": p.agent,
+        "kind": p.kind,
+        "error": p.error,
+        "data": p.data,
+    }
+
+
+def stored_link(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A `span_links` row (see `spans.SpanLink.row`) as stored, secrets redacted the way `steps` and `traces` keep the same strings.
+
+    Span ids, the agent and `waiting_on` are ids (`StoredId`, so look-ups by them keep
+    working); the task and output are text; the agents a span describes are kept as
+    `traces.agents` keeps them. Ids read back are already stored ids (`stored_id` leaves
+    them as they are), so a row may go through this more than once.
+    """
+    out = dict(row)
+    for column in ("span_id", "parent_id", "agent", "waiting_on"):
+        out[column] = optional_id(out.get(column))
+    for column in ("task", "output"):
+        if out.get(column) is not None:
+            out[column] = redact_text(out[column])
+    if out.get("describes"):
+        out["describes"] = json.dumps(redact(json.loads(out["describes"])), sort_keys=True)
+    return out
+
+
+def trace_from_row(trace_id: str, row: Any, step_data: Iterable[str]) -> Trace:
+    """A Trace from its `traces` columns (schema_version, task, agents, outcome, source, gold, metadata, created_at) and its steps' data in order."""
+    steps = []
+    for index, data in enumerate(step_data):
+        step = json.loads(data)
+        step["index"] = index
+        steps.append(step)
+    schema_version, task, agents, outcome, source, gold, metadata, created_at = row
+    return Trace.model_validate(
+        {
+            "id": trace_id,
+            "schema_version": schema_version,
+            "task": json.loads(task),
+            "agents": json.loads(agents or "[]"),
+            "steps": steps,
+            "outcome": json.loads(outcome) if outcome else None,
+            "source": json.loads(source) if source else {},
+            "gold": json.loads(gold) if gold else None,
+            "metadata": json.loads(metadata or "{}"),
+            "created_at": created_at,
+        }
+    )
+
+
+def list_query(*, status: str | None, agent: StoredId | None, since: float | None, labelled: bool | None,
+               limit: int | None, offset: int, mark: str) -> tuple[str, list[Any]]:
+    """`list_traces`'s SELECT (rows for `summary_from_row`, newest first) and its parameters; `mark` is the
+    backend's placeholder (`?`, `%s`)."""
+    where: list[str] = []
+    params: list[Any] = []
+    if status is not None:
+        where.append(status_clause(status))
+    if agent is not None:
+        where.append(f"id IN (SELECT trace_id FROM steps WHERE agent = {mark})")
+        params.append(agent)
+    if since is not None:
+        where.append(f"updated_at >= {mark}")
+        params.append(since)
+    if labelled is not None:
+        where.append("gold IS NOT NULL" if labelled else "gold IS NULL")
+    sql = (
+        "SELECT id, query, success, agents, framework, benchmark, modality, created_at, updated_at,"
+        " (SELECT COUNT(*) FROM steps WHERE steps.trace_id = traces.id), gold IS NOT NULL FROM traces"
+        + (" WHERE " + " AND ".join(where) if where else "")
+        + " ORDER BY created_at DESC, id"
+    )
+    if limit is not None:
+        sql += f" LIMIT {mark} OFFSET {mark}"
+        params += [limit, offset]
+    return sql, params
+
+
+def summary_from_row(r: Any) -> TraceSummary:
+    """A TraceSummary from (id, query, success, agents, framework, benchmark, modality, created_at, updated_at, n_steps,
+    labelled)."""
+    return TraceSummary(
+        id=r[0],
+        query=r[1],
+        success=None if r[2] is None else bool(r[2]),
+        agents=[a["name"] for a in json.loads(r[3] or "[]")],
+        framework=r[4],
+        benchmark=r[5],
+        modality=r[6],
+        created_at=r[7],
+        updated_at=r[8],
+        n_steps=r[9],
+        labelled=bool(r[10]),
+    )
+
+
+STATUS_CLAUSES = {"failed": "success = 0", "succeeded": "success = 1", "unknown": "success IS NULL"}
+
+
+def status_clause(status: str) -> str:
+    if status not in STATUS_CLAUSES:
+        raise ValueError(f"status must be one of {sorted(STATUS_CLAUSES)}, not {status!r}")
+    return STATUS_CLAUSES[status]
