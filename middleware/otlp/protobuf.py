@@ -157,11 +157,16 @@ def request_to_records(request: ExportTraceServiceRequest) -> list[SpanRecord]:
     return records
 
 
-def protobuf_to_records(body: bytes) -> list[SpanRecord]:
-    """Parse a protobuf `ExportTraceServiceRequest` body and return its span records (BodyError, SchemaError)."""
+def parse_request(body: bytes) -> ExportTraceServiceRequest:
+    """The parsed protobuf `ExportTraceServiceRequest` of `body`; BodyError (400) when it is not one."""
     request = ExportTraceServiceRequest()
     try:
         request.ParseFromString(body)
     except DecodeError as exc:
         raise BodyError(400, f"body is not a protobuf ExportTraceServiceRequest: {exc}") from None
-    return request_to_records(request)
+    return request
+
+
+def protobuf_to_records(body: bytes) -> list[SpanRecord]:
+    """Parse a protobuf `ExportTraceServiceRequest` body and return its span records (BodyError, SchemaError)."""
+    return request_to_records(parse_request(body))

@@ -15,11 +15,11 @@ import base64
 from typing import Any
 
 from google.protobuf import json_format
-from google.protobuf.message import DecodeError
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from faultlens.server import otlp_body
-from faultlens.server.otlp_body import PROTOBUF, BodyError, media_type
+from faultlens.middleware.otlp.protobuf import parse_request
+from faultlens.server.otlp_body import PROTOBUF, media_type
 
 # Keys under which OTLP carries ids: a span's own, its parent's, and a link's.
 _ID_KEYS = ("traceId", "spanId", "parentSpanId")
@@ -49,13 +49,8 @@ def _ids_to_hex(payload: dict[str, Any]) -> None:
 
 
 def protobuf_to_otlp_json(body: bytes) -> dict[str, Any]:
-    """Decode a protobuf `ExportTraceServiceRequest` into its OTLP JSON dict."""
-    request = ExportTraceServiceRequest()
-    try:
-        request.ParseFromString(body)
-    except DecodeError as exc:
-        raise BodyError(400, f"body is not a protobuf ExportTraceServiceRequest: {exc}") from None
-    return request_to_otlp_json(request)
+    """Decode a protobuf `ExportTraceServiceRequest` into its OTLP JSON dict (BodyError as the server's reader)."""
+    return request_to_otlp_json(parse_request(body))
 
 
 # A direct walk of the OTLP messages, giving exactly what
