@@ -1,0 +1,316 @@
+"""The replay lab's measure (issue 44, item 5): `blend` leave-one-system-out, and `verify` over it, on eight framework teams.
+
+    .venv/bin/python scripts/replay_lab_eval.py --json replay_lab.json [--tasks 24] [--teams ag2_experts,chart_desk]
+        [--k 3] [--draws 2] [--realdev ../shared/realdev] [--cache .cache/replay_lab]
+
+For each team (its framework's real orchestration, `injectors.replay_lab.program`,
+run as a separate process that sends every model call over HTTP to a live
+gateway, `faultlens.gateway.build_gateway_app`, whose upstream is the team's
+simulated agents in this process, `injectors.replay_lab.SimulatedAgents`):
+
+1. run `--tasks` fresh tasks through the gateway, each recorded as a run of the
+   store; keep the failed runs in which an agent slipped. The gold is the first
+   slip (its call is the run's step), known here only: the stored run has no
+   label, and every method is given `attributor_view` of it.
+2. `loso_*`: the verdict of `blend` whose `learned` model was trained as the
+   shipped one is (`benchmark.loso.datasets`) but without a run of the team's
+   framework (`benchmark.loso.score_systems`'s folds; one model per framework,
+   trained in a background process while the teams run, cached in `--cache`).
+3. `verified_*`: `faultlens.rerun.verify.verify` over that base on the same
+   runs: the team's program re-run as a subprocess with the candidate call
+   corrected (drawn anew with the verdict's lesson; `--draws` draws of a changed
+   candidate), judged by the environment's evaluator on the program's stdout.
+   A verdict not verified is the base's. `reruns_*` and `not_verifiable` are of
+   these verdicts.
+4. `adapted_*`: null until `faultlens.rerun.adapt.adapt_learned` exists.
+
+Prints a markdown table and the time taken; `--json OUT` writes
+`{teams: {name: {n, loso_step, ...}}, mean: {...}, runs: {...}, settings: {...}}`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import httpx  # noqa: E402
+import numpy as np  # noqa: E402
+
+from faultlens.middleware.model.trace import GoldLabel, Task  # noqa: E402
+
+TEAMS = {"ag2_experts": "AG2", "smol_analyst": "smolagents", "magentic_team": "Magentic-One", "agents_desk": "OpenAI Agents SDK",
+         "supervisor_team": "LangGraph supervisor", "chart_desk": "PydanticAI", "adk_team": "Google ADK",
+         "workflow_team": "LlamaIndex"}
+KEYS = ("n", "loso_step", "loso_agent", "verified_step", "verified_agent", "adapted_step", "adapted_agent",
+        "reruns_median", "reruns_p90", "not_verifiable")
+ROOT = Path(__file__).resolve().parents[1]
+SEED = 30_000  # the tasks' seed: fresh tasks, not the bundled benchmark's
+
+
+@dataclass
+class Case:
+    """A failed run of a team whose agents slipped: what verify is given (the run id) and what it is scored on (gold)."""
+
+    run_id: str
+    task: Task
+    gold: GoldLabel
+    slips: int
+    calls: int
+
+
+@dataclass
+class Recorded:
+    """What running a team's tasks through the gateway gave."""
+
+    team: str
+    agents: Any  # the team's SimulatedAgents, kept for its re-runs
+    store: Any
+    cases: list[Case] = field(default_factory=list)
+    runs: int = 0
+    failed: int = 0
+    failed_without_slip: int = 0
+    crashed: int = 0
+    seconds: float = 0.0
+
+
+def program_env(root: str, task: Task) -> dict[str, str]:
+    return {**os.environ, "FAULTLENS_GATEWAY": root, "FAULTLENS_TASK": task.query, "OPENAI_API_KEY": "faultlens-lab"}
+
+
+def record_team(team: str, n: int, store: Any, *, seed: int = SEED, timeout: float = 300.0,
+                tendencies: dict[str, dict[str, float]] | None = None, say: Callable[[str], None] = print) -> Recorded:
+    """Run `n` tasks of `team` as separate processes through a live gateway recording into `store`
+    (`tendencies`: the agents', default `LAB_TENDENCIES`)."""
+    from faultlens.gateway import build_gateway_app
+    from faultlens.injectors.envs import get as get_env
+    from faultlens.injectors.replay_lab import SimulatedAgents, program_command
+    from faultlens.middleware.capture.upstream import CallableUpstream
+    from faultlens.middleware.replay.gateway_calls import call_steps
+    from faultlens.server.run import ServerThread
+
+    started = time.monotonic()
+    env = get_env(team)
+    agents = SimulatedAgents(env, tendencies)
+    out = Recorded(team, agents, store)
+    app, gateway = build_gateway_app(store, CallableUpstream(agents), workers=0)
+    with ServerThread(app) as server:
+        for task in env.tasks(seed, n):
+            run_id = task.id or f"{team}-{out.runs}"
+            run = agents.record(task, run_id)
+            done = subprocess.run(program_command(team, run_id), shell=True, env=program_env(f"{server.url}/run/{run_id}", task),
+                                  capture_output=True, text=True, timeout=timeout)
+            gateway.flush(30)
+            out.runs += 1
+            if done.returncode != 0:
+                out.crashed += 1
+                say(f"  {run_id}: the program exited {done.returncode}: {done.stderr.strip()[-300:]}")
+                success, detail = False, f"the program exited {done.returncode}"
+            else:
+                outcome = env.evaluate(task, done.stdout.strip() or None)
+                success, detail = outcome.success, outcome.detail or ""
+            posted = httpx.post(f"{server.url}/api/runs/{run_id}/outcome", json={"success": success, "detail": detail}, timeout=30)
+            posted.raise_for_status()
+            if success:
+                continue
+            out.failed += 1
+            gold = run.gold
+            steps = call_steps(store.get_trace(run_id))
+            if gold is None or gold.step >= len(steps) or done.returncode != 0:
+                out.failed_without_slip += gold is None
+                continue
+            # Call i of the run is the run's i-th recorded call step.
+            out.cases.append(Case(run_id, task, gold.model_copy(update={"step": steps[gold.step]}), len(run.slips), run.calls))
+    gateway.close()
+    out.seconds = time.monotonic() - started
+    return out
+
+
+def verify_team(recorded: Recorded, base: Any, *, k: int, draws: int, timeout: float = 300.0,
+                say: Callable[[str], None] = print) -> list[dict[str, Any]]:
+    """`verify` each kept run of the team over `base`; one row per run: the gold, the base's and verify's verdicts."""
+    from faultlens.injectors.envs import get as get_env
+    from faultlens.injectors.replay_lab import program_command
+    from faultlens.middleware.capture.upstream import CallableUpstream
+    from faultlens.rerun.contract import Judge, Program
+    from faultlens.rerun.verify import verdict_json, verify
+
+    env = get_env(recorded.team)
+    rows = []
+    for case in recorded.cases:
+        recorded.agents.rerun(case.task)
+        judge = Judge(lambda stdout, task=case.task: env.evaluate(task, stdout.strip() or None).success)
+        program = Program(program_command(recorded.team, case.run_id), timeout=timeout)
+        started = time.monotonic()
+        verdict = verdict_json(verify(recorded.store, case.run_id, program, CallableUpstream(recorded.agents), judge=judge,
+                                      method=base, k=k, draws=draws, max_reruns=k * draws))
+        trace = recorded.store.get_trace(case.run_id)
+        base_step = verdict["base_step"]
+        rows.append({"run": case.run_id, "gold_step": case.gold.step, "gold_agent": case.gold.agent, "gold_mode": case.gold.mode,
+                     "slips": case.slips, "steps": len(trace.steps), "base_step": base_step,
+                     "base_agent": trace.steps[base_step].agent if base_step is not None else None,
+                     "step": verdict["step"], "agent": verdict["agent"], "verified": verdict["verified"],
+                     "reruns": verdict["reruns"], "not_verifiable": verdict["not_verifiable"],
+                     "outcomes": [t.get("outcome") for t in verdict["trials"]], "seconds": round(time.monotonic() - started, 2)})
+        say(f"  {case.run_id}: gold {case.gold.step} ({case.gold.agent} {case.gold.mode}), base {base_step}, "
+            f"verify {verdict['step']} {'verified' if verdict['verified'] else 'not verified'} after {verdict['reruns']} re-run(s)")
+    return rows
+
+
+# -- leave-one-system-out models -------------------------------------------------------------------------------
+def training_specs(realdev: Path) -> list[str]:
+    """The shipped model's training sets (`benchmark.loso.datasets`); the bundled dev split alone without the real sets."""
+    from faultlens.benchmark.loso import datasets
+
+    return datasets(realdev)[0] if (realdev / "trail").is_dir() and (realdev / "agentrx").is_dir() else ["bundled:dev"]
+
+
+def _cache_key(specs: list[str], system: str) -> str:
+    learned = ROOT / "attributors" / "learned"
+    parts = [json.dumps(specs), system] + [(learned / f).read_text() for f in ("model.py", "features.py")]
+    parts += [str((ROOT / "benchmark" / "data" / "dev.jsonl.gz").stat().st_size)]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def train_folds(systems: list[str], specs: list[str], cache: str) -> dict[str, str]:
+    """One `learned` model per system, trained on `specs` without a run of that system; their paths (cached)."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    from faultlens.attributors.learned import fit, trace_features
+    from faultlens.attributors.learned.model import save
+    from faultlens.benchmark.loso import system_of
+    from faultlens.benchmark.train import training_set
+
+    paths = {s: Path(cache) / f"loso-{s}-{_cache_key(specs, s)}.joblib" for s in systems}
+    missing = [s for s in systems if not paths[s].exists()]
+    if missing:
+        train, sources, _ = training_set(specs)
+        features = {t.id: trace_features(t) for t in train}
+        for system in missing:
+            model = fit([t for t in train if system_of(t) != system], seed=0, features=features, sources=sources)
+            save(model, paths[system])
+    return {s: str(p) for s, p in paths.items()}
+
+
+# -- the table --------------------------------------------------------------------------------------------------
+def _share(rows: list[dict[str, Any]], fn: Callable[[dict[str, Any]], bool]) -> float | None:
+    return round(sum(bool(fn(r)) for r in rows) / len(rows), 4) if rows else None
+
+
+def team_scores(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    reruns = [r["reruns"] for r in rows]
+    return {"n": len(rows),
+            "loso_step": _share(rows, lambda r: r["base_step"] == r["gold_step"]),
+            "loso_agent": _share(rows, lambda r: r["base_agent"] == r["gold_agent"]),
+            "verified_step": _share(rows, lambda r: r["step"] == r["gold_step"]),
+            "verified_agent": _share(rows, lambda r: r["agent"] == r["gold_agent"]),
+            "adapted_step": None, "adapted_agent": None,
+            "reruns_median": float(statistics.median(reruns)) if reruns else None,
+            "reruns_p90": round(float(np.percentile(reruns, 90)), 2) if reruns else None,
+            "not_verifiable": _share(rows, lambda r: r["not_verifiable"])}
+
+
+def mean_scores(teams: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Each team weighs the same; n is the total."""
+    out: dict[str, Any] = {"n": sum(t["n"] for t in teams.values())}
+    for key in KEYS[1:]:
+        values = [t[key] for t in teams.values() if t[key] is not None]
+        out[key] = round(statistics.fmean(values), 4) if values else None
+    return out
+
+
+def markdown(teams: dict[str, dict[str, Any]], mean: dict[str, Any]) -> str:
+    head = "| team (framework) | n | loso step | loso agent | verified step | verified agent | adapted step | adapted agent | reruns median | reruns p90 | not verifiable |"
+    lines = [head, "|" + "|".join(["---"] * (len(KEYS) + 1)) + "|"]
+
+    def cell(value: Any) -> str:
+        return "–" if value is None else f"{value:.2f}" if isinstance(value, float) else str(value)
+
+    for name, scores in [*((f"{t} ({TEAMS.get(t, t)})", s) for t, s in teams.items()), ("**mean**", mean)]:
+        lines.append("| " + " | ".join([name] + [cell(scores[k]) for k in KEYS]) + " |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", dest="json_path", type=Path, default=None, help="Write the scores here.")
+    parser.add_argument("--teams", default=",".join(TEAMS), help="Comma-separated framework environments.")
+    parser.add_argument("--tasks", type=int, default=24, help="Tasks run per team (only failed runs with a slip are scored).")
+    parser.add_argument("--seed", type=int, default=SEED, help="The tasks' seed.")
+    parser.add_argument("--k", type=int, default=3, help="Candidates verify tries, earliest first (verify's default).")
+    parser.add_argument("--draws", type=int, default=2, help="Draws of a candidate whose new draw changed it without fixing the run.")
+    parser.add_argument("--realdev", type=Path, default=ROOT.parent / "shared" / "realdev", help="The real datasets (TRAIL, AgentRx).")
+    parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "faultlens-replay-lab",
+                        help="Where the fold models are kept (one per framework, reused while the training data and code are the same).")
+    parser.add_argument("--timeout", type=float, default=300.0, help="Seconds one run of a team's program may take.")
+    args = parser.parse_args(argv)
+
+    import logging
+
+    from faultlens.attributors.learned import Blend
+    from faultlens.attributors.learned.model import load
+    from faultlens.injectors.envs import get as get_env
+    from faultlens.middleware.store.sqlite import open_store
+
+    logging.getLogger("LiteLLM").setLevel(logging.ERROR)
+    teams = [t.strip() for t in args.teams.split(",") if t.strip()]
+    unknown = [t for t in teams if t not in TEAMS]
+    if unknown:
+        parser.error(f"unknown team(s) {', '.join(unknown)}; teams: {', '.join(TEAMS)}")
+    started = time.monotonic()
+    systems = {t: get_env(t).framework for t in teams}
+    specs = training_specs(args.realdev)
+    print(f"leave-one-system-out models: trained on {' + '.join(specs)} without each team's framework (background process)")
+    pool = ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn"))
+    folds: Future = pool.submit(train_folds, sorted(set(systems.values())), specs, str(args.cache))
+    scratch = Path(tempfile.mkdtemp(prefix="faultlens-replay-lab-"))
+    recorded = {}
+    for team in teams:
+        rec = record_team(team, args.tasks, open_store(scratch / f"{team}.db"), seed=args.seed, timeout=args.timeout)
+        recorded[team] = rec
+        print(f"{team}: {rec.runs} runs in {rec.seconds:.0f} s, {rec.failed} failed, {len(rec.cases)} kept "
+              f"({rec.failed_without_slip} failed with no slip, {rec.crashed} crashed)", flush=True)
+    waited = time.monotonic()
+    paths = folds.result()
+    pool.shutdown()
+    print(f"fold models ready ({time.monotonic() - waited:.0f} s waited)", flush=True)
+    scores, runs = {}, {}
+    for team in teams:
+        t0 = time.monotonic()
+        base = Blend(model=load(paths[systems[team]]))
+        rows = verify_team(recorded[team], base, k=args.k, draws=args.draws, timeout=args.timeout)
+        scores[team] = team_scores(rows)
+        rec = recorded[team]
+        runs[team] = {"runs": rec.runs, "failed": rec.failed, "kept": len(rec.cases), "failed_without_slip": rec.failed_without_slip,
+                      "crashed": rec.crashed, "record_seconds": round(rec.seconds, 1), "verify_seconds": round(time.monotonic() - t0, 1),
+                      "rows": rows}
+        print(f"{team}: verified in {time.monotonic() - t0:.0f} s", flush=True)
+    mean = mean_scores(scores)
+    seconds = time.monotonic() - started
+    print(markdown(scores, mean))
+    print(f"{sum(r.runs for r in recorded.values())} runs, {sum(len(r['rows']) for r in runs.values())} verified, "
+          f"in {seconds:.0f} s")
+    if args.json_path is not None:
+        settings = {"tasks": args.tasks, "seed": args.seed, "k": args.k, "draws": args.draws, "training": specs,
+                    "base": "blend (learned trained without the team's framework)", "seconds": round(seconds, 1)}
+        args.json_path.parent.mkdir(parents=True, exist_ok=True)
+        args.json_path.write_text(json.dumps({"teams": scores, "mean": mean, "runs": runs, "settings": settings}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
