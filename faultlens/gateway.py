@@ -23,7 +23,7 @@ from faultlens.middleware.capture.upstream import DEFAULT_TIMEOUT, LiteLLMUpstre
 from faultlens.middleware.terminal.options import db_option
 from faultlens.middleware.store import Store, open_store
 from faultlens.rerun.cli import rerun_options, rerun_wrapper
-from faultlens.wiring import build_app, cli_token
+from faultlens.wiring import build_app, cli_token, detect_options
 from faultlens.server import TOKEN_ENV, check_bind, run_server
 
 
@@ -70,8 +70,10 @@ def build_gateway_app(store: Store, upstream: Any, *, lessons_for: tuple[str, ..
 @click.option("--max-upstream-calls", type=click.IntRange(min=1), default=64, show_default=True,
               help="Upstream calls in flight at once; more wait. The server's own routes (health, API, UI) never wait on them.")
 @rerun_options
+@detect_options
 def gateway(upstream, api_base, lessons_for, k, host, port, db_path, token, token_file, method, model, method_options, reflector,
-            workers, max_pending, upstream_timeout, max_upstream_calls, rerun_command, rerun_upstream, rerun_api_base, rerun_judge):
+            workers, max_pending, upstream_timeout, max_upstream_calls, rerun_command, rerun_upstream, rerun_api_base, rerun_judge,
+            detect, suspect_above):
     """Forward every model call of any framework upstream, record it as a step, and show each agent its lessons.
 
     Point the program's OpenAI base URL at http://HOST:PORT/agent/NAME/v1 (one
@@ -94,6 +96,7 @@ def gateway(upstream, api_base, lessons_for, k, host, port, db_path, token, toke
                                 max_pending=max_pending, max_upstream_calls=max_upstream_calls,
                                 method=method, model=model, method_options=parse_options(method_options), reflector=reflector,
                                 verify_with=rerun_wrapper(rerun_command, rerun_upstream, rerun_api_base, rerun_judge),
+                                detect=detect, suspect_above=suspect_above,
                                 token=token, workers=workers)
     shown = ", ".join(lessons_for) if lessons_for else "no agent (enable with --lessons-for)"
     click.echo(f"faultlens gateway on http://{host}:{port}/v1 -> {upstream}; store {store.location}; lessons for {shown}")

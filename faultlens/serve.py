@@ -13,7 +13,7 @@ from faultlens.attributors.registry import DEFAULT_METHOD
 from faultlens.middleware.store import open_store
 from faultlens.middleware.terminal.options import db_option
 from faultlens.rerun.cli import rerun_options, rerun_wrapper
-from faultlens.wiring import build_app, cli_token, export_options, export_token_of
+from faultlens.wiring import build_app, cli_token, detect_options, export_options, export_token_of
 
 
 @click.command("serve")
@@ -37,8 +37,9 @@ from faultlens.wiring import build_app, cli_token, export_options, export_token_
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(min=0),
               help="Threads attributing failed runs in this process; 0 leaves them to `faultlens worker` processes on the same store.")
 @rerun_options
+@detect_options
 def serve(db_path, host, port, token, token_file, method, model, method_options, reflector, reports_dir, media_root, export_endpoint, export_token,
-          export_token_file, max_body, max_queue, workers, rerun_command, rerun_upstream, rerun_api_base, rerun_judge):
+          export_token_file, max_body, max_queue, workers, rerun_command, rerun_upstream, rerun_api_base, rerun_judge, detect, suspect_above):
     """Run the faultlens service: OTLP/HTTP ingest, background attribution, REST API and web UI.
 
     Point any OpenTelemetry SDK or Collector at it
@@ -66,6 +67,8 @@ def serve(db_path, host, port, token, token_file, method, model, method_options,
         max_queue=max_queue,
         workers=workers,
         verify_with=rerun_wrapper(rerun_command, rerun_upstream, rerun_api_base, rerun_judge),
+        detect=detect,
+        suspect_above=suspect_above,
     )
     if rerun_command:
         method = f"{method}, verified by re-running `{rerun_command}`"

@@ -15,6 +15,7 @@ or attributes (`serve`, `gateway`, `worker`, `phoenix sync`):
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +23,9 @@ from typing import Any
 
 import click
 
-from faultlens.middleware.model.trace import Outcome
+from faultlens.middleware.errors import FaultlensError, MissingExtra, extra_needed
+from faultlens.middleware.model.trace import Outcome, Trace
+from faultlens.server.suspects import SUSPECT_ABOVE
 from faultlens.server import create_app, otlp_http_exporter, resolve_token
 from faultlens.server.auth import TOKEN_ARGUMENT_WARNING
 from faultlens.server.interop import EvaluationExporter
@@ -35,6 +38,9 @@ from faultlens.feedback.loop import Saved, attribute_and_reflect, learn_from_lab
 from faultlens.feedback.memory import LessonMemory
 from faultlens.feedback.reflect import get_reflector
 from faultlens.attributors.base import Attributor
+
+
+log = logging.getLogger(__name__)
 
 
 def failure_handler(
@@ -75,6 +81,7 @@ def build_app(
     export_token: str | None = None,
     method_options: dict[str, Any] | None = None,
     verify_with: Callable[[Attributor], Attributor] | None = None,
+    detect: bool = False,
     **server_options: Any,
 ):
     """The faultlens app over `store`, attributing failed runs with `method` (and `model`, and
@@ -93,6 +100,8 @@ def build_app(
         learn_from_label(store, trace_id, label_reflector, memory)
 
     exporter = evaluation_exporter(export_endpoint, export_token)
+    if detect:
+        server_options.setdefault("score_run", failure_detector())
     return create_app(
         store,
         token=token,
@@ -103,6 +112,34 @@ def build_app(
         evaluation_exporter=exporter,
         **server_options,
     )
+
+
+def failure_detector() -> Callable[[Trace], float | None] | None:
+    """The shipped failure detector as the server's `score_run` (trace -> p_failed), or None (said in the log)
+    when its model or scikit-learn is missing: a server without it still serves, it only suspects nothing."""
+    try:
+        with extra_needed("the failure detector"):
+            from faultlens.attributors.detect import Detector
+
+            detector = Detector()
+    except (MissingExtra, FaultlensError) as exc:
+        log.warning("no failed-run detection: %s", exc)
+        return None
+    return lambda trace: detector.score_one(trace).p_failed
+
+
+def detect_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """`--detect/--no-detect` and `--suspect-above`, on the commands that serve (`serve`, `gateway`)."""
+    options = [
+        click.option("--detect/--no-detect", default=True, show_default=True,
+                     help="Score finished runs that have no outcome with the offline failure detector (p_failed)."),
+        click.option("--suspect-above", type=click.FloatRange(0, 1), default=SUSPECT_ABOVE, show_default=True,
+                     help="A run whose p_failed reaches this is suspected: attributed like a failed run, listed apart "
+                          "until a person confirms or dismisses it (docs/detect.md)."),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
 
 
 EXPORT_TOKEN_ENV = "FAULTLENS_EXPORT_TOKEN"

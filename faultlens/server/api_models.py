@@ -8,9 +8,13 @@ silently dropped from the answer.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+import dataclasses
+from typing import Any, get_type_hints
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from faultlens.middleware.model.trace import Attribution, GoldLabel
+from faultlens.middleware.store import TraceSummary
 
 
 class _Reply(BaseModel):
@@ -31,21 +35,19 @@ class JobOut(_Reply):
     worker: str | None = None
 
 
-class RunSummaryOut(_Reply):
-    """One run in the list (`TraceSummary`), with its attribution job's state."""
+def _reply_from_dataclass(source: type, name: str, doc: str, **more: Any) -> type[_Reply]:
+    """A reply model with `source`'s fields (types and defaults, read from the dataclass), plus `more`:
+    the answer's schema follows the store's type instead of copying it field by field."""
+    hints = get_type_hints(source)
+    fields: dict[str, Any] = {
+        f.name: (hints[f.name], f.default if f.default is not dataclasses.MISSING else ...) for f in dataclasses.fields(source)
+    }
+    model = create_model(name, __base__=_Reply, __doc__=doc, __module__=__name__, **fields, **more)
+    return model
 
-    id: str
-    query: str
-    success: bool | None
-    n_steps: int
-    agents: list[str]
-    framework: str | None
-    benchmark: str | None
-    modality: str | None
-    created_at: float
-    updated_at: float
-    labelled: bool = False
-    attribution_job: str | None = None
+
+RunSummaryOut = _reply_from_dataclass(TraceSummary, "RunSummaryOut", "One run in the list (`TraceSummary`), with its attribution job's state.",
+                                      attribution_job=(str | None, None))
 
 
 class AttributionsOut(_Reply):

@@ -31,6 +31,7 @@ from .routes_runs import OutcomeIn
 from .services import LessonsFor, Services, best_track_record_first, parse_since
 from .ui import add_ui
 from .failed_runs import FailureWorker, OnFailure
+from .suspects import SUSPECT_ABOVE, Score, SuspectSweep
 
 DEFAULT_MAX_BODY = 8 * 1024 * 1024  # bytes; OTel SDK batches are far smaller
 
@@ -64,6 +65,9 @@ def create_app(
     failed_login_limit: int = 10,
     failed_login_window: float = 60.0,
     on_shutdown: Sequence[Callable[[], Any]] = (),
+    score_run: Score | None = None,
+    suspect_above: float = SUSPECT_ABOVE,
+    suspect_idle: float = 60.0,
 ) -> FastAPI:
     """The faultlens app over `store`.
 
@@ -92,6 +96,10 @@ def create_app(
     on_shutdown: called in order when the server stops (SIGINT or SIGTERM), before the worker stops,
         e.g. to write the gateway's queued steps (uvicorn re-raises SIGTERM after its shutdown, so
         code after `uvicorn.run` never runs then).
+    score_run: the failure detector (trace -> p_failed): finished runs with no outcome are scored by a
+        background sweep (`suspects.SuspectSweep`); at or above `suspect_above` a run is *suspected*,
+        attributed like a failed run and listed apart until a person confirms or dismisses it.
+        `suspect_idle`: seconds without a new step before a run counts as finished.
     failed_login_limit, failed_login_window: after this many wrong tokens from one address within
         the window (seconds), that address gets 429 until the window has passed.
     """
@@ -99,6 +107,7 @@ def create_app(
     ingestor = Ingestor(store)
     after = exporting(store, evaluation_exporter) if evaluation_exporter is not None else None
     worker = FailureWorker(on_failure, store=store, workers=workers, max_queue=max_queue, after=after)
+    suspects = SuspectSweep(store, worker, score_run, suspect_above, suspect_idle) if score_run is not None else None
     if lessons_for is None:
         lessons_for = best_track_record_first(store)
     services = Services(
@@ -118,9 +127,13 @@ def create_app(
     @asynccontextmanager
     async def lifespan(_app: FastAPI):
         worker.start()
+        if suspects is not None:
+            suspects.start()
         try:
             yield
         finally:
+            if suspects is not None:
+                suspects.stop()
             for hook in on_shutdown:
                 await run_in_threadpool(hook)
             await run_in_threadpool(worker.stop)
@@ -136,6 +149,7 @@ def create_app(
     )
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.state.services = services
+    app.state.suspects = suspects
     app.state.failed_logins = security.FailedLogins(failed_login_limit, failed_login_window)
     # Added first, so it runs inside the gatekeeping added next.
     app.add_middleware(routes_otlp.OtlpFastPath, services=services)

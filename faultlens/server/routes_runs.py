@@ -97,6 +97,22 @@ def post_outcome(trace_id: str, outcome: OutcomeIn, services: Services = Depends
     return services.record_outcome(trace_id, Outcome(success=outcome.success, score=outcome.score, detail=outcome.detail, evaluator=outcome.evaluator or "api"))
 
 
+class SuspicionIn(BaseModel):
+    """A person's decision on a run the failure detector suspected."""
+
+    failed: bool = Field(description="true: confirm the run failed; false: dismiss the suspicion (the run succeeded)")
+
+
+@router.post("/{trace_id:run_id}/suspicion", summary="Confirm or dismiss a suspected failure", response_model=OutcomeOut,
+             response_model_exclude_unset=True)
+def decide_suspicion(trace_id: str, decision: SuspicionIn, services: Services = Depends(get_services)) -> dict[str, Any]:
+    """The run gets the person's outcome (evaluator `person`): a confirmed failure is a failed run from now on
+    (its lessons' counters and the detector's training count it); a dismissed one is a success. 409 if the run
+    is not suspected or already has an outcome."""
+    trace_or_404(services.store, trace_id)
+    return services.decide_suspicion(trace_id, decision.failed)
+
+
 @router.post("/{trace_id:run_id}/attribute", summary="Queue a failed run for attribution again", response_model=RequeueOut)
 def requeue(trace_id: str, store: Store = Depends(get_store), worker: FailureWorker = Depends(get_worker)) -> dict[str, Any]:
     trace = trace_or_404(store, trace_id)

@@ -69,6 +69,15 @@ class Services:
             self.on_outcome(trace_id, outcome)
         return reply
 
+    def decide_suspicion(self, trace_id: str, failed: bool) -> dict[str, Any]:
+        """A person's decision on a suspected run: confirmed (a failed run from now on) or dismissed (a success)."""
+        p_failed, suspected = self.store.detection(trace_id)
+        if not suspected or self.store.get_outcome(trace_id) is not None:
+            raise HTTPException(409, f"run {trace_id!r} is not a suspected run waiting for a decision")
+        detail = (f"a person confirmed the detector's suspicion (p_failed {p_failed:.2f})" if failed
+                  else f"a person dismissed the detector's suspicion (p_failed {p_failed:.2f})")
+        return self.record_outcome(trace_id, Outcome(success=not failed, evaluator="person", detail=detail))
+
     def record_label(self, trace: Trace, step: int | None, *, agent: str | None = None, mode: str | None = None,
                      reason: str | None = None) -> dict[str, Any]:
         """Store a person's label of a run (checked by `labels.label_for`: 422 naming the field), then call

@@ -35,7 +35,7 @@ from .failed_runs import FailureWorker
 HERE = Path(__file__).parent
 templates = Jinja2Templates(directory=str(HERE / "templates"))
 # Order of the runs list: failed, then not yet judged, then succeeded.
-_STATUS_RANK = {False: 0, None: 1, True: 2}
+_STATUS_RANK = {False: 0, None: 1, True: 2}  # a suspected run ranks between the failed and the unknown (runs_page)
 # What /media may serve: pictures and video, never a type a browser would run
 # (text/html, SVG with its scripts, ...), whatever the span claims.
 _MEDIA_PREFIXES = ("image/", "video/")
@@ -143,9 +143,9 @@ def runs_page(request: Request, status: str = "", agent: str = "", since: str = 
     if pattern:
         members = next((set(p.runs) for p in find_patterns(store) if p.key == pattern), set())
         summaries = [s for s in summaries if s.id in members][:500]
-    summaries.sort(key=lambda s: (_STATUS_RANK[s.success], -s.created_at))
+    summaries.sort(key=lambda s: (_STATUS_RANK[s.success] - (0.5 if s.success is None and s.suspected else 0), -s.created_at))
     jobs = {s.id: worker.status(s.id) for s in summaries}
-    blames = {s.id: _latest(store.attributions(s.id)) for s in summaries if s.success is False}
+    blames = {s.id: _latest(store.attributions(s.id)) for s in summaries if s.success is False or (s.success is None and s.suspected)}
     return page(request, "runs.html", runs=summaries, jobs=jobs, blames=blames, status=status, agent=agent, since=since,
                 labelled=labelled, pattern=pattern)
 
@@ -163,9 +163,12 @@ def trace_page(request: Request, trace_id: str, services: Services = Depends(get
         step.index: [(m, media_src(services.media_root, trace, step.index, i, m)) for i, m in enumerate(step.media)] for step in trace.steps
     }
     job = worker.status(trace_id)
+    p_failed, suspected = store.detection(trace_id)
     return page(
         request,
         "trace.html",
+        p_failed=p_failed,
+        suspected=suspected and trace.outcome is None,
         nav="runs",
         trace=trace,
         blame=blame,
@@ -194,6 +197,18 @@ async def label_run(request: Request, trace_id: str, services: Services = Depend
         raise HTTPException(422, str(InputError(f"trace {trace.id}", None, "step", "choose the decisive step")))
     services.record_label(trace, int(step), mode=field("mode"), reason=field("reason"))
     return RedirectResponse(f"/runs/{quote(trace.id)}#label", status_code=303)
+
+
+@router.post("/runs/{trace_id:run_id}/suspicion")
+async def suspicion_form(request: Request, trace_id: str, services: Services = Depends(get_services)):
+    """The run page's buttons: confirm (failed=1) or dismiss (failed=0) the detector's suspicion."""
+    form = parse_qs((await request.body()).decode("utf-8", "replace"))
+    choice = (form.get("failed") or [""])[0]
+    if choice not in ("0", "1"):
+        raise HTTPException(400, "failed must be 1 (confirm) or 0 (dismiss)")
+    trace = trace_or_404(services.store, trace_id)
+    services.decide_suspicion(trace.id, choice == "1")
+    return RedirectResponse(f"/runs/{quote(trace.id)}", status_code=303)
 
 
 @router.get("/media/{trace_id:run_id}/{step}/{position}")

@@ -104,6 +104,11 @@ MIGRATIONS: dict[int, tuple[Step, ...]] = {
     # Every row redacted again and re-keyed as today's writer would store it (`reredact`). A later
     # release that teaches the redactor new shapes adds a version with this step again.
     7: (Step(run=reredact),),
+    # Runs with no recorded outcome scored by the failure detector (issue #45): `p_failed`, and whether it
+    # passed the server's threshold (`suspected`: attributed like a failed run, shown apart until a person
+    # confirms or dismisses it).
+    8: _steps("ALTER TABLE traces {add_column} p_failed {real}",
+              "ALTER TABLE traces {add_column} suspected {flag}"),
 }
 assert sorted(MIGRATIONS) == list(range(1, STORE_SCHEMA_VERSION + 1)), "one step list per layout version"
 

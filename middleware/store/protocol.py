@@ -23,7 +23,7 @@ from .step_json import PreparedStep
 DEFAULT_DB = Path(".faultlens") / "faultlens.db"
 # The version of the tables' layout (not of the Trace model: that is model.SCHEMA_VERSION).
 # Each store applies its missing migrations in order when it opens.
-STORE_SCHEMA_VERSION = 7
+STORE_SCHEMA_VERSION = 8
 _URL_SCHEMES = ("postgresql", "postgres")
 
 
@@ -86,6 +86,8 @@ class TraceSummary:
     created_at: float
     updated_at: float
     labelled: bool = False  # a person's label (gold) is stored with the run
+    p_failed: float | None = None  # the failure detector's probability, for a run scored with no outcome
+    suspected: bool = False  # p_failed passed the threshold: attributed like a failed run until a person decides
 
 
 @runtime_checkable
@@ -113,6 +115,8 @@ class Store(JobStore, Protocol):
     # new_run: the caller wrote the run's header in this transaction, having found no run: it has no steps yet.
     def add_steps(self, trace_id: str, steps: Sequence[Step | PreparedStep], *, new_run: bool = False) -> None: ...
     def set_outcome(self, trace_id: str, outcome: Outcome) -> None: ...
+    def set_detection(self, trace_id: str, p_failed: float | None, suspected: bool) -> None: ...
+    def detection(self, trace_id: str) -> tuple[float | None, bool]: ...
     # A person's label of the decisive step (`faultlens traces label`); None removes it.
     def set_gold(self, trace_id: str, gold: GoldLabel | None) -> None: ...
     def has_trace(self, trace_id: str) -> bool: ...

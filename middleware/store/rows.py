@@ -141,7 +141,7 @@ def list_query(*, status: str | None, agent: StoredId | None, since: float | Non
         where.append("gold IS NOT NULL" if labelled else "gold IS NULL")
     sql = (
         "SELECT id, query, success, agents, framework, benchmark, modality, created_at, updated_at,"
-        " (SELECT COUNT(*) FROM steps WHERE steps.trace_id = traces.id), gold IS NOT NULL FROM traces"
+        " (SELECT COUNT(*) FROM steps WHERE steps.trace_id = traces.id), gold IS NOT NULL, p_failed, suspected FROM traces"
         + (" WHERE " + " AND ".join(where) if where else "")
         + " ORDER BY created_at DESC, id"
     )
@@ -153,7 +153,7 @@ def list_query(*, status: str | None, agent: StoredId | None, since: float | Non
 
 def summary_from_row(r: Any) -> TraceSummary:
     """A TraceSummary from (id, query, success, agents, framework, benchmark, modality, created_at, updated_at, n_steps,
-    labelled)."""
+    labelled, p_failed, suspected)."""
     return TraceSummary(
         id=r[0],
         query=r[1],
@@ -166,10 +166,14 @@ def summary_from_row(r: Any) -> TraceSummary:
         updated_at=r[8],
         n_steps=r[9],
         labelled=bool(r[10]),
+        p_failed=r[11],
+        suspected=bool(r[12]),
     )
 
 
-STATUS_CLAUSES = {"failed": "success = 0", "succeeded": "success = 1", "unknown": "success IS NULL"}
+STATUS_CLAUSES = {"failed": "success = 0", "succeeded": "success = 1", "unknown": "success IS NULL",
+                  # no outcome yet, and the failure detector's p_failed passed the server's threshold
+                  "suspected": "success IS NULL AND suspected = 1"}
 
 
 def status_clause(status: str) -> str:

@@ -315,6 +315,18 @@ class SQLStore(JobsSQL):
     def set_outcome(self, trace_id: str, outcome: Outcome) -> None:
         self._update_run(trace_id, "outcome = ?, success = ?", [dumps(redact(outcome.model_dump(mode="json"))), int(outcome.success)])
 
+    def set_detection(self, trace_id: str, p_failed: float | None, suspected: bool) -> None:
+        """Keep the failure detector's verdict on a run with no outcome (`suspected`: it passed the threshold)."""
+        self._update_run(trace_id, "p_failed = ?, suspected = ?", [p_failed, int(suspected)])
+
+    def detection(self, trace_id: str) -> tuple[float | None, bool]:
+        """(p_failed, suspected) of a run: (None, False) if the detector has not scored it; TraceNotFound if there is no run."""
+        with self._d.read() as conn:
+            row = self._d.execute(conn, "SELECT p_failed, suspected FROM traces WHERE id = ?", [stored_id(trace_id)]).fetchone()
+        if row is None:
+            raise TraceNotFound(stored_id(trace_id))
+        return row[0], bool(row[1])
+
     def set_gold(self, trace_id: str, gold: GoldLabel | None) -> None:
         self._update_run(trace_id, "gold = ?", [gold_column(gold)])
 

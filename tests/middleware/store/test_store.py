@@ -348,16 +348,23 @@ def test_a_version_3_store_gets_the_step_order_index(store_target):
         with store._pool.connection() as conn:
             conn.execute("DROP INDEX steps_trace_seq")
             conn.execute("ALTER TABLE jobs DROP COLUMN lost")
+            conn.execute("ALTER TABLE traces DROP COLUMN p_failed")
+            conn.execute("ALTER TABLE traces DROP COLUMN suspected")
             conn.execute("DELETE FROM store_schema WHERE version >= 4")
     else:
         with store._write() as db:
             db.execute("DROP INDEX steps_trace_seq")
             db.execute("ALTER TABLE jobs DROP COLUMN lost")
+            db.execute("ALTER TABLE traces DROP COLUMN p_failed")
+            db.execute("ALTER TABLE traces DROP COLUMN suspected")
             db.execute("DELETE FROM store_schema WHERE version >= 4")
     store.close()
     store = open_store(store_target)
     assert store.schema_version() == STORE_SCHEMA_VERSION and raw(store, index)
     assert store.submit_job("t").lost == 0  # migration 5's column
+    store.begin_trace(Trace(id="scored", task=Task(query="q")))
+    store.set_detection("scored", 0.8, True)  # migration 8's columns
+    assert store.detection("scored") == (0.8, True)
     store.close()
 
 
@@ -367,10 +374,14 @@ def test_a_version_5_store_gets_the_otel_trace_ids_of_steps(store_target):
     if isinstance(store, PostgresStore):
         with store._pool.connection() as conn:
             conn.execute("DROP TABLE otel_spans")
+            conn.execute("ALTER TABLE traces DROP COLUMN p_failed")
+            conn.execute("ALTER TABLE traces DROP COLUMN suspected")
             conn.execute("DELETE FROM store_schema WHERE version >= 6")
     else:
         with store._write() as db:
             db.execute("DROP TABLE otel_spans")
+            db.execute("ALTER TABLE traces DROP COLUMN p_failed")
+            db.execute("ALTER TABLE traces DROP COLUMN suspected")
             db.execute("DELETE FROM store_schema WHERE version >= 6")
     store.close()
     store = open_store(store_target)
