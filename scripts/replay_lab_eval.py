@@ -185,23 +185,69 @@ def _cache_key(specs: list[str], system: str) -> str:
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
+def fold_path(cache: Path, specs: list[str], system: str) -> Path:
+    """Where the model trained without `system` is kept (its name changes with the training data and code)."""
+    return cache / f"loso-{system}-{_cache_key(specs, system)}.joblib"
+
+
 def train_folds(systems: list[str], specs: list[str], cache: str) -> dict[str, str]:
-    """One `learned` model per system, trained on `specs` without a run of that system; their paths (cached)."""
+    """One `learned` model per system, in this order, trained on `specs` without a run of that system; their paths.
+
+    A model already in `cache` is not trained again; each appears at its path whole (written, then renamed)."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     from faultlens.attributors.learned import fit, trace_features
     from faultlens.attributors.learned.model import save
     from faultlens.benchmark.loso import system_of
     from faultlens.benchmark.train import training_set
 
-    paths = {s: Path(cache) / f"loso-{s}-{_cache_key(specs, s)}.joblib" for s in systems}
+    paths = {s: fold_path(Path(cache), specs, s) for s in systems}
     missing = [s for s in systems if not paths[s].exists()]
     if missing:
         train, sources, _ = training_set(specs)
         features = {t.id: trace_features(t) for t in train}
         for system in missing:
             model = fit([t for t in train if system_of(t) != system], seed=0, features=features, sources=sources)
-            save(model, paths[system])
+            partial = save(model, paths[system].with_suffix(".partial"))
+            os.replace(partial, paths[system])
     return {s: str(p) for s, p in paths.items()}
+
+
+def wait_for(path: Path, limit: float = 3600.0) -> Path:
+    """`path` once the training process has written it."""
+    deadline = time.monotonic() + limit
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"no fold model at {path} after {limit:.0f} s")
+        time.sleep(1.0)
+    return path
+
+
+def team_job(team: str, tasks: int, seed: int, k: int, draws: int, timeout: float, model: str, scratch: str) -> dict[str, Any]:
+    """One team, start to end: its runs through the gateway, then verify over its fold's `blend` (a worker's job)."""
+    import logging
+
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    logging.getLogger("LiteLLM").setLevel(logging.ERROR)
+    from faultlens.attributors.learned import Blend
+    from faultlens.attributors.learned.model import load
+    from faultlens.middleware.store.sqlite import open_store
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+
+    rec = record_team(team, tasks, open_store(Path(scratch) / f"{team}.db"), seed=seed, timeout=timeout, say=say)
+    say(f"{team}: {rec.runs} runs in {rec.seconds:.0f} s, {rec.failed} failed, {len(rec.cases)} kept "
+        f"({rec.failed_without_slip} failed with no slip, {rec.crashed} crashed)")
+    waited = time.monotonic()
+    base = Blend(model=load(wait_for(Path(model))))
+    started = time.monotonic()
+    rows = verify_team(rec, base, k=k, draws=draws, timeout=timeout, say=say)
+    seconds = time.monotonic() - started
+    say(f"{team}: {len(rows)} run(s) verified in {seconds:.0f} s ({started - waited:.0f} s waiting for its fold model)")
+    return {"scores": team_scores(rows),
+            "runs": {"runs": rec.runs, "failed": rec.failed, "kept": len(rec.cases), "failed_without_slip": rec.failed_without_slip,
+                     "crashed": rec.crashed, "record_seconds": round(rec.seconds, 1), "verify_seconds": round(seconds, 1),
+                     "rows": rows}}
 
 
 # -- the table --------------------------------------------------------------------------------------------------
@@ -249,24 +295,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", dest="json_path", type=Path, default=None, help="Write the scores here.")
     parser.add_argument("--teams", default=",".join(TEAMS), help="Comma-separated framework environments.")
-    parser.add_argument("--tasks", type=int, default=24, help="Tasks run per team (only failed runs with a slip are scored).")
+    parser.add_argument("--tasks", type=int, default=12, help="Tasks run per team (only failed runs with a slip are scored).")
     parser.add_argument("--seed", type=int, default=SEED, help="The tasks' seed.")
-    parser.add_argument("--k", type=int, default=3, help="Candidates verify tries, earliest first (verify's default).")
-    parser.add_argument("--draws", type=int, default=2, help="Draws of a candidate whose new draw changed it without fixing the run.")
+    parser.add_argument("--k", type=int, default=30, help="Candidates verify tries, earliest first (the base's top k; the "
+                        "in-process gateway experiment's 30: every call of these runs).")
+    parser.add_argument("--draws", type=int, default=2, help="Draws of a candidate whose new draw changed it without fixing the run "
+                        "(the in-process experiment's 2: a slip downstream may undo a correction).")
+    parser.add_argument("--workers", type=int, default=2, help="Teams run at once (each in its own process).")
     parser.add_argument("--realdev", type=Path, default=ROOT.parent / "shared" / "realdev", help="The real datasets (TRAIL, AgentRx).")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "faultlens-replay-lab",
                         help="Where the fold models are kept (one per framework, reused while the training data and code are the same).")
     parser.add_argument("--timeout", type=float, default=300.0, help="Seconds one run of a team's program may take.")
     args = parser.parse_args(argv)
 
-    import logging
-
-    from faultlens.attributors.learned import Blend
-    from faultlens.attributors.learned.model import load
     from faultlens.injectors.envs import get as get_env
-    from faultlens.middleware.store.sqlite import open_store
 
-    logging.getLogger("LiteLLM").setLevel(logging.ERROR)
     teams = [t.strip() for t in args.teams.split(",") if t.strip()]
     unknown = [t for t in teams if t not in TEAMS]
     if unknown:
@@ -274,39 +317,29 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     systems = {t: get_env(t).framework for t in teams}
     specs = training_specs(args.realdev)
-    print(f"leave-one-system-out models: trained on {' + '.join(specs)} without each team's framework (background process)")
-    pool = ProcessPoolExecutor(max_workers=1, mp_context=get_context("spawn"))
-    folds: Future = pool.submit(train_folds, sorted(set(systems.values())), specs, str(args.cache))
-    scratch = Path(tempfile.mkdtemp(prefix="faultlens-replay-lab-"))
-    recorded = {}
-    for team in teams:
-        rec = record_team(team, args.tasks, open_store(scratch / f"{team}.db"), seed=args.seed, timeout=args.timeout)
-        recorded[team] = rec
-        print(f"{team}: {rec.runs} runs in {rec.seconds:.0f} s, {rec.failed} failed, {len(rec.cases)} kept "
-              f"({rec.failed_without_slip} failed with no slip, {rec.crashed} crashed)", flush=True)
-    waited = time.monotonic()
-    paths = folds.result()
-    pool.shutdown()
-    print(f"fold models ready ({time.monotonic() - waited:.0f} s waited)", flush=True)
-    scores, runs = {}, {}
-    for team in teams:
-        t0 = time.monotonic()
-        base = Blend(model=load(paths[systems[team]]))
-        rows = verify_team(recorded[team], base, k=args.k, draws=args.draws, timeout=args.timeout)
-        scores[team] = team_scores(rows)
-        rec = recorded[team]
-        runs[team] = {"runs": rec.runs, "failed": rec.failed, "kept": len(rec.cases), "failed_without_slip": rec.failed_without_slip,
-                      "crashed": rec.crashed, "record_seconds": round(rec.seconds, 1), "verify_seconds": round(time.monotonic() - t0, 1),
-                      "rows": rows}
-        print(f"{team}: verified in {time.monotonic() - t0:.0f} s", flush=True)
+    print(f"leave-one-system-out models: learned trained on {' + '.join(specs)} without each team's framework "
+          f"(a background process; cached in {args.cache})", flush=True)
+    context = get_context("spawn")
+    trainer = ProcessPoolExecutor(max_workers=1, mp_context=context)
+    folds: Future = trainer.submit(train_folds, list(dict.fromkeys(systems.values())), specs, str(args.cache))
+    scratch = tempfile.mkdtemp(prefix="faultlens-replay-lab-")
+    with ProcessPoolExecutor(max_workers=max(1, args.workers), mp_context=context) as pool:
+        jobs = {team: pool.submit(team_job, team, args.tasks, args.seed, args.k, args.draws, args.timeout,
+                                  str(fold_path(args.cache, specs, systems[team])), scratch) for team in teams}
+        done = {team: job.result() for team, job in jobs.items()}
+    folds.result()
+    trainer.shutdown()
+    scores = {team: done[team]["scores"] for team in teams}
+    runs = {team: done[team]["runs"] for team in teams}
     mean = mean_scores(scores)
     seconds = time.monotonic() - started
     print(markdown(scores, mean))
-    print(f"{sum(r.runs for r in recorded.values())} runs, {sum(len(r['rows']) for r in runs.values())} verified, "
-          f"in {seconds:.0f} s")
+    print(f"{sum(r['runs'] for r in runs.values())} runs, {sum(len(r['rows']) for r in runs.values())} verified, "
+          f"in {seconds:.0f} s ({args.workers} worker(s))")
     if args.json_path is not None:
         settings = {"tasks": args.tasks, "seed": args.seed, "k": args.k, "draws": args.draws, "training": specs,
-                    "base": "blend (learned trained without the team's framework)", "seconds": round(seconds, 1)}
+                    "base": "blend (learned trained without the team's framework)", "seconds": round(seconds, 1),
+                    "workers": args.workers}
         args.json_path.parent.mkdir(parents=True, exist_ok=True)
         args.json_path.write_text(json.dumps({"teams": scores, "mean": mean, "runs": runs, "settings": settings}, indent=2))
     return 0
