@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
-import time
 from datetime import datetime, timezone
 
 import click
@@ -12,31 +10,20 @@ from rich.console import Console
 from rich.table import Table
 
 from faultlens.middleware.store import open_store
+from faultlens.middleware.when import BadMoment, moment
 from faultlens.middleware.terminal.options import db_option
 
 from .patterns import find_patterns
 
 console = Console()
-_AGO = re.compile(r"^(\d+(?:\.\d+)?)([dh])$")
 _BARS = " ▁▂▃▄▅▆▇█"
 
 
 def parse_since(value: str | None) -> float | None:
-    """`7d`, `24h`, an ISO 8601 time (naive means UTC) or epoch seconds."""
-    if not value:
-        return None
-    ago = _AGO.match(value.strip())
-    if ago:
-        return time.time() - float(ago[1]) * (86400 if ago[2] == "d" else 3600)
     try:
-        return float(value)
-    except ValueError:
-        pass
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise click.BadParameter(f"{value!r}: give 7d, 24h, an ISO time (2026-01-31T12:00) or epoch seconds") from None
-    return (moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)).timestamp()
+        return moment(value)
+    except BadMoment as exc:
+        raise click.BadParameter(str(exc), param_hint="--since") from None
 
 
 def _trend(per_day: dict[str, int], days: int = 14) -> str:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from faultlens.middleware.errors import InputError
 from faultlens.middleware.model.labels import label_for
 from faultlens.middleware.model.trace import Lesson, Outcome, Trace
 from faultlens.middleware.store.ids import stored_id
+from faultlens.middleware.when import BadMoment, moment
 from faultlens.middleware.spans.record import SpanRecord
 from faultlens.middleware.store import Store
 from .ingest import IngestResult, Ingestor
@@ -134,17 +134,8 @@ def best_track_record_first(store: Store) -> LessonsFor:
 
 
 def parse_since(value: str | None) -> float | None:
-    """`since` as epoch seconds, or an ISO 8601 time (naive means UTC)."""
-    if value is None or value == "":
-        return None
+    """`since` (`middleware.when.moment`: 7d, 24h, ISO 8601, epoch seconds) as epoch seconds; 400 naming the forms."""
     try:
-        return float(value)
-    except ValueError:
-        pass
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise HTTPException(400, f"since must be epoch seconds or ISO 8601, not {value!r}") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.timestamp()
+        return moment(value)
+    except BadMoment as exc:
+        raise HTTPException(400, f"since: {exc}") from None

@@ -8,10 +8,9 @@ request is kept (`requests`), so a test sees which calls went live.
 
 from __future__ import annotations
 
-import json
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.http_double import JsonDouble
 
 PROGRAM = '''
 import os, sys
@@ -43,18 +42,14 @@ sys.exit(0 if POPULATION[city] in sys.stdin.read() else 1)
 """
 
 
-class SimUpstream(ThreadingHTTPServer):
-    daemon_threads = True
-
+class SimUpstream(JsonDouble):
     def __init__(self, status: int = 200):
-        self.requests: list[dict] = []
         self.status = status
-        super().__init__(("127.0.0.1", 0), _Handler)
-        threading.Thread(target=self.serve_forever, daemon=True).start()
+        super().__init__(_answer)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}/v1"
+        return f"{self.root}/v1"
 
 
 def reply(agent: str, messages: list[dict]) -> str:
@@ -70,23 +65,11 @@ def reply(agent: str, messages: list[dict]) -> str:
     return f"The city has {number[-1] if number else 'an unknown number of'} thousand people."
 
 
-class _Handler(BaseHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers.get("content-length") or 0)) or b"{}")
-        self.server.requests.append(body)
-        if self.server.status != 200:
-            payload, status = {"error": {"message": "the model is overloaded", "type": "server_error"}}, self.server.status
-        else:
-            text = reply(body.get("model", ""), body.get("messages") or [])
-            payload, status = {"id": "c", "object": "chat.completion", "created": 0, "model": body.get("model"),
-                               "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
-                               "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}, 200
-        out = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
+def _answer(server: JsonDouble, body: dict, _handler: object) -> tuple[int, dict]:
+    server.requests.append(body)
+    if server.status != 200:
+        return server.status, {"error": {"message": "the model is overloaded", "type": "server_error"}}
+    text = reply(body.get("model", ""), body.get("messages") or [])
+    return 200, {"id": "c", "object": "chat.completion", "created": 0, "model": body.get("model"),
+                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                 "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}

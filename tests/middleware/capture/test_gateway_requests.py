@@ -10,9 +10,7 @@ SQLite store.
 from __future__ import annotations
 
 import json
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
@@ -24,52 +22,33 @@ from faultlens.middleware.capture.upstream import LiteLLMUpstream
 from faultlens.middleware.replay.chat_request import FORWARDED, REFUSED, RequestRefused, check_chat_request, safe_message
 from faultlens.middleware.store import open_store
 from faultlens.server.run import ServerThread
+from tests.http_double import JsonDouble
 
 KEY = "sk-gateway-upstream-key-0123456789"
 BODY = {"model": "m", "messages": [{"role": "user", "content": "What is 2 + 2?"}]}
 
 
-class Recorder(ThreadingHTTPServer):
+class Recorder(JsonDouble):
     """A local server that records each request (path, headers, body) and answers with a chat completion."""
 
-    daemon_threads = True
-
     def __init__(self, status: int = 200, delay: float = 0.0):
-        self.requests: list[dict] = []
         self.status = status
         self.delay = delay
-        super().__init__(("127.0.0.1", 0), _Handler)
-        threading.Thread(target=self.serve_forever, daemon=True).start()
+        super().__init__(_answer)
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
+        return self.root
 
 
-class _Handler(BaseHTTPRequestHandler):
-    def log_message(self, *args):  # quiet
-        pass
-
-    def do_POST(self):
-        length = int(self.headers.get("content-length") or 0)
-        raw = self.rfile.read(length)
-        self.server.requests.append({"path": self.path, "auth": self.headers.get("authorization"), "body": json.loads(raw or b"{}")})
-        time.sleep(self.server.delay)
-        status = self.server.status
-        if status == 200:
-            payload = {"id": "c1", "object": "chat.completion", "created": 1, "model": "up",
-                       "choices": [{"index": 0, "message": {"role": "assistant", "content": "4"}, "finish_reason": "stop"}],
-                       "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
-        else:
-            payload = {"error": {"message": "upstream is down", "type": "server_error"}}
-        out = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(out)))
-        self.end_headers()
-        self.wfile.write(out)
-
-    do_GET = do_POST
+def _answer(server: JsonDouble, body: dict, handler) -> tuple[int, dict]:
+    server.requests.append({"path": handler.path, "auth": handler.headers.get("authorization"), "body": body})
+    time.sleep(server.delay)
+    if server.status != 200:
+        return server.status, {"error": {"message": "upstream is down", "type": "server_error"}}
+    return 200, {"id": "c1", "object": "chat.completion", "created": 1, "model": "up",
+                 "choices": [{"index": 0, "message": {"role": "assistant", "content": "4"}, "finish_reason": "stop"}],
+                 "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
 
 
 @pytest.fixture(scope="module")
