@@ -29,7 +29,7 @@ from typing import Any
 from faultlens.middleware.model.trace import Attribution, AttributionStatus, Lesson, Step, Trace
 from faultlens.middleware.store import Store
 
-__all__ = ["MIN_RUNS", "LessonEffect", "Pattern", "find_patterns", "pattern_key", "signature_of"]
+__all__ = ["MIN_RUNS", "LessonEffect", "Pattern", "find_patterns", "latest_verdict", "pattern_key", "signature_of"]
 
 MIN_RUNS = 5  # runs on each side (shown the lesson / not) below which an effect is "too few runs"
 EXAMPLES = 3
@@ -127,7 +127,7 @@ def _day(timestamp: float) -> str:
     return datetime.fromtimestamp(timestamp, tz=timezone.utc).strftime("%Y-%m-%d")
 
 
-def _verdict(store: Store, trace_id: str) -> Attribution | None:
+def latest_verdict(store: Store, trace_id: str) -> Attribution | None:
     """The run's latest usable verdict (a person's label counts as one: it is stored as an attribution too)."""
     usable = [a for a in store.attributions(trace_id) if a.status == AttributionStatus.ok and a.agent and a.step is not None]
     return usable[-1] if usable else None
@@ -143,7 +143,7 @@ def find_patterns(store: Store, *, since: float | None = None, suspected: Iterab
     lesson_votes: dict[str, Counter[str]] = defaultdict(Counter)
     considered = 0
     for trace_id in [*ids, *suspected_ids]:
-        attribution = _verdict(store, trace_id)
+        attribution = latest_verdict(store, trace_id)
         if attribution is None:
             continue
         trace = store.get_trace(trace_id)
