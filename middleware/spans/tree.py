@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from ..errors import FieldError, InputError
 from ..model.trace import AgentInfo
+from ..store.protocol import LinkRow
 from .adapters import hooks
 from .conventions import AGENT_DESCRIPTION, CHAIN, CHAT, STEP_KIND, TOOL, TRACE_AGENTS
 from .mapping import agent_of, plain_output, read_error
@@ -46,13 +47,13 @@ class SpanLink:
     task: str | None = None  # the first user message of a model call: the run's task if the root gives none
     output: str | None = None  # `tool:`/`chain:` + digest of its text output (a chain that only repeats a tool's is no step)
 
-    def row(self, waiting_on: str | None = None) -> dict[str, Any]:
+    def row(self, waiting_on: str | None = None) -> LinkRow:
         describes = {"agents": [a.model_dump(mode="json") for a in self.agents], "explicit": self.explicit} if self.agents or self.explicit else None
         # The schema accepts times up to 2**64 ns; the column is a signed 64-bit integer, and only order matters.
         start_ns = None if self.start_ns is None else min(self.start_ns, _MAX_INT64)
-        return {"span_id": self.span_id, "parent_id": self.parent_id, "start_ns": start_ns, "agent": self.agent,
-                "describes": json.dumps(describes, sort_keys=True) if describes else None, "task": self.task, "output": self.output,
-                "waiting_on": waiting_on}
+        return LinkRow(span_id=self.span_id, parent_id=self.parent_id, start_ns=start_ns, agent=self.agent,
+                       describes=json.dumps(describes, sort_keys=True) if describes else None, task=self.task, output=self.output,
+                       waiting_on=waiting_on)
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> SpanLink:

@@ -12,13 +12,34 @@ locking (`lock`, `for_update`, `skip_locked`), the clock leases are measured by
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from functools import lru_cache
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
+
+# A dialect's connection (`sqlite_utils.Database`, `psycopg.Connection`): the store only hands it back to the dialect.
+C = TypeVar("C")
+T = TypeVar("T")
 
 
-class Dialect(ABC):
+class Cursor(Protocol):
+    """What `Dialect.execute` returns (a DB-API cursor: sqlite3's, psycopg's).
+
+    A row's columns are whatever the database holds: the row readers (`rows`, `jobs.Job.from_row`) give them types.
+    """
+
+    @property
+    def rowcount(self) -> int: ...
+
+    @property
+    def description(self) -> Sequence[Sequence[object]] | None: ...
+
+    def fetchone(self) -> Any: ...
+
+    def fetchall(self) -> list[Any]: ...
+
+
+class Dialect(ABC, Generic[C]):
     name: str  # "sqlite" or "postgresql" (what `migrations.Step.only` names)
     location: str  # for messages: a path, or a URL without its password
     words: dict[str, str]  # the migrations' fields: real, flag, bigint, add_column
@@ -29,19 +50,19 @@ class Dialect(ABC):
 
     # -- connections and transactions ----------------------------------------
     @abstractmethod
-    def read(self) -> AbstractContextManager[Any]:
+    def read(self) -> AbstractContextManager[C]:
         """A connection to read with (inside `batch`, the batch's: it sees its own writes)."""
 
     @abstractmethod
-    def write(self) -> AbstractContextManager[Any]:
+    def write(self) -> AbstractContextManager[C]:
         """One transaction: everything in it lands, or nothing does (inside `batch`, part of the batch's)."""
 
     @abstractmethod
-    def batch(self, keys: Sequence[str]) -> AbstractContextManager[Any]:
+    def batch(self, keys: Sequence[str]) -> AbstractContextManager[C]:
         """A transaction that `write` joins on this thread; writers naming one of `keys` elsewhere wait for it."""
 
     @abstractmethod
-    def migrating(self) -> AbstractContextManager[Any]:
+    def migrating(self) -> AbstractContextManager[C]:
         """The transaction migrations run in, with no other process migrating the same store."""
 
     @abstractmethod
@@ -49,22 +70,22 @@ class Dialect(ABC):
 
     # -- statements ----------------------------------------------------------
     @abstractmethod
-    def execute(self, conn: Any, sql: str, params: Sequence[Any] = ()) -> Any:
+    def execute(self, conn: C, sql: str, params: Sequence[object] = ()) -> Cursor:
         """Run `sql` (``?`` placeholders); the cursor (fetchone, fetchall)."""
 
     @abstractmethod
-    def executemany(self, conn: Any, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
+    def executemany(self, conn: C, sql: str, rows: Sequence[Sequence[object]]) -> None: ...
 
     @abstractmethod
-    def in_list(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+    def in_list(self, column: str, values: Sequence[object]) -> tuple[str, list[object]]:
         """A condition "`column` is one of `values`" and its parameters (at most `max_params` values)."""
 
     @abstractmethod
-    def lock(self, conn: Any, space: int, key: str) -> None:
+    def lock(self, conn: C, space: int, key: str) -> None:
         """Hold a lock on (`space`, `key`) until `conn`'s transaction ends (where writers do not already take turns)."""
 
     @abstractmethod
-    def now(self, conn: Any) -> float:
+    def now(self, conn: C) -> float:
         """Seconds since the epoch, by the clock every process sharing the store agrees on."""
 
     @abstractmethod
@@ -76,7 +97,7 @@ class Dialect(ABC):
     def first_per_group(self, columns: Sequence[str], where: str, group: str, order: str) -> str:
         """A SELECT of `columns` from span_links rows matching `where`: for each value of `group`, its row with the least `order`."""
 
-    def chunks(self, values: Sequence[Any], *, per_value: int = 1) -> Iterator[Sequence[Any]]:
+    def chunks(self, values: Sequence[T], *, per_value: int = 1) -> Iterator[Sequence[T]]:
         """`values` in pieces one statement can bind (each value taking `per_value` parameters)."""
         size = self.max_params // per_value
         for start in range(0, len(values), size):
@@ -98,7 +119,7 @@ def upsert_sql(table: str, columns: tuple[str, ...], pk: tuple[str, ...]) -> str
     )
 
 
-def upsert(dialect: Dialect, conn: Any, table: str, row: dict[str, Any], pk: tuple[str, ...]) -> None:
+def upsert(dialect: Dialect[C], conn: C, table: str, row: Mapping[str, object], pk: tuple[str, ...]) -> None:
     # Plain SQL rather than sqlite-utils' Table.upsert: that commits inside its own
     # methods, which would break the store's all-or-nothing transactions.
     dialect.execute(conn, upsert_sql(table, tuple(row), pk), list(row.values()))

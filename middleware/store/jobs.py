@@ -41,7 +41,7 @@ from collections.abc import Callable
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass
-from typing import Any, Iterator, Protocol, runtime_checkable
+from typing import Iterator, Protocol, runtime_checkable
 
 from .redact import redact_text
 
@@ -56,6 +56,11 @@ JOB_COLUMNS = (
     "trace_id", "state", "generation", "attempts", "runs", "worker",
     "lease_until", "not_before", "queued_at", "started_at", "finished_at", "error", "lost",
 )
+
+
+# A `jobs` row as read back, in `JOB_COLUMNS`' order (the database gives its columns no types).
+JobColumns = tuple[str, str, int, int, int, str | None, float | None, float | None, float | None, float | None, float | None,
+                   str | None, int]
 
 
 @dataclass
@@ -82,7 +87,7 @@ class Job:
         return self.attempts - self.lost
 
     @classmethod
-    def from_row(cls, row: Any) -> Job:
+    def from_row(cls, row: JobColumns) -> Job:
         return cls(*row)
 
     @property
@@ -90,7 +95,7 @@ class Job:
         """The same for every attempt at this job: what its writes are keyed by."""
         return uuid.uuid5(_KEY_NAMESPACE, f"{self.trace_id}/{self.generation}").hex
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, str | int | float | None]:
         return asdict(self)
 
 
@@ -145,7 +150,7 @@ class JobQueue:
     def __init__(
         self,
         store: JobStore,
-        handler: Callable[[Job], Any] | None,
+        handler: Callable[[Job], object] | None,
         *,
         workers: int = 1,
         lease: float = 60.0,
@@ -153,7 +158,7 @@ class JobQueue:
         poll: float = 0.5,
         max_queued: int | None = None,
         retry_backoff: float = 1.0,
-        after: Callable[[Job, float], Any] | None = None,
+        after: Callable[[Job, float], object] | None = None,
         name: str = "faultlens-worker",
         no_handler: str = "no handler: nothing attributes failed runs here",
     ):
@@ -338,5 +343,5 @@ def next_submission(
     return job
 
 
-def job_row(job: Job) -> dict[str, Any]:
+def job_row(job: Job) -> dict[str, object]:
     return {column: getattr(job, column) for column in JOB_COLUMNS}

@@ -11,21 +11,25 @@ opens and migrates to `STORE_SCHEMA_VERSION` with the tables a new one gets.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
-from .dialect import Dialect
+from .dialect import C, Dialect
 from .protocol import STORE_SCHEMA_VERSION, SchemaTooNew
 from .reredact import reredact
+
+
+class RowRewrite(Protocol):
+    """A migration step that rewrites rows rather than the layout: called with the dialect and the migration's connection."""
+
+    def __call__(self, dialect: Dialect[C], conn: C, /) -> None: ...
 
 
 @dataclass(frozen=True)
 class Step:
     sql: str = ""
     only: str | None = None  # a dialect's name: the step is that backend's alone
-    # A step that rewrites rows rather than the layout: called with the dialect and the migration's connection.
-    run: Callable[[Dialect, Any], None] | None = None
+    run: RowRewrite | None = None
 
 
 def _steps(*items: str | Step) -> tuple[Step, ...]:

@@ -33,7 +33,7 @@ import psycopg
 from psycopg_pool import ConnectionPool
 
 from ..errors import FaultlensError
-from .dialect import TRACE_LOCKS, Dialect
+from .dialect import TRACE_LOCKS, Cursor, Dialect
 from .protocol import describe
 from .sql import SQLStore
 
@@ -57,7 +57,7 @@ def _clean(value: Any) -> Any:
     return value
 
 
-class PostgresDialect(Dialect):
+class PostgresDialect(Dialect[psycopg.Connection]):
     """PostgreSQL: a pool of autocommit connections; a batch holds one connection in pipeline mode."""
 
     name = "postgresql"
@@ -131,14 +131,14 @@ class PostgresDialect(Dialect):
         if self.pool is not None and not self.pool.closed:
             self.pool.close(timeout=timeout)
 
-    def execute(self, conn: psycopg.Connection, sql: str, params: Sequence[Any] = ()) -> psycopg.Cursor[Any]:
+    def execute(self, conn: psycopg.Connection, sql: str, params: Sequence[object] = ()) -> Cursor:
         return conn.execute(_placeholders(sql), [_clean(v) for v in params])
 
-    def executemany(self, conn: psycopg.Connection, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+    def executemany(self, conn: psycopg.Connection, sql: str, rows: Sequence[Sequence[object]]) -> None:
         with conn.cursor() as cur:
             cur.executemany(_placeholders(sql), [[_clean(v) for v in row] for row in rows])
 
-    def in_list(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+    def in_list(self, column: str, values: Sequence[object]) -> tuple[str, list[object]]:
         return f"{column} = ANY(?)", [list(values)]
 
     def lock(self, conn: psycopg.Connection, space: int, key: str) -> None:
@@ -158,7 +158,7 @@ class PostgresDialect(Dialect):
         return f"SELECT {listed} FROM (SELECT DISTINCT ON ({group}) {listed} FROM span_links WHERE {where} ORDER BY {group}, {order}) AS firsts"
 
 
-class PostgresStore(SQLStore):
+class PostgresStore(SQLStore[psycopg.Connection]):
     """A faultlens store in a PostgreSQL database (its tables in the connection's search_path).
 
     url: a libpq URL, ``postgresql://USER:PASSWORD@HOST:PORT/DATABASE?...``.

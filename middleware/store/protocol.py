@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, TypedDict, runtime_checkable
 
 from ..errors import FaultlensError, NotFound
 from .jobs import JobStore
@@ -90,6 +90,19 @@ class TraceSummary:
     suspected: bool = False  # p_failed passed the threshold: attributed like a failed run until a person decides
 
 
+class LinkRow(TypedDict):
+    """A `span_links` row: one span of a run's tree (`spans.SpanLink.row`), what agents are resolved from."""
+
+    span_id: str
+    parent_id: str | None
+    start_ns: int | None
+    agent: str | None
+    describes: str | None  # JSON: {"agents": [...], "explicit": bool}
+    task: str | None
+    output: str | None
+    waiting_on: str | None  # the span whose agent this span's step waits for
+
+
 @runtime_checkable
 class Store(JobStore, Protocol):
     """What the rest of faultlens needs from a store: `SQLiteStore` (the default) and `PostgresStore`.
@@ -102,7 +115,7 @@ class Store(JobStore, Protocol):
 
     location: str
 
-    def batch(self, trace_ids: Iterable[str] = ()) -> AbstractContextManager[Any]: ...
+    def batch(self, trace_ids: Iterable[str] = ()) -> AbstractContextManager[Store]: ...
     def close(self) -> None: ...
     def save_trace(self, trace: Trace) -> None: ...
     def save_traces(self, traces: Iterable[Trace]) -> int: ...
@@ -134,9 +147,9 @@ class Store(JobStore, Protocol):
     def lessons(self, *, agent: str | None = None, include_retired: bool = False) -> list[Lesson]: ...
     def schema_version(self) -> int: ...
     # The span tree a run's agents are resolved from (see `middleware.ingest`).
-    def save_span_links(self, trace_id: str, rows: Iterable[dict[str, Any]]) -> None: ...
+    def save_span_links(self, trace_id: str, rows: Iterable[LinkRow]) -> None: ...
     def span_links(self, trace_id: str, *, span_ids: list[str] | None = None, parent_id: str | None = None,
-                   describing: bool = False, with_task: bool = False) -> list[dict[str, Any]]: ...
+                   describing: bool = False, with_task: bool = False) -> list[LinkRow]: ...
     def first_agent_spans(self, trace_id: str, agents: list[str]) -> dict[str, str]: ...
     def steps_waiting_on(self, trace_id: str, span_ids: list[str]) -> list[tuple[str, str]]: ...
     def set_step_agents(self, trace_id: str, agents: dict[str, str], waiting: dict[str, str | None]) -> None: ...

@@ -18,11 +18,11 @@ span ids, attributions, jobs), then the old run's row.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from .dialect import Dialect
+from .dialect import C, Dialect
 from .redact import redact, redact_id, redact_text
 
 _PAGE = 500
@@ -84,7 +84,7 @@ _CHILDREN = (
 _LESSONS = _Table("lessons", ("id",), {"id": _id, "agent": _id, "mode": _text, "data": _json})
 
 
-def reredact(dialect: Dialect, conn: Any) -> None:
+def reredact(dialect: Dialect[C], conn: C) -> None:
     """Redact every row again with today's rules and move rows whose key changes (see the module's docstring)."""
     moved_runs = _rewrite(dialect, conn, _TRACES, keep_old=True)
     for table in (*_CHILDREN, _LESSONS):
@@ -93,10 +93,10 @@ def reredact(dialect: Dialect, conn: Any) -> None:
         dialect.execute(conn, "DELETE FROM traces WHERE id = ?", [old_id])
 
 
-def _rewrite(dialect: Dialect, conn: Any, table: _Table, *, keep_old: bool) -> list[Any]:
+def _rewrite(dialect: Dialect[C], conn: C, table: _Table, *, keep_old: bool) -> list[Any]:
     """Rewrite `table`'s rows that today's rules store otherwise; the old keys of rows that moved when `keep_old`
     (their old row stays, for the caller to delete once nothing refers to it)."""
-    names = [d[0] for d in dialect.execute(conn, f"SELECT * FROM {table.name} WHERE 1 = 0").description]
+    names = [str(d[0]) for d in dialect.execute(conn, f"SELECT * FROM {table.name} WHERE 1 = 0").description or ()]
     moved: list[Any] = []
     for row in _rows(dialect, conn, table, names):
         new = {name: table.columns.get(name, _same)(value) for name, value in row.items()}
@@ -132,12 +132,12 @@ def _where(key: tuple[str, ...]) -> str:
     return " AND ".join(f"{k} = ?" for k in key)
 
 
-def _update(dialect: Dialect, conn: Any, table: _Table, changed: list[str], new: dict[str, Any], key: list[Any]) -> None:
+def _update(dialect: Dialect[C], conn: C, table: _Table, changed: list[str], new: dict[str, Any], key: list[Any]) -> None:
     assignments = ", ".join(f"{name} = ?" for name in changed)
     dialect.execute(conn, f"UPDATE {table.name} SET {assignments} WHERE {_where(table.key)}", [*(new[n] for n in changed), *key])
 
 
-def _rows(dialect: Dialect, conn: Any, table: _Table, names: list[str]) -> Any:
+def _rows(dialect: Dialect[C], conn: C, table: _Table, names: list[str]) -> Iterator[dict[str, Any]]:
     """Every row of `table` as a dict, a page at a time in key order (rows written meanwhile may come too: rewriting
     a row twice changes nothing the second time)."""
     order = ", ".join(table.key)

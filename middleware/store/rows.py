@@ -8,17 +8,24 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Sequence
+from typing import TypedDict
 
 from ..model.trace import GoldLabel, Step, Trace
 from .ids import StoredId, optional_id, stored_id
-from .protocol import TraceSummary
+from .protocol import LinkRow, TraceSummary
 from .redact import redact, redact_text
 from .step_json import PreparedStep, stored_step
 
 
-def dumps(value: Any) -> str | None:
+# The columns as read back, in the order the store's SELECTs name them (the database gives them no types).
+TraceColumns = tuple[str, str, str | None, str | None, str | None, str | None, str | None, float]  # `trace_from_row`
+SummaryColumns = tuple[str, str, int | bool | None, str | None, str | None, str | None, str | None, float, float, int,
+                       int | bool, float | None, int | bool | None]  # `summary_from_row`
+LinkColumns = tuple[str, str | None, int | None, str | None, str | None, str | None, str | None, str | None]  # `link_from_row`
+
+
+def dumps(value: object) -> str | None:
     return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
 
 
@@ -27,7 +34,28 @@ def gold_column(gold: GoldLabel | None) -> str | None:
     return dumps(redact(gold.model_dump(mode="json")) if gold is not None else None)
 
 
-def trace_row(trace: Trace) -> dict[str, Any]:
+class TraceRow(TypedDict):
+    """A `traces` row as the store writes it (JSON columns as text)."""
+
+    id: StoredId
+    schema_version: str
+    query: str
+    success: int | None
+    framework: str | None
+    benchmark: str | None
+    modality: str | None
+    format: str | None
+    created_at: float
+    updated_at: float
+    task: str | None
+    agents: str | None
+    outcome: str | None
+    source: str | None
+    gold: str | None
+    metadata: str | None
+
+
+def trace_row(trace: Trace) -> TraceRow:
     """A trace's header as a `traces` row, secrets redacted."""
     # Every stored string goes through redaction, the id and columns included.
     data = redact(trace.model_dump(mode="json", exclude={"steps"}))
@@ -65,7 +93,7 @@ def prepared(steps: Sequence[Step | PreparedStep]) -> list[PreparedStep]:
     return [s if isinstance(s, PreparedStep) else stored_step(s) for s in steps]
 
 
-def step_row(trace_id: StoredId, step: Step, seq: int, position: float) -> dict[str, Any]:
+def step_row(trace_id: StoredId, step: Step, seq: int, position: float) -> dict[str, object]:
     """A step as a `steps` row, secrets redacted."""
     p = stored_step(step)
     return {
@@ -80,7 +108,7 @@ def step_row(trace_id: StoredId, step: Step, seq: int, position: float) -> dict[
     }
 
 
-def stored_link(row: Mapping[str, Any]) -> dict[str, Any]:
+def stored_link(row: LinkRow) -> LinkRow:
     """A `span_links` row (see `spans.SpanLink.row`) as stored, secrets redacted the way `steps` and `traces` keep the same strings.
 
     Span ids, the agent and `waiting_on` are ids (`StoredId`, so look-ups by them keep
@@ -88,18 +116,29 @@ def stored_link(row: Mapping[str, Any]) -> dict[str, Any]:
     `traces.agents` keeps them. Ids read back are already stored ids (`stored_id` leaves
     them as they are), so a row may go through this more than once.
     """
-    out = dict(row)
-    for column in ("span_id", "parent_id", "agent", "waiting_on"):
-        out[column] = optional_id(out.get(column))
-    for column in ("task", "output"):
-        if out.get(column) is not None:
-            out[column] = redact_text(out[column])
-    if out.get("describes"):
-        out["describes"] = json.dumps(redact(json.loads(out["describes"])), sort_keys=True)
+    out = row.copy()
+    out["span_id"] = stored_id(row["span_id"])
+    out["parent_id"] = optional_id(row.get("parent_id"))
+    out["agent"] = optional_id(row.get("agent"))
+    out["waiting_on"] = optional_id(row.get("waiting_on"))
+    task, output, describes = row.get("task"), row.get("output"), row.get("describes")
+    if task is not None:
+        out["task"] = redact_text(task)
+    if output is not None:
+        out["output"] = redact_text(output)
+    if describes:
+        out["describes"] = json.dumps(redact(json.loads(describes)), sort_keys=True)
     return out
 
 
-def trace_from_row(trace_id: str, row: Any, step_data: Iterable[str]) -> Trace:
+def link_from_row(row: LinkColumns) -> LinkRow:
+    """A `span_links` row read back (its columns in `LinkRow`'s order)."""
+    span_id, parent_id, start_ns, agent, describes, task, output, waiting_on = row
+    return LinkRow(span_id=span_id, parent_id=parent_id, start_ns=start_ns, agent=agent, describes=describes, task=task,
+                   output=output, waiting_on=waiting_on)
+
+
+def trace_from_row(trace_id: str, row: TraceColumns, step_data: Iterable[str]) -> Trace:
     """A Trace from its `traces` columns (schema_version, task, agents, outcome, source, gold, metadata, created_at) and its steps' data in order."""
     steps = []
     for index, data in enumerate(step_data):
@@ -124,11 +163,11 @@ def trace_from_row(trace_id: str, row: Any, step_data: Iterable[str]) -> Trace:
 
 
 def list_query(*, status: str | None, agent: StoredId | None, since: float | None, labelled: bool | None,
-               limit: int | None, offset: int, mark: str) -> tuple[str, list[Any]]:
+               limit: int | None, offset: int, mark: str) -> tuple[str, list[object]]:
     """`list_traces`'s SELECT (rows for `summary_from_row`, newest first) and its parameters; `mark` is the
     backend's placeholder (`?`, `%s`)."""
     where: list[str] = []
-    params: list[Any] = []
+    params: list[object] = []
     if status is not None:
         where.append(status_clause(status))
     if agent is not None:
@@ -151,7 +190,7 @@ def list_query(*, status: str | None, agent: StoredId | None, since: float | Non
     return sql, params
 
 
-def summary_from_row(r: Any) -> TraceSummary:
+def summary_from_row(r: SummaryColumns) -> TraceSummary:
     """A TraceSummary from (id, query, success, agents, framework, benchmark, modality, created_at, updated_at, n_steps,
     labelled, p_failed, suspected)."""
     return TraceSummary(

@@ -25,17 +25,17 @@ import json
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
 
 from ..model.trace import AgentInfo, Attribution, GoldLabel, Lesson, Outcome, Step, Trace
-from .dialect import Dialect, upsert, upsert_sql
+from .dialect import C, Dialect, upsert, upsert_sql
 from .ids import StoredId, optional_id, stored_id, stored_ids
 from .migrations import migrate
-from .protocol import TraceNotFound, TraceSummary
+from .protocol import LinkRow, TraceNotFound, TraceSummary
 from .rows import (
     PreparedStep,
     dumps,
     gold_column,
+    link_from_row,
     list_query,
     prepare_steps,
     prepared,
@@ -65,19 +65,19 @@ ON CONFLICT (trace_id, key) DO UPDATE SET position = excluded.position, seq = ex
     agent = excluded.agent, kind = excluded.kind, error = excluded.error, data = excluded.data"""
 
 
-class SQLStore(JobsSQL):
+class SQLStore(JobsSQL[C]):
     """A faultlens store in a SQL database, through `dialect`; its tables are migrated to the current layout on open."""
 
     location: str
 
-    def __init__(self, dialect: Dialect):
+    def __init__(self, dialect: Dialect[C]):
         self._d = dialect
         self.location = dialect.location
         self._add_step = _ADD_STEP.format(**dialect.words)
         migrate(dialect)
 
     @contextmanager
-    def batch(self, trace_ids: Iterable[str] = ()) -> Iterator[SQLStore]:
+    def batch(self, trace_ids: Iterable[str] = ()) -> Iterator[SQLStore[C]]:
         """Everything this thread writes inside lands in one transaction, or nothing does.
 
         `trace_ids` are the runs the batch reads and writes: writers (in any
@@ -164,16 +164,17 @@ class SQLStore(JobsSQL):
             if not new_run:
                 self._d.execute(conn, "UPDATE traces SET updated_at = ? WHERE id = ?", [time.time(), sid])
 
-    def _numbered(self, conn: Any, trace_id: StoredId, steps: list[PreparedStep], new_run: bool) -> list[tuple[Any, ...]]:
+    def _numbered(self, conn: C, trace_id: StoredId, steps: list[PreparedStep], new_run: bool) -> list[tuple[object, ...]]:
         """`steps` as `steps` rows numbered here: a step stored before keeps its seq, a new one gets the next."""
-        next_seq, known = 0, {}
+        next_seq = 0
+        known: dict[str, int] = {}
         if not new_run:
             next_seq = self._d.execute(conn, "SELECT COALESCE(MAX(seq), -1) + 1 FROM steps WHERE trace_id = ?", [trace_id]).fetchone()[0]
         if next_seq > 0:  # a run with no steps yet has no keys to look up
             for chunk in self._d.chunks(list(dict.fromkeys(p.key for p in steps))):
                 condition, values = self._d.in_list("key", chunk)
                 known.update(self._d.execute(conn, f"SELECT key, seq FROM steps WHERE trace_id = ? AND {condition}", [trace_id, *values]).fetchall())
-        out = []
+        out: list[tuple[object, ...]] = []
         for p in steps:
             seq = known.get(p.key)
             if seq is None:
@@ -184,7 +185,7 @@ class SQLStore(JobsSQL):
         return out
 
     # -- span links: the tree a run's agents are resolved from (middleware.ingest) --
-    def save_span_links(self, trace_id: str, rows: Iterable[dict[str, Any]]) -> None:
+    def save_span_links(self, trace_id: str, rows: Iterable[LinkRow]) -> None:
         sid = stored_id(trace_id)
         values = [(sid, *map(stored_link(row).get, _LINK_COLUMNS)) for row in rows]
         if not values:
@@ -194,10 +195,10 @@ class SQLStore(JobsSQL):
 
     def span_links(
         self, trace_id: str, *, span_ids: list[str] | None = None, parent_id: str | None = None, describing: bool = False, with_task: bool = False
-    ) -> list[dict[str, Any]]:
+    ) -> list[LinkRow]:
         """Stored links of a run: those of `span_ids`, the children of `parent_id`, those that name or describe agents, or those that state a task."""
         where: list[str] = ["trace_id = ?"]
-        params: list[Any] = [stored_id(trace_id)]
+        params: list[object] = [stored_id(trace_id)]
         if parent_id is not None:
             where.append("parent_id = ?")
             params.append(stored_id(parent_id))
@@ -205,13 +206,13 @@ class SQLStore(JobsSQL):
             where.append("task IS NOT NULL")
         if span_ids is None:
             return self._links(where, params, describing)
-        found = []
+        found: list[LinkRow] = []
         for chunk in self._d.chunks(stored_ids(span_ids)):
             condition, values = self._d.in_list("span_id", chunk)
             found += self._links([*where, condition], [*params, *values], describing)
         return found
 
-    def _links(self, where: list[str], params: list[Any], describing: bool) -> list[dict[str, Any]]:
+    def _links(self, where: list[str], params: list[object], describing: bool) -> list[LinkRow]:
         columns, condition = ", ".join(_LINK_COLUMNS), " AND ".join(where)
         sql = f"SELECT {columns} FROM span_links WHERE {condition}"
         if describing:
@@ -220,7 +221,7 @@ class SQLStore(JobsSQL):
             sql = f"{firsts} UNION ALL {sql} AND describes IS NOT NULL"
             params = params + params
         with self._d.read() as conn:
-            return [dict(zip(_LINK_COLUMNS, row)) for row in self._d.execute(conn, sql, params).fetchall()]
+            return [link_from_row(row) for row in self._d.execute(conn, sql, params).fetchall()]
 
     def first_agent_spans(self, trace_id: str, agents: list[str]) -> dict[str, str]:
         """agent → span id of its first stored span (by start time, then span id), for those of `agents` that have one."""
@@ -264,7 +265,7 @@ class SQLStore(JobsSQL):
                 self._set_agents(conn, sid, named)
             self._d.execute(conn, "UPDATE traces SET updated_at = ? WHERE id = ?", [time.time(), sid])
 
-    def _set_agents(self, conn: Any, trace_id: StoredId, agents: dict[StoredId, StoredId]) -> None:
+    def _set_agents(self, conn: C, trace_id: StoredId, agents: dict[StoredId, StoredId]) -> None:
         """Steps' agent column and the agent in their JSON, by step key."""
         expression = self._d.json_set("data", "agent")
         if expression is not None:
@@ -330,7 +331,7 @@ class SQLStore(JobsSQL):
     def set_gold(self, trace_id: str, gold: GoldLabel | None) -> None:
         self._update_run(trace_id, "gold = ?", [gold_column(gold)])
 
-    def _update_run(self, trace_id: str, assignments: str, values: list[Any]) -> None:
+    def _update_run(self, trace_id: str, assignments: str, values: list[object]) -> None:
         """Set columns of a stored run (and its `updated_at`); TraceNotFound if there is none."""
         sid = stored_id(trace_id)
         with self._d.write() as conn:
@@ -442,7 +443,7 @@ class SQLStore(JobsSQL):
 
     def lessons(self, *, agent: str | None = None, include_retired: bool = False) -> list[Lesson]:
         where: list[str] = []
-        params: list[Any] = []
+        params: list[object] = []
         if agent is not None:
             where.append("agent = ?")
             params.append(stored_id(agent))

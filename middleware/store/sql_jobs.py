@@ -9,9 +9,9 @@ machines' clocks need not agree.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Generic
 
-from .dialect import JOB_LOCKS, Dialect, upsert
+from .dialect import JOB_LOCKS, C, Dialect, upsert
 from .ids import stored_id
 from .jobs import JOB_COLUMNS, Job, job_row, next_submission
 from .redact import redact_text
@@ -34,8 +34,8 @@ _CLAIM = (
 _HELD = "trace_id = ? AND state = 'running' AND worker = ? AND attempts = ?"
 
 
-class JobsSQL:
-    _d: Dialect
+class JobsSQL(Generic[C]):
+    _d: Dialect[C]
 
     def get_job(self, trace_id: str) -> Job | None:
         with self._d.read() as conn:
@@ -79,7 +79,7 @@ class JobsSQL:
             return self._held(conn, job, "state = ?, error = ?, runs = runs + 1, lease_until = NULL, finished_at = ?, not_before = ?",
                               [state, None if error is None else redact_text(error), now, now + (retry_in or 0.0)])
 
-    def _held(self, conn: Any, job: Job, assignments: str, values: list[Any]) -> bool:
+    def _held(self, conn: C, job: Job, assignments: str, values: list[object]) -> bool:
         """Set columns of `job`'s row if `job` still holds it (False: its lease was lost to another claim)."""
         rows = self._d.execute(conn, f"UPDATE jobs SET {assignments} WHERE {_HELD} RETURNING trace_id",
                                [*values, stored_id(job.trace_id), job.worker, job.attempts]).fetchall()

@@ -20,7 +20,6 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
-from typing import Any
 
 import sqlite_utils
 
@@ -48,7 +47,7 @@ __all__ = [
 ]
 
 
-class SQLiteDialect(Dialect):
+class SQLiteDialect(Dialect[sqlite_utils.Database]):
     """SQLite: a connection per thread, one writer at a time (a lock in this process, `WriterLock` between processes)."""
 
     name = "sqlite"
@@ -127,13 +126,13 @@ class SQLiteDialect(Dialect):
             with self._lock:  # not while a thread of this process holds it in `write`
                 self._writer.close()
 
-    def execute(self, conn: sqlite_utils.Database, sql: str, params: Sequence[Any] = ()) -> sqlite3.Cursor:
+    def execute(self, conn: sqlite_utils.Database, sql: str, params: Sequence[object] = ()) -> sqlite3.Cursor:
         return conn.conn.execute(sql, params)
 
-    def executemany(self, conn: sqlite_utils.Database, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+    def executemany(self, conn: sqlite_utils.Database, sql: str, rows: Sequence[Sequence[object]]) -> None:
         conn.conn.executemany(sql, rows)
 
-    def in_list(self, column: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+    def in_list(self, column: str, values: Sequence[object]) -> tuple[str, list[object]]:
         return f"{column} IN ({', '.join('?' for _ in values)})", list(values)
 
     def lock(self, conn: sqlite_utils.Database, space: int, key: str) -> None:
@@ -151,7 +150,7 @@ class SQLiteDialect(Dialect):
         return f"SELECT {picked} FROM span_links WHERE {where} GROUP BY {group}"
 
 
-class SQLiteStore(SQLStore):
+class SQLiteStore(SQLStore[sqlite_utils.Database]):
     """The store in the SQLite file at `path` (default `$FAULTLENS_DB` or `.faultlens/faultlens.db`; ``:memory:`` for none)."""
 
     _d: SQLiteDialect
