@@ -1,0 +1,73 @@
+"""scripts/patterns_eval.py: its scoring of patterns against first slips, and its core end to end on one team with few tasks."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from faultlens.feedback.patterns import Pattern
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "patterns_eval.py"
+
+
+@pytest.fixture(scope="module")
+def patterns_eval() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("patterns_eval", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["patterns_eval"] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+def pattern(agent: str, mode: str, runs: list[str]) -> Pattern:
+    return Pattern(f"{agent}|{mode}|s", agent, mode, "s", runs=runs)
+
+
+def test_a_tendency_is_recovered_only_by_a_top_pattern_naming_its_agent_and_mode(patterns_eval):
+    # Tendencies: coder C.2 (6 first slips), planner C.2 (5); writer R.3 has 2 first slips, too few to count.
+    first = {**{f"c{i}": ("coder", "C.2") for i in range(6)}, **{f"p{i}": ("planner", "C.2") for i in range(5)},
+             "w0": ("writer", "R.3"), "w1": ("writer", "R.3"), "x": None}
+    found = [pattern("coder", "C.2", ["c0", "c1", "c2", "c3", "p0", "x"]),  # 4 of 6 runs its own slip
+             pattern("planner", "R.1", ["p1", "p2", "p3", "p4"]),  # the right agent, the wrong mode: recovers nothing
+             pattern("coder", "C.2", ["c4", "c5"])]
+    scored = patterns_eval.score(found, first)
+    assert (scored["tendencies_recovered"], scored["tendencies"]) == (1, 2)
+    assert scored["missed"] == ["planner C.2 (5 first slips)"]
+    assert scored["purity_top5"] == pytest.approx((4 / 6 + 0 + 1) / 3, abs=1e-4)
+    # Beyond the top 5 a pattern recovers nothing.
+    assert patterns_eval.score(found, first, top=1)["tendencies_recovered"] == 1
+    assert patterns_eval.score([pattern("w", "A.1", ["w0"])] * 5 + found, first)["tendencies_recovered"] == 0
+
+
+def test_the_script_runs_one_team_through_the_gateway_and_writes_its_scores(patterns_eval, tmp_path):
+    out = tmp_path / "patterns_eval.json"
+    assert patterns_eval.main(["--teams", "agents_desk", "--tasks", "12", "--workers", "1", "--json", str(out)]) == 0
+    written = json.loads(out.read_text())
+    row = written["teams"]["agents_desk"]
+    assert row["runs"] == 12 and 0 < row["failed"] <= 12 and row["attributed"] == row["failed"]
+    assert set(written["mean"]) >= {"tendencies_recovered", "tendencies", "purity_top5"}
+    assert 0 <= row["tendencies_recovered"] <= row["tendencies"]
+    # Patterns of the gold verdicts are pure by construction: each run's first slip is its pattern's agent and mode.
+    assert row["oracle_purity_top5"] == 1.0 and row["oracle_tendencies_recovered"] == row["tendencies"]
+    assert written["settings"]["mode"] == "in-process gateway" and written["settings"]["method"] == "blend"
+
+
+def test_the_first_slip_of_each_failed_run_is_kept_beside_the_store_never_in_it(patterns_eval):
+    from faultlens.middleware.store import open_store
+
+    store = open_store(":memory:")
+    runs = patterns_eval.run_team("agents_desk", 8, store, say=lambda line: None)
+    assert runs.runs == 8 and set(runs.first_slip) == set(runs.failed)
+    slipped = [r for r in runs.failed if runs.first_slip[r] is not None]
+    assert slipped, "agents_desk's tendencies make some of 8 runs fail with a slip"
+    for run_id in slipped:
+        agent, mode = runs.first_slip[run_id]
+        assert agent in {"triage", "refunds", "orders"} and mode == "A.2"
+        assert store.get_trace(run_id).gold is None and store.get_outcome(run_id).success is False
+    store.close()
