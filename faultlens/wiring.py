@@ -51,7 +51,7 @@ def failure_handler(
     reflector: str | None = None,
     method_options: dict[str, Any] | None = None,
     verify_with: Callable[[Attributor], Attributor] | None = None,
-):
+) -> Callable[[str], Saved]:
     """on_failure(trace_id) -> Saved: attribute with `method`, save, reflect with `reflector`, keep the lessons.
 
     verify_with: wraps the attributor (`rerun.cli.rerun_wrapper`: each verdict verified by re-running the program).

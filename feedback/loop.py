@@ -63,6 +63,11 @@ class LoopResult:
     seconds: float = 0.0
     retired: list[Lesson] = field(default_factory=list)  # lessons a label overruled (`learn_from_label`)
 
+    @property
+    def attributions(self) -> list[Attribution]:
+        """As `Saved.attributions` (what the server exports, `server.failed_runs.HoldsAttributions`)."""
+        return [] if self.attribution is None else [self.attribution]
+
 
 class Saved(NamedTuple):
     """What attributing and reflecting on one failed run stored: the attribution (None if there was no

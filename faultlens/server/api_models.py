@@ -9,7 +9,7 @@ silently dropped from the answer.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, get_type_hints
+from typing import TYPE_CHECKING, Any, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -46,8 +46,12 @@ def _reply_from_dataclass(source: type, name: str, doc: str, **more: Any) -> typ
     return model
 
 
-RunSummaryOut = _reply_from_dataclass(TraceSummary, "RunSummaryOut", "One run in the list (`TraceSummary`), with its attribution job's state.",
-                                      attribution_job=(str | None, None))
+if TYPE_CHECKING:  # a class to the type checker, which cannot read `create_model`'s fields: routes return it by name
+    class RunSummaryOut(_Reply):
+        """One run in the list (`TraceSummary`), with its attribution job's state."""
+else:
+    RunSummaryOut = _reply_from_dataclass(TraceSummary, "RunSummaryOut", "One run in the list (`TraceSummary`), with its attribution job's state.",
+                                          attribution_job=(str | None, None))
 
 
 class AttributionsOut(_Reply):

@@ -14,21 +14,19 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from faultlens.middleware.model.trace import Outcome
 from faultlens.middleware.store import Store
 from . import routes_lessons, routes_otlp, routes_runs, security
 from .auth import resolve_token
 from .ingest import Ingestor
 from .interop import EvaluationExporter, exporting
 from .routes_runs import OutcomeIn
-from .services import LessonsFor, Services, best_track_record_first, parse_since
+from .services import LessonsFor, OnLabel, OnOutcome, Services, best_track_record_first, parse_since
 from .ui import add_ui
 from .failed_runs import FailureWorker, OnFailure
 from .suspects import SUSPECT_ABOVE, Score, SuspectSweep
@@ -51,8 +49,8 @@ def create_app(
     *,
     token: str | None = None,
     on_failure: OnFailure | None = None,
-    on_outcome: Callable[[str, Outcome], Any] | None = None,
-    on_label: Callable[[str], Any] | None = None,
+    on_outcome: OnOutcome | None = None,
+    on_label: OnLabel | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY,
     max_queue: int = 1000,
     lessons_for: LessonsFor | None = None,
@@ -64,7 +62,7 @@ def create_app(
     workers: int = 1,
     failed_login_limit: int = 10,
     failed_login_window: float = 60.0,
-    on_shutdown: Sequence[Callable[[], Any]] = (),
+    on_shutdown: Sequence[Callable[[], object]] = (),
     score_run: Score | None = None,
     suspect_above: float = SUSPECT_ABOVE,
     suspect_idle: float = 60.0,

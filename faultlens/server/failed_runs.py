@@ -9,15 +9,30 @@ is marked `dropped` and can be queued again later.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Protocol, runtime_checkable
 
+from faultlens.middleware.model.trace import Attribution
 from faultlens.middleware.store.jobs import Job, JobQueue, JobStore
 from faultlens.middleware.store import open_store
+from .api_models import JobOut
 
-# on_failure(trace_id) -> what it saved (`feedback.loop.Saved`, an Attribution, a list of them, or None).
-OnFailure = Callable[[str], Any]
+
+@runtime_checkable
+class HoldsAttributions(Protocol):
+    """What an `on_failure` saved, as the server reads it: its attributions (`feedback.loop.Saved` and
+    `feedback.LoopResult` have this shape; the server does not import the feedback loop to say so)."""
+
+    @property
+    def attributions(self) -> Sequence[Attribution]: ...
+
+
+# What on_failure(trace_id) returns: what it saved (`feedback.loop.Saved`), one Attribution, a list of them, or None.
+FailureResult = HoldsAttributions | Attribution | Sequence[Attribution] | None
+OnFailure = Callable[[str], FailureResult]
+# after(trace_id, what on_failure returned): e.g. `interop.exporting`; what it returns is not used.
+AfterFailure = Callable[[str, FailureResult], object]
 
 
 @dataclass
@@ -36,14 +51,18 @@ class JobStatus:
     def of(cls, job: Job) -> JobStatus:
         return cls(job.trace_id, job.state, job.queued_at, job.started_at, job.finished_at, job.error, job.runs, job.attempts, job.worker)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, str | float | int | None]:
         return asdict(self)
 
+    def out(self) -> JobOut:
+        """As the API answers it."""
+        return JobOut.model_validate(self.as_dict())
 
-def _then(on_failure: OnFailure, after: Callable[[str, Any], Any] | None) -> Callable[[Job], Any]:
+
+def _then(on_failure: OnFailure, after: AfterFailure | None) -> Callable[[Job], FailureResult]:
     """A queue handler: `on_failure(trace_id)`, then `after(trace_id, what it returned)`."""
 
-    def handle(job: Job) -> Any:
+    def handle(job: Job) -> FailureResult:
         saved = on_failure(job.trace_id)
         if after is not None:
             after(job.trace_id, saved)
@@ -68,7 +87,7 @@ class FailureWorker:
         *,
         store: JobStore | None = None,
         max_queue: int = 1000,
-        after: Callable[[str, Any], Any] | None = None,
+        after: AfterFailure | None = None,
         workers: int = 1,
         lease: float = 60.0,
         poll: float = 0.5,
@@ -119,7 +138,8 @@ class FailureWorker:
         job = self.queue.status(trace_id)
         return None if job is None else JobStatus.of(job)
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> dict[str, bool | int | dict[str, int]]:
+        """The queue's counts across processes and this process's counters (`api_models.WorkerOut`)."""
         states = self.queue.counts()
         return {
             "enabled": self.enabled,

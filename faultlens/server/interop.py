@@ -15,16 +15,17 @@ import logging
 
 import re
 from collections.abc import Callable
-from typing import Any
 
 from opentelemetry import trace as otel_trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
+from opentelemetry.util.types import AttributeValue
 
 from faultlens.middleware.model.trace import Attribution, Trace
 from faultlens.middleware.store import Store
+from .failed_runs import FailureResult, HoldsAttributions
 
 EVENT_NAME = "gen_ai.evaluation.result"
 _HEX = re.compile(r"^[0-9a-f]+$")
@@ -56,9 +57,9 @@ def blamed_span(trace: Trace, attribution: Attribution) -> str | None:
     return trace.steps[attribution.step].span_id
 
 
-def evaluation_attributes(attribution: Attribution) -> dict[str, Any]:
+def evaluation_attributes(attribution: Attribution) -> dict[str, AttributeValue]:
     a = attribution
-    attrs: dict[str, Any] = {
+    attrs: dict[str, AttributeValue] = {
         "gen_ai.evaluation.name": f"faultlens.{a.method}",
         "gen_ai.evaluation.score.label": a.mode or a.status.value,
         "gen_ai.evaluation.explanation": a.reason or a.error or "",
@@ -105,23 +106,21 @@ class EvaluationExporter:
         self.provider.shutdown()
 
 
-def saved_attributions(saved: Any) -> list[Attribution]:
-    """The attributions in what an `on_failure` returned: a `feedback.loop.Saved` (or anything with
-    `.attributions`, or `.attribution` as `feedback.LoopResult`), an `Attribution`, a list of them, or None."""
+def saved_attributions(saved: FailureResult) -> list[Attribution]:
+    """The attributions in what an `on_failure` returned (`failed_runs.FailureResult`): what it saved
+    (`feedback.loop.Saved`, `feedback.LoopResult`: `HoldsAttributions`), an `Attribution`, a list of them, or None."""
     if saved is None:
         return []
     if isinstance(saved, Attribution):
         return [saved]
-    if hasattr(saved, "attributions"):
+    if isinstance(saved, HoldsAttributions):  # before the sequences: `Saved` is a named tuple
         return list(saved.attributions)
-    if hasattr(saved, "attribution"):
-        return [] if saved.attribution is None else [saved.attribution]
     if isinstance(saved, (list, tuple)) and all(isinstance(a, Attribution) for a in saved):
         return list(saved)
     raise TypeError(f"on_failure returned {type(saved).__name__}; return what it saved (feedback.loop.Saved, an Attribution, a list of them or None)")
 
 
-def exporting(store: Store, exporter: EvaluationExporter) -> Callable[[str, Any], int]:
+def exporting(store: Store, exporter: EvaluationExporter) -> Callable[[str, FailureResult], int]:
     """export(trace_id, saved): export each attribution `saved` holds (what `on_failure` returned) onto
     the blamed span, under the OpenTelemetry trace id stored with that span at ingest. Returns how many went out.
 
@@ -129,7 +128,7 @@ def exporting(store: Store, exporter: EvaluationExporter) -> Callable[[str, Any]
     process's memory: the same in a `faultlens worker`, on another server, or after a restart.
     """
 
-    def export(trace_id: str, saved: Any) -> int:
+    def export(trace_id: str, saved: FailureResult) -> int:
         attributions = saved_attributions(saved)
         if not attributions:
             return 0

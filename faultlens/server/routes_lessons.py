@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query
 
@@ -19,8 +18,8 @@ router = APIRouter()
 
 
 @router.get("/api/lessons", tags=["lessons"], summary="Stored lessons", response_model=list[Lesson])
-def list_lessons(agent: str | None = None, include_retired: bool = False, store: Store = Depends(get_store)) -> list[dict[str, Any]]:
-    return [l.model_dump(mode="json") for l in store.lessons(agent=agent or None, include_retired=include_retired)]
+def list_lessons(agent: str | None = None, include_retired: bool = False, store: Store = Depends(get_store)) -> list[Lesson]:
+    return store.lessons(agent=agent or None, include_retired=include_retired)
 
 
 @router.get("/api/lessons/for", tags=["lessons"], summary="Lessons to show an agent before it works on a task", response_model=list[Lesson])
@@ -29,25 +28,25 @@ def lessons_for_task(
     task: str = Query("", description="the task text"),
     k: int = Query(5, ge=1, le=50),
     services: Services = Depends(get_services),
-) -> list[dict[str, Any]]:
-    return [l.model_dump(mode="json") for l in services.lessons_for(agent, task, k)]
+) -> list[Lesson]:
+    return services.lessons_for(agent, task, k)
 
 
 @router.get("/api/patterns", tags=["lessons"], summary="Recurring failures: failed runs grouped by agent, mode and evidence",
             response_model=list[PatternOut])
 def list_patterns(since: str | None = Query(None, description="only runs since: an ISO time or epoch seconds"),
-                  store: Store = Depends(get_store)) -> list[dict[str, Any]]:
+                  store: Store = Depends(get_store)) -> list[PatternOut]:
     try:
-        return [p.as_dict() for p in find_patterns(store, since=parse_since(since or ""))]
+        return [PatternOut.model_validate(p.as_dict()) for p in find_patterns(store, since=parse_since(since or ""))]
     except ValueError as exc:
         raise HTTPException(400, str(exc)) from None
 
 
 @router.get("/api/worker", tags=["service"], summary="Background worker: queue length and counters", response_model=WorkerOut)
-def worker_status(worker: FailureWorker = Depends(get_worker)) -> dict[str, Any]:
-    return worker.summary()
+def worker_status(worker: FailureWorker = Depends(get_worker)) -> WorkerOut:
+    return WorkerOut.model_validate(worker.summary())
 
 
 @router.get("/api/health", tags=["service"], summary="Liveness and store size", response_model=HealthOut)
-def health(store: Store = Depends(get_store)) -> dict[str, Any]:
-    return {"ok": True, "runs": store.count_traces(), "time": time.time()}
+def health(store: Store = Depends(get_store)) -> HealthOut:
+    return HealthOut(ok=True, runs=store.count_traces(), time=time.time())

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Depends, HTTPException, Query
 from pydantic import BaseModel, Field
 
@@ -46,7 +44,7 @@ def list_runs(
     offset: int = Query(0, ge=0),
     store: Store = Depends(get_store),
     worker: FailureWorker = Depends(get_worker),
-) -> list[dict[str, Any]]:
+) -> list[RunSummaryOut]:
     try:
         summaries = store.list_traces(status=status or None, agent=agent or None, since=parse_since(since), labelled=labelled,
                                       limit=limit, offset=offset)
@@ -54,38 +52,32 @@ def list_runs(
         raise HTTPException(400, str(exc)) from None
     out = []
     for s in summaries:
-        row = dict(s.__dict__)
         job = worker.status(s.id)
-        row["attribution_job"] = job.state if job else None
-        out.append(row)
+        out.append(RunSummaryOut.model_validate({**vars(s), "attribution_job": job.state if job else None}))
     return out
 
 
 # A run id is the caller's conversation id and may hold '/' or a newline; `:run_id` (deps.RunIdConvertor) keeps such runs reachable, and the
 # attribution route is declared first so that '.../attribution' is not read as part of an id.
 @router.get("/{trace_id:run_id}/attribution", summary="The run's attributions, newest last, and the worker's state", response_model=AttributionsOut)
-def get_attribution(trace_id: str, store: Store = Depends(get_store), worker: FailureWorker = Depends(get_worker)) -> dict[str, Any]:
+def get_attribution(trace_id: str, store: Store = Depends(get_store), worker: FailureWorker = Depends(get_worker)) -> AttributionsOut:
     if not store.has_trace(trace_id):
         raise HTTPException(404, f"no run with id {trace_id!r}")
     attributions = store.attributions(trace_id)
     job = worker.status(trace_id)
-    return {
-        "trace_id": trace_id,
-        "job": job.as_dict() if job else None,
-        "latest": attributions[-1].model_dump(mode="json") if attributions else None,
-        "attributions": [a.model_dump(mode="json") for a in attributions],
-    }
+    return AttributionsOut(trace_id=trace_id, job=job.out() if job else None, latest=attributions[-1] if attributions else None,
+                           attributions=attributions)
 
 
 @router.get("/{trace_id:run_id}", summary="One run as a faultlens Trace", response_model=Trace)
-def get_run(trace_id: str, store: Store = Depends(get_store)) -> dict[str, Any]:
-    return trace_or_404(store, trace_id).model_dump(mode="json")
+def get_run(trace_id: str, store: Store = Depends(get_store)) -> Trace:
+    return trace_or_404(store, trace_id)
 
 
 # exclude_unset: `worker` is in the answer only for a failed run, as it always was.
 @router.post("/{trace_id:run_id}/outcome", summary="Record how a run ended; a failure queues attribution", response_model=OutcomeOut,
              response_model_exclude_unset=True)
-def post_outcome(trace_id: str, outcome: OutcomeIn, services: Services = Depends(get_services)) -> dict[str, Any]:
+def post_outcome(trace_id: str, outcome: OutcomeIn, services: Services = Depends(get_services)) -> OutcomeOut:
     """Store the outcome. A failure is queued for attribution at once if the run has steps,
     else it waits (state `waiting`) until its first spans arrive."""
     store = services.store
@@ -105,7 +97,7 @@ class SuspicionIn(BaseModel):
 
 @router.post("/{trace_id:run_id}/suspicion", summary="Confirm or dismiss a suspected failure", response_model=OutcomeOut,
              response_model_exclude_unset=True)
-def decide_suspicion(trace_id: str, decision: SuspicionIn, services: Services = Depends(get_services)) -> dict[str, Any]:
+def decide_suspicion(trace_id: str, decision: SuspicionIn, services: Services = Depends(get_services)) -> OutcomeOut:
     """The run gets the person's outcome (evaluator `person`): a confirmed failure is a failed run from now on
     (its lessons' counters and the detector's training count it); a dismissed one is a success. 409 if the run
     is not suspected or already has an outcome."""
@@ -114,20 +106,20 @@ def decide_suspicion(trace_id: str, decision: SuspicionIn, services: Services = 
 
 
 @router.post("/{trace_id:run_id}/attribute", summary="Queue a failed run for attribution again", response_model=RequeueOut)
-def requeue(trace_id: str, store: Store = Depends(get_store), worker: FailureWorker = Depends(get_worker)) -> dict[str, Any]:
+def requeue(trace_id: str, store: Store = Depends(get_store), worker: FailureWorker = Depends(get_worker)) -> RequeueOut:
     trace = trace_or_404(store, trace_id)
     if not trace.failed:
         raise HTTPException(409, f"run {trace_id!r} is not recorded as failed; post a failed outcome first")
     status = worker.submit(trace_id, again=True)
-    return {"trace_id": trace_id, "queued": status.state == "queued", "worker": status.as_dict()}
+    return RequeueOut(trace_id=trace_id, queued=status.state == "queued", worker=status.out())
 
 
 @router.put("/{trace_id:run_id}/label", summary="Label the run's decisive step (what `learned` trains on; lessons follow it)", response_model=LabelOut)
-def put_label(trace_id: str, label: LabelIn, services: Services = Depends(get_services)) -> dict[str, Any]:
+def put_label(trace_id: str, label: LabelIn, services: Services = Depends(get_services)) -> LabelOut:
     return services.record_label(trace_or_404(services.store, trace_id), label.step, agent=label.agent, mode=label.mode,
                                  reason=label.reason)
 
 
 @router.delete("/{trace_id:run_id}/label", summary="Remove the run's label", response_model=LabelOut)
-def delete_label(trace_id: str, services: Services = Depends(get_services)) -> dict[str, Any]:
+def delete_label(trace_id: str, services: Services = Depends(get_services)) -> LabelOut:
     return services.record_label(trace_or_404(services.store, trace_id), None)

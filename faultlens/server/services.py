@@ -22,14 +22,16 @@ from faultlens.middleware.store.ids import stored_id
 from faultlens.middleware.when import BadMoment, moment
 from faultlens.middleware.spans.record import SpanRecord
 from faultlens.middleware.store import Store
+from .api_models import LabelOut, OutcomeOut
 from .ingest import IngestResult, Ingestor
-from .failed_runs import FailureWorker
+from .failed_runs import FailureWorker, JobStatus
 
 log = logging.getLogger("faultlens.server")
 
 LessonsFor = Callable[[str, str, int], list[Lesson]]
-OnOutcome = Callable[[str, Outcome], Any]
-OnLabel = Callable[[str], Any]
+# What the hooks return is not used.
+OnOutcome = Callable[[str, Outcome], object]
+OnLabel = Callable[[str], object]
 
 
 @dataclass
@@ -48,28 +50,33 @@ class Services:
     # OTLP exports being stored in worker threads (`routes_otlp`); read and written only on the event loop.
     threaded_ingests: int = field(default=0, init=False)
 
-    def record_outcome(self, trace_id: str, outcome: Outcome) -> dict[str, Any]:
+    def record_outcome(self, trace_id: str, outcome: Outcome) -> OutcomeOut:
         """Store a run's outcome; a failure is queued for attribution (or held until the run has steps)."""
         # Replies name runs by their stored id (hashed if it held a secret), as the pages do.
         trace_id = stored_id(trace_id)
         self.store.set_outcome(trace_id, outcome)
-        reply: dict[str, Any] = {"trace_id": trace_id, "success": outcome.success, "queued": False}
-        if not outcome.success:
-            # An agent may report its outcome before its span processor has
-            # exported anything; attributing an empty run would blame nothing.
-            if self.store.get_trace(trace_id).steps:
-                status = self.worker.submit(trace_id)
-            else:
-                status = self.worker.hold(trace_id)
-                # A step stored since the look-up above found no job to wake; the run is not empty now.
-                if self.store.get_trace(trace_id).steps:
-                    status = self.worker.submit(trace_id)
-            reply.update(queued=status.state == "queued", worker=status.as_dict())
+        # `worker` is set only for a failed run: the route answers without unset fields.
+        if outcome.success:
+            reply = OutcomeOut(trace_id=trace_id, success=True, queued=False)
+        else:
+            status = self._queue_failed(trace_id)
+            reply = OutcomeOut(trace_id=trace_id, success=False, queued=status.state == "queued", worker=status.out())
         if self.on_outcome is not None:
             self.on_outcome(trace_id, outcome)
         return reply
 
-    def decide_suspicion(self, trace_id: str, failed: bool) -> dict[str, Any]:
+    def _queue_failed(self, trace_id: str) -> JobStatus:
+        # An agent may report its outcome before its span processor has
+        # exported anything; attributing an empty run would blame nothing.
+        if self.store.get_trace(trace_id).steps:
+            return self.worker.submit(trace_id)
+        status = self.worker.hold(trace_id)
+        # A step stored since the look-up above found no job to wake; the run is not empty now.
+        if self.store.get_trace(trace_id).steps:
+            status = self.worker.submit(trace_id)
+        return status
+
+    def decide_suspicion(self, trace_id: str, failed: bool) -> OutcomeOut:
         """A person's decision on a suspected run: confirmed (a failed run from now on) or dismissed (a success)."""
         p_failed, suspected = self.store.detection(trace_id)
         if not suspected or self.store.get_outcome(trace_id) is not None:
@@ -79,7 +86,7 @@ class Services:
         return self.record_outcome(trace_id, Outcome(success=not failed, evaluator="person", detail=detail))
 
     def record_label(self, trace: Trace, step: int | None, *, agent: str | None = None, mode: str | None = None,
-                     reason: str | None = None) -> dict[str, Any]:
+                     reason: str | None = None) -> LabelOut:
         """Store a person's label of a run (checked by `labels.label_for`: 422 naming the field), then call
         `on_label`; `step` None removes the label."""
         gold = None
@@ -91,7 +98,7 @@ class Services:
         self.store.set_gold(trace.id, gold)
         if gold is not None and self.on_label is not None:
             self.on_label(trace.id)
-        return {"trace_id": trace.id, "label": gold.model_dump(mode="json") if gold is not None else None}
+        return LabelOut(trace_id=trace.id, label=gold)
 
     def ingest_payload(self, payload: dict[str, Any]) -> IngestResult:
         """Store an OTLP JSON export that passed `otlp_schema.validate_export`; wake the worker for runs it failed or completed."""
