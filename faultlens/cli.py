@@ -22,6 +22,9 @@ from faultlens.middleware.errors import FaultlensError, extra_needed
 from faultlens.middleware.terminal.options import db_option
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from faultlens.middleware.model.trace import Trace
     from faultlens.middleware.store import Store
 
 console = Console()
@@ -272,6 +275,7 @@ def import_traces(db_path, spec, media_root):
     """
     from faultlens.middleware.sources import load_traces
 
+    traces: Iterable[Trace]  # a Dataset (with --media-root) or the records as read
     if media_root is not None:
         from faultlens.benchmark.datasets import load_dataset
 
