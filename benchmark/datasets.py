@@ -8,6 +8,7 @@
     whowhenpro:DIR          Who&When Pro (2026): one JSON file per trace (docs/datasets.md)
     trail:DIR[:SPLIT]       TRAIL (2025): smolagents span trees with error annotations
     taubench:DIR[:SPLIT]    tau-bench retail runs with AgentRx labels
+    taubench:FILE.json      tau-bench's published runs, every run with its outcome (no gold label)
                             (SPLIT: train or holdout, a fixed half of the runs)
 
 Any other spec goes to `middleware.sources.load_traces`, so third-party sources

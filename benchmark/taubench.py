@@ -1,6 +1,7 @@
 """tau-bench conversations with AgentRx's failure labels (Microsoft, 2025).
 
     taubench:DIR            every failed run of DIR
+    taubench:FILE.json      every run of a published runs file, with its outcome (`benchmark.taubench_runs`)
     taubench:DIR:train      a fixed half (by a hash of the trace id, the tasks of
     taubench:DIR:holdout    one tau-bench user together), and the other half
                             (see `trail.realdev_sides`)
@@ -203,5 +204,9 @@ def read_taubench(directory: str | Path, split: str | None = None) -> Iterator[T
 
 
 def load_taubench_spec(arg: str) -> Iterator[Trace]:
+    from .taubench_runs import is_runs_file, read_taubench_runs  # a published runs file, not an AgentRx folder
+
+    if is_runs_file(Path(arg)):
+        return read_taubench_runs(arg)
     root, split = split_spec_arg(arg, f"taubench:{arg}")
     return read_taubench(root, split)
