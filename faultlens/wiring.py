@@ -1,8 +1,9 @@
 """The application's wiring: the server of `faultlens.server` joined to attribution, reflection and lessons.
 
-middleware cannot import the packages above it, so the server takes its
-behaviour as callables; this module builds them, for every command that serves
-or attributes (`serve`, `gateway`, `worker`, `phoenix sync`):
+The server (`faultlens.server`) takes its behaviour as callables, so it can be
+built and tested without a method, a model or a lesson memory; this module
+builds them, for every command that serves or attributes (`serve`, `gateway`,
+`worker`, `phoenix sync`):
 
 - on_failure(trace_id): attribute the run (`attributors.build(method, model, **options)`), save the
   attribution, reflect on it and keep the lessons (`feedback.loop.attribute_and_reflect`), and
@@ -10,7 +11,9 @@ or attributes (`serve`, `gateway`, `worker`, `phoenix sync`):
   it runs on the failed-run queue in the store (`--workers` threads here, and
   any `faultlens worker` process on the same store: `faultlens.worker`);
 - on_outcome(trace_id, outcome): credit the outcome to the lessons the run was shown;
-- lessons_for(agent, task, k): `LessonMemory.retrieve`.
+- lessons_for(agent, task, k): `LessonMemory.retrieve`;
+- score_run(trace): the failure detector's p_failed for runs with no outcome (`--detect`);
+- verify_with(attributor): each verdict verified by re-running the program (`--rerun`).
 """
 
 from __future__ import annotations
