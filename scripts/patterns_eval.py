@@ -1,6 +1,6 @@
 """The measure for failure patterns (issue 45, item 5): do the patterns of a team's failed runs recover its tendencies?
 
-    nice -n 10 .venv/bin/python scripts/patterns_eval.py --json patterns_eval.json [--tasks 150] [--teams ag2_experts,chart_desk]
+    nice -n 10 .venv/bin/python scripts/patterns_eval.py --json patterns_eval.json [--tasks 300] [--teams ag2_experts,chart_desk]
         [--method blend] [--workers 2]
 
 For each of the eight framework teams (the replay lab's, with its tendencies,
@@ -54,7 +54,7 @@ TEAMS = ("ag2_experts", "smol_analyst", "magentic_team", "agents_desk", "supervi
 SEED = 40_000  # the tasks' seed: fresh tasks, neither the bundled benchmark's nor the replay lab's (30_000)
 MIN_SLIPS = 5  # first slips an (agent, mode) needs to count as a tendency
 TOP = 5
-SCORES = ("tendencies_recovered", "tendencies", "purity_top5", "runs", "failed", "attributed", "agent_accuracy", "mode_accuracy",
+SCORES = ("tendencies_recovered", "tendencies", "purity_top5", "runs", "failed", "attributed", "agents_named", "agent_accuracy", "mode_accuracy",
           "oracle_tendencies_recovered", "oracle_purity_top5")
 
 Slip = tuple[str, str]  # (agent, mode) of a run's first slip
@@ -137,8 +137,10 @@ def score(patterns: list[Any], first_slip: dict[str, Slip | None], *, min_slips:
     tendencies = sorted(slip for slip, n in counts.items() if n >= min_slips)
     best = patterns[:top]
     named = {(p.agent, p.mode) for p in best}
+    agents = {p.agent for p in best}
     purities = [sum(first_slip.get(r) == (p.agent, p.mode) for r in p.runs) / p.count for p in best if p.count]
     return {"tendencies_recovered": sum(t in named for t in tendencies), "tendencies": len(tendencies),
+            "agents_named": sum(a in agents for a, _ in tendencies),  # the tendency's agent named, whatever the mode
             "purity_top5": round(statistics.fmean(purities), 4) if purities else None,
             "missed": [f"{a} {m} ({counts[a, m]} first slips)" for a, m in tendencies if (a, m) not in named],
             "top5": [f"{p.title()} ({p.count})" for p in best]}
@@ -220,17 +222,19 @@ def _cell(value: Any) -> str:
 
 
 def markdown(teams: dict[str, dict[str, Any]], mean: dict[str, Any]) -> str:
-    head = ("| team | runs | failed | tendencies recovered | purity top 5 | verdict agent acc. | verdict mode acc. "
+    head = ("| team | runs | failed | tendencies recovered | purity top 5 | tendency's agent named | verdict agent acc. | verdict mode acc. "
             "| gold verdicts: recovered | gold verdicts: purity |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for name, row in teams.items():
         lines.append(f"| {name} | {row['runs']} | {row['failed']} | {row['tendencies_recovered']}/{row['tendencies']} | "
-                     f"{_cell(row['purity_top5'])} | {_cell(row['agent_accuracy'])} | {_cell(row['mode_accuracy'])} | "
+                     f"{_cell(row['purity_top5'])} | {row['agents_named']}/{row['tendencies']} | {_cell(row['agent_accuracy'])} | {_cell(row['mode_accuracy'])} | "
                      f"{row['oracle_tendencies_recovered']}/{row['tendencies']} | {_cell(row['oracle_purity_top5'])} |")
     recovered = sum(row["tendencies_recovered"] for row in teams.values())
     oracle = sum(row["oracle_tendencies_recovered"] for row in teams.values())
     total = sum(row["tendencies"] for row in teams.values())
-    lines.append(f"| **mean** | {_cell(mean['runs'])} | {_cell(mean['failed'])} | {recovered}/{total} | {_cell(mean['purity_top5'])} | "
+    named = sum(row["agents_named"] for row in teams.values())
+    lines.append(f"| **mean** (tendencies: sum) | {_cell(mean['runs'])} | {_cell(mean['failed'])} | {recovered}/{total} | {_cell(mean['purity_top5'])} | "
+                 f"{named}/{total} | "
                  f"{_cell(mean['agent_accuracy'])} | {_cell(mean['mode_accuracy'])} | {oracle}/{total} | "
                  f"{_cell(mean['oracle_purity_top5'])} |")
     return "\n".join(lines)
@@ -241,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--json", dest="json_path", type=Path, default=None, help="write the scores here")
-    parser.add_argument("--tasks", type=int, default=150, help="tasks per team")
+    parser.add_argument("--tasks", type=int, default=300, help="tasks per team")
     parser.add_argument("--teams", default=",".join(TEAMS), help="comma-separated teams")
     parser.add_argument("--method", default="blend", help="the attribution method (default: blend, the default method)")
     parser.add_argument("--seed", type=int, default=SEED, help="the tasks' seed")
