@@ -29,7 +29,7 @@ from faultlens.middleware.model.text import one_line
 
 from .steptext import ARGUMENT_ERROR, NUMBER, environment_fault, final_step, norm, numbers, step_text
 
-_FAILURE_WORDS = re.compile(r"\b(error|fail\w*|not found|no entry|missing|unavailable|could not|couldn'?t|unable|unknown|"
+FAILURE_WORDS = re.compile(r"\b(error|fail\w*|not found|no entry|missing|unavailable|could not|couldn'?t|unable|unknown|"
                             r"no data|no result\w*|timed? ?out)\b", re.I)
 _ARITHMETIC = re.compile(r"\d\s*[-+*/×÷=]\s*\d|\b(sum|total|difference|times|divided|average|percent\w*)\b", re.I)
 _QUOTE = 80
@@ -66,25 +66,25 @@ def _argument_items(step: Step) -> list[str]:
     return [str(v) for v in values if isinstance(v, (str, int, float)) and not isinstance(v, bool) and str(v).strip()]
 
 
-def _failed(step: Step) -> str | None:
+def step_error(step: Step) -> str | None:
     """The error a tool step reports, or None: its `error`, or a result that reads as one."""
     if step.error:
         return step.error
     if step.kind in (StepKind.tool_call, StepKind.tool_result) and isinstance(step.tool_result, dict):
         for key in ("error", "Error", "message"):
-            if key in step.tool_result and (key != "message" or _FAILURE_WORDS.search(str(step.tool_result[key]))):
+            if key in step.tool_result and (key != "message" or FAILURE_WORDS.search(str(step.tool_result[key]))):
                 return str(step.tool_result[key])
     return None
 
 
 def _failed_calls_before(trace: Trace, index: int) -> list[Step]:
     """Failed tool steps before `index` that another decision caused (the step's own calls are `_own_call_failed`'s)."""
-    return [s for s in trace.steps[:index] if s.tool_name and _failed(s) and cause_of(trace, s.index) != index]
+    return [s for s in trace.steps[:index] if s.tool_name and step_error(s) and cause_of(trace, s.index) != index]
 
 
 def _own_failed_calls(trace: Trace, step: Step) -> list[Step]:
     """The failed tool steps this decision caused: itself if it is a failed call, and the results of its calls."""
-    return [s for s in trace.steps if s.tool_name and _failed(s) and (s.index == step.index or cause_of(trace, s.index) == step.index)]
+    return [s for s in trace.steps if s.tool_name and step_error(s) and (s.index == step.index or cause_of(trace, s.index) == step.index)]
 
 
 def _mentions(text: str, item: str) -> bool:
@@ -93,17 +93,17 @@ def _mentions(text: str, item: str) -> bool:
 
 def _dropped_after_failure(trace: Trace, step: Step) -> Evidence | None:
     text = step_text(step)
-    if step.kind == StepKind.tool_call or _FAILURE_WORDS.search(step.content or ""):
+    if step.kind == StepKind.tool_call or FAILURE_WORDS.search(step.content or ""):
         return None  # a call is not a report; a step that says something failed did not hide it
     for failed in reversed(_failed_calls_before(trace, step.index)):
         missing = [i for i in _argument_items(failed) if not _mentions(text, i)]
         if not missing:
             continue
-        kept = [i for s in trace.steps[:step.index] if s.tool_name == failed.tool_name and not _failed(s)
+        kept = [i for s in trace.steps[:step.index] if s.tool_name == failed.tool_name and not step_error(s)
                 for i in _argument_items(s) if _mentions(text, i)]
         gives = f"gives {', '.join(dict.fromkeys(kept))} only" if kept else "goes on"
         item = missing[0]
-        error = one_line(_failed(failed) or "", _QUOTE)
+        error = one_line(step_error(failed) or "", _QUOTE)
         return Evidence(
             "dropped_after_failure", "V.3", [failed.index],
             f"{_what(step)} {gives}; {'its' if failed.agent == step.agent else 'the ' + failed.agent + chr(39) + 's'} {failed.tool_name} for {item} failed at step {failed.index} ({error}) "
@@ -114,7 +114,7 @@ def _dropped_after_failure(trace: Trace, step: Step) -> Evidence | None:
 
 
 def _silent_after_failure(trace: Trace, step: Step) -> Evidence | None:
-    if step.kind == StepKind.tool_call or _FAILURE_WORDS.search(step.content or ""):
+    if step.kind == StepKind.tool_call or FAILURE_WORDS.search(step.content or ""):
         return None
     failed = _failed_calls_before(trace, step.index)
     if not failed:
@@ -123,17 +123,17 @@ def _silent_after_failure(trace: Trace, step: Step) -> Evidence | None:
     later_decisions = [s for s in trace.steps[last.index + 1:step.index] if s.role == StepRole.decision and s.agent == step.agent]
     if later_decisions:
         return None  # not the first step after the failure: an earlier one already went on
-    error = one_line(_failed(last) or "", _QUOTE)
+    error = one_line(step_error(last) or "", _QUOTE)
     return Evidence("silent_after_failure", "V.3", [last.index],
                     f"{_what(step)} goes on as if {last.tool_name} had worked; it failed at step {last.index} ({error})",
                     f"Check every result of {last.tool_name} for failure and retry or report it instead of going on.")
 
 
 def _own_call_failed(trace: Trace, step: Step) -> Evidence | None:
-    if step.role != StepRole.decision and not (step.tool_name and _failed(step)):
+    if step.role != StepRole.decision and not (step.tool_name and step_error(step)):
         return None
     for result in _own_failed_calls(trace, step):
-        error = _failed(result) or ""
+        error = step_error(result) or ""
         tool = result.tool_name or step.tool_name
         call = step if step.tool_name == tool and step.tool_arguments is not None else result
         args = one_line(json.dumps(call.tool_arguments, ensure_ascii=False, default=str), _QUOTE)

@@ -28,7 +28,6 @@ stays empty (AgentRx's categories are kept in `metadata`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,15 +35,14 @@ from typing import Any
 from pydantic import ValidationError
 
 from faultlens.middleware.errors import InputError, from_validation_error
-from faultlens.middleware.model.trace import AgentInfo, GoldLabel, Outcome, Source, Step, StepKind, StepRole, Task, Trace
+from faultlens.middleware.model.trace import AgentInfo, GoldLabel, Outcome, Source, Task, Trace
 
+from .taubench_messages import message_text, trajectory_steps
 from .trail import read_json_file, realdev_sides, scenario_id, split_spec_arg
 
 FORMAT = "taubench"
 RUNS = "tau_dataset_failed"
 LABELS = "tau_ground_truth"
-AGENTS = {"system": "System", "user": "User", "assistant": "Assistant", "tool": "Tool"}
-ROLES = {"system": StepRole.control, "user": StepRole.decision, "assistant": StepRole.decision, "tool": StepRole.tool_result}
 
 
 def _file(root: Path, stem: str) -> Path:
@@ -52,56 +50,6 @@ def _file(root: Path, stem: str) -> Path:
         if (root / name).exists():
             return root / name
     raise InputError(str(root / f"{stem}.json"), None, None, "missing (also looked for .json.gz)")
-
-
-def _text(value: Any) -> str:
-    if value is None:
-        return ""
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
-def _steps(traj: Any, source: str, record: str) -> list[Step]:
-    if not isinstance(traj, list) or not traj:
-        raise InputError(source, record, "traj", "missing, empty or not a list")
-    steps = []
-    for i, message in enumerate(traj):
-        where = f"{record}, traj[{i}]"
-        if not isinstance(message, dict):
-            raise InputError(source, where, None, f"expected a message object, got {type(message).__name__}")
-        role = message.get("role")
-        if not isinstance(role, str) or role not in AGENTS:
-            raise InputError(source, where, "role", f"{role!r} is not one of {', '.join(AGENTS)}")
-        content = _text(message.get("content"))
-        calls = message.get("tool_calls") or []
-        if not isinstance(calls, list):
-            raise InputError(source, where, "tool_calls", "must be a list")
-        tool_name = arguments = result = None
-        kind = {"system": StepKind.message, "user": StepKind.human, "assistant": StepKind.message, "tool": StepKind.tool_result}[role]
-        if role == "assistant" and calls:
-            kind = StepKind.tool_call
-            fns = []
-            for j, call in enumerate(calls):
-                fn = call.get("function") if isinstance(call, dict) else None
-                if not isinstance(fn, dict) or not isinstance(fn.get("name"), str):
-                    raise InputError(source, where, f"tool_calls[{j}].function.name", "missing or not a string")
-                args = fn.get("arguments")
-                try:
-                    args = json.loads(args) if isinstance(args, str) else args
-                except json.JSONDecodeError:
-                    pass  # kept as the text the model wrote: a malformed call is evidence, not an import error
-                fns.append((fn["name"], args))
-            tool_name = fns[0][0] if len(fns) == 1 else ",".join(n for n, _ in fns)
-            arguments = fns[0][1] if len(fns) == 1 else [{"name": n, "arguments": a} for n, a in fns]
-            content = "\n".join([content] + [f"[tool_call] {n}({json.dumps(a, ensure_ascii=False, sort_keys=True)})" for n, a in fns]).strip()
-        elif role == "tool":
-            tool_name = str(message.get("name") or "") or None
-            result = content
-        metadata = {"role": role}
-        if message.get("tool_call_id"):
-            metadata["tool_call_id"] = message["tool_call_id"]
-        steps.append(Step(index=i, agent=AGENTS[role], kind=kind, role=ROLES[role], content=content, tool_name=tool_name,
-                          tool_arguments=arguments, tool_result=result, native_id=str(i + 1), metadata=metadata))
-    return steps
 
 
 def _label(labels: dict[Any, Any], task_id: Any, source: str, n_steps: int) -> tuple[GoldLabel, dict[str, Any]]:
@@ -125,7 +73,7 @@ def _label(labels: dict[Any, Any], task_id: Any, source: str, n_steps: int) -> t
     agent = failure.get("failed_agent")
     if agent not in ("Assistant", "User"):
         raise InputError(source, record, "failures.failed_agent", f"{agent!r} is not Assistant or User")
-    gold = GoldLabel(step=number - 1, agent=agent, native_step=str(number), reason=_text(failure.get("step_reason")) or None)
+    gold = GoldLabel(step=number - 1, agent=agent, native_step=str(number), reason=message_text(failure.get("step_reason")) or None)
     meta = {"failure_category": failure.get("failure_category"), "failure_summary": label.get("failure_summary"),
             "failure_steps": sorted({f["step_number"] - 1 for f in failures if isinstance(f, dict) and isinstance(f.get("step_number"), int)})}
     return gold, meta
@@ -181,7 +129,7 @@ def read_taubench(directory: str | Path, split: str | None = None) -> Iterator[T
         if split is not None and sides[trace_id] != split:
             continue
         record = f"[{i}] (task_id {task_id})"
-        steps = _steps(run.get("traj"), str(runs_path), record)
+        steps = trajectory_steps(run.get("traj"), str(runs_path), record)
         gold, label_meta = _label(labels, task_id, str(labels_path), len(steps))
         instruction = _task(run).get("instruction")
         first_user = next((s.content for s in steps if s.agent == "User"), "")
@@ -189,7 +137,7 @@ def read_taubench(directory: str | Path, split: str | None = None) -> Iterator[T
         try:
             yield Trace(
                 id=trace_id,
-                task=Task(query=_text(instruction) or first_user, id=str(task_id)),
+                task=Task(query=message_text(instruction) or first_user, id=str(task_id)),
                 agents=[AgentInfo(name="System", role="policy prompt"), AgentInfo(name="User", role="simulated customer"),
                         AgentInfo(name="Assistant", role="retail agent"), AgentInfo(name="Tool", role="retail environment")],
                 steps=steps,

@@ -29,7 +29,7 @@ from faultlens.middleware.errors import InputError, from_validation_error
 from faultlens.middleware.model.answer_key import ANSWER_KEY
 from faultlens.middleware.model.trace import AgentInfo, Outcome, Source, Task, Trace
 
-from .taubench import _steps
+from .taubench_messages import trajectory_steps
 from .trail import read_json_file
 
 FORMAT = "taubench-runs"
@@ -78,7 +78,7 @@ def _trace(run: dict, i: int, source: str, seen: set[str]) -> Trace:
     info = run.get("info")
     if info is not None and not isinstance(info, dict):
         raise InputError(source, record, "info", f"expected an object, got {type(info).__name__}")
-    steps = _steps(run.get("traj"), source, record)
+    steps = trajectory_steps(run.get("traj"), source, record)
     first_user = next((s.content for s in steps if s.agent == "User"), "")
     success = reward >= SUCCESS_REWARD
     try:

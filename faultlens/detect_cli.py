@@ -70,15 +70,16 @@ def detect(spec: str | None, out_dir: str | None, db_path: str | None, model_pat
 
     if spec is None and db_path is None:
         raise ConfigError("give --dataset SPEC --out DIR, or --db DB")
-    if spec is not None and out_dir is None:
-        raise ConfigError("--dataset needs --out DIR (predictions.jsonl is written there)")
     detector = Detector(model_path)
     if spec is not None:
+        if out_dir is None:
+            raise ConfigError("--dataset needs --out DIR (predictions.jsonl is written there)")
         from faultlens.benchmark.datasets import load_dataset
 
-        n, unscored = _write(_scored(detector, load_dataset(spec), None, quiet), Path(out_dir))
+        out = Path(out_dir)
+        n, unscored = _write(_scored(detector, load_dataset(spec), None, quiet), out)
         note = f" ({unscored} without p_failed: see their reason)" if unscored else ""
-        click.echo(f"scored {n} runs -> {Path(out_dir) / 'predictions.jsonl'}{note}")
+        click.echo(f"scored {n} runs -> {out / 'predictions.jsonl'}{note}")
     if db_path is not None or spec is None:
         _detect_store(detector, db_path, limit, quiet)
 

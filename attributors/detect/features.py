@@ -35,7 +35,7 @@ from collections import Counter
 from faultlens.middleware.model.answer_key import attributor_view
 from faultlens.middleware.model.trace import Source, Step, StepKind, StepRole, Trace
 
-from ..evidence import _FAILURE_WORDS, _failed, evidence
+from ..evidence import FAILURE_WORDS, evidence, step_error
 from ..steptext import numbers, norm, step_text
 
 WINDOW = 60  # decisions whose per-step evidence is read (the finders look back over the run: quadratic)
@@ -90,7 +90,7 @@ def _agent_decision(step: Step) -> bool:
 
 def _step_failed(step: Step) -> bool:
     """A step that reports an error: its `error`, an error-shaped result, or a tool's text result opening with one."""
-    if step.error or _failed(step):
+    if step.error or step_error(step):
         return True
     result = step.tool_result if step.kind in (StepKind.tool_call, StepKind.tool_result) else None
     return isinstance(result, str) and bool(_ERROR_TEXT.match(result))
@@ -131,8 +131,8 @@ def _error_features(trace: Trace, final: Step | None) -> dict[str, float]:
     final_text = (final.content or "") if final else ""
     return {"n_errors": len(failed), "error_share": len(failed) / max(1, len(trace.steps)),
             "ended_on_error": float(bool(trace.steps) and trace.steps[-1].index == last_failed),
-            "moved_past_error": float(bool(failed) and bool(after) and not _FAILURE_WORDS.search(final_text)),
-            "final_reports_failure": float(bool(_FAILURE_WORDS.search(final_text))),
+            "moved_past_error": float(bool(failed) and bool(after) and not FAILURE_WORDS.search(final_text)),
+            "final_reports_failure": float(bool(FAILURE_WORDS.search(final_text))),
             "errors_after_first_half": sum(1 for s in failed if s.index >= len(trace.steps) / 2)}
 
 
