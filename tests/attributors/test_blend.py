@@ -58,6 +58,16 @@ def test_who_first_blames_the_agent_holding_most_of_the_score_then_its_best_step
     assert [c.agent for c in a.ranking[:3]] == ["b", "b", "b"]
 
 
+def test_the_lateness_term_orders_steps_but_does_not_choose_the_agent():
+    trace = _long_run(12, "a" * 6 + "b" * 6)  # a acts first, b last
+    scores = [1.0] * 6 + [0.95] * 6  # a's steps hold slightly more of the learned score
+    a = Blend(model=FlatModel(scores), heuristic_weight=0.0).attribute(trace)
+    assert a.agent == "a" and a.step == 5  # a is blamed, at its latest step: lateness still orders a's steps
+    # the earlier rule added lateness to each agent's mass, and blamed whoever acts last
+    earlier = Blend(model=FlatModel(scores), heuristic_weight=0.0, lateness_in_who=True).attribute(trace)
+    assert earlier.agent == "b" and earlier.step == 11
+
+
 def test_the_verdict_reads_as_evidence_and_keeps_the_numbers_for_developers():
     a = Blend(model=FlatModel()).attribute(_run())
     assert a.status.value == "ok" and a.method == "blend"
