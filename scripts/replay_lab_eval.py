@@ -1,7 +1,7 @@
 """The replay lab's measure (issue 44, item 5): `blend` leave-one-system-out, and `verify` over it, on eight framework teams.
 
-    .venv/bin/python scripts/replay_lab_eval.py --json replay_lab.json [--tasks 24] [--teams ag2_experts,chart_desk]
-        [--k 3] [--draws 2] [--realdev ../shared/realdev] [--cache .cache/replay_lab]
+    .venv/bin/python scripts/replay_lab_eval.py --json replay_lab.json [--tasks 12] [--teams ag2_experts,chart_desk]
+        [--k 30] [--draws 2] [--workers 2] [--realdev ../shared/realdev] [--cache DIR]
 
 For each team (its framework's real orchestration, `injectors.replay_lab.program`,
 run as a separate process that sends every model call over HTTP to a live
