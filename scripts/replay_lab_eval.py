@@ -22,7 +22,10 @@ simulated agents in this process, `injectors.replay_lab.SimulatedAgents`):
    candidate), judged by the environment's evaluator on the program's stdout.
    A verdict not verified is the base's. `reruns_*` and `not_verifiable` are of
    these verdicts.
-4. `adapted_*`: null until `faultlens.rerun.adapt.adapt_learned` exists.
+4. `adapted_*` (with `--adapt`): `faultlens adapt` on the team's own successful runs of step 1
+   (errors injected by re-running its program; the failures kept with exact labels), then
+   `blend` whose `learned` model is the fold's training data plus those runs, on the same
+   failed runs as `loso_*`.
 
 Prints a markdown table and the time taken; `--json OUT` writes
 `{teams: {name: {n, loso_step, ...}}, mean: {...}, runs: {...}, settings: {...}}`.
@@ -80,6 +83,7 @@ class Recorded:
     agents: Any  # the team's SimulatedAgents, kept for its re-runs
     store: Any
     cases: list[Case] = field(default_factory=list)
+    succeeded: list[Task] = field(default_factory=list)  # the tasks of its successful runs (what `adapt` injects into)
     runs: int = 0
     failed: int = 0
     failed_without_slip: int = 0
@@ -125,6 +129,7 @@ def record_team(team: str, n: int, store: Any, *, seed: int = SEED, timeout: flo
             posted = httpx.post(f"{server.url}/api/runs/{run_id}/outcome", json={"success": success, "detail": detail}, timeout=30)
             posted.raise_for_status()
             if success:
+                out.succeeded.append(task)
                 continue
             out.failed += 1
             gold = run.gold
@@ -222,7 +227,8 @@ def wait_for(path: Path, limit: float = 3600.0) -> Path:
     return path
 
 
-def team_job(team: str, tasks: int, seed: int, k: int, draws: int, timeout: float, model: str, scratch: str) -> dict[str, Any]:
+def team_job(team: str, tasks: int, seed: int, k: int, draws: int, timeout: float, model: str, scratch: str,
+             adapt_per_run: int = 0, specs: list[str] | None = None, system: str = "") -> dict[str, Any]:
     """One team, start to end: its runs through the gateway, then verify over its fold's `blend` (a worker's job)."""
     import logging
 
@@ -244,10 +250,70 @@ def team_job(team: str, tasks: int, seed: int, k: int, draws: int, timeout: floa
     rows = verify_team(rec, base, k=k, draws=draws, timeout=timeout, say=say)
     seconds = time.monotonic() - started
     say(f"{team}: {len(rows)} run(s) verified in {seconds:.0f} s ({started - waited:.0f} s waiting for its fold model)")
-    return {"scores": team_scores(rows),
+    scores = team_scores(rows)
+    adapted: dict[str, Any] = {}
+    if adapt_per_run and specs is not None:
+        adapted_base, adapted = adapt_team(rec, specs, system, Path(scratch) / f"{team}-adapt", per_run=adapt_per_run,
+                                           timeout=timeout, say=say)
+        scores.update(adapted_scores(rec, adapted_base))
+    return {"scores": scores,
             "runs": {"runs": rec.runs, "failed": rec.failed, "kept": len(rec.cases), "failed_without_slip": rec.failed_without_slip,
                      "crashed": rec.crashed, "record_seconds": round(rec.seconds, 1), "verify_seconds": round(seconds, 1),
-                     "rows": rows}}
+                     "rows": rows, "adapt": adapted}}
+
+
+def adapt_team(rec: Recorded, specs: list[str], system: str, out: Path, *, per_run: int, timeout: float,
+               say: Callable[[str], None] = print) -> tuple[Any, dict[str, Any]]:
+    """`faultlens adapt` on the team's successful runs (the program re-run as a subprocess per attempt), then `blend`
+    with `learned` trained on the fold's data (without the team's framework) plus the injected failures."""
+    from faultlens.attributors.learned import Blend, fit
+    from faultlens.benchmark.loso import system_of
+    from faultlens.benchmark.train import training_set
+    from faultlens.injectors.envs import get as get_env
+    from faultlens.injectors.replay_lab import program_command
+    from faultlens.middleware.capture.upstream import CallableUpstream
+    from faultlens.rerun.adapt import adapt
+    from faultlens.rerun.contract import Judge, Program
+
+    env = get_env(rec.team)
+    by_query = {rec.store.get_trace(task.id).task.query: task for task in rec.succeeded if task.id}
+    current: dict[str, Task] = {}
+
+    def program(variables: Any) -> str:
+        task = by_query[variables["FAULTLENS_TASK"]]
+        current["task"] = task
+        rec.agents.rerun(task)
+        done = subprocess.run(program_command(rec.team, str(task.id)), shell=True, env={**os.environ, **variables},
+                              capture_output=True, text=True, timeout=timeout)
+        if done.returncode != 0:
+            raise RuntimeError(f"the program exited {done.returncode}: {done.stderr.strip()[-200:]}")
+        return done.stdout
+
+    judge = Judge(lambda stdout: env.evaluate(current["task"], stdout.strip() or None).success)
+    started = time.monotonic()
+    result = adapt(rec.store, Program(program, timeout=timeout), CallableUpstream(rec.agents), out, judge=judge,
+                   runs=len(rec.succeeded) or None, per_run=per_run)
+    say(f"{rec.team}: adapt made {len(result.traces)} labelled failure(s) from {len(rec.succeeded)} successful run(s) "
+        f"in {time.monotonic() - started:.0f} s; yield {result.yield_by_mode()}")
+    train, sources, _ = training_set(specs)
+    kept = [t for t in train if system_of(t) != system]
+    sources.update({t.id: "adapt" for t in result.traces})
+    model = fit(kept + result.traces, seed=0, sources=sources)
+    return Blend(model=model), {"injected": len(result.traces), "attempts": len(result.attempts), "yield": result.yield_by_mode()}
+
+
+def adapted_scores(rec: Recorded, base: Any) -> dict[str, Any]:
+    """Step and agent accuracy of `base` on the team's scored failed runs (the gold never shown to it)."""
+    from faultlens.middleware.model.answer_key import attributor_view
+
+    rows = []
+    for case in rec.cases:
+        trace = rec.store.get_trace(case.run_id)
+        verdict = base.attribute(attributor_view(trace))
+        rows.append((verdict.step == case.gold.step, verdict.agent == case.gold.agent))
+    n = len(rows) or 1
+    return {"adapted_step": round(sum(s for s, _ in rows) / n, 4) if rows else None,
+            "adapted_agent": round(sum(a for _, a in rows) / n, 4) if rows else None}
 
 
 # -- the table --------------------------------------------------------------------------------------------------
@@ -306,6 +372,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "faultlens-replay-lab",
                         help="Where the fold models are kept (one per framework, reused while the training data and code are the same).")
     parser.add_argument("--timeout", type=float, default=300.0, help="Seconds one run of a team's program may take.")
+    parser.add_argument("--adapt", type=int, default=0, metavar="PER_RUN",
+                        help="Also run `faultlens adapt` on each team's successful runs, PER_RUN injections a run (0: not).")
     args = parser.parse_args(argv)
 
     from faultlens.injectors.envs import get as get_env
@@ -325,7 +393,8 @@ def main(argv: list[str] | None = None) -> int:
     scratch = tempfile.mkdtemp(prefix="faultlens-replay-lab-")
     with ProcessPoolExecutor(max_workers=max(1, args.workers), mp_context=context) as pool:
         jobs = {team: pool.submit(team_job, team, args.tasks, args.seed, args.k, args.draws, args.timeout,
-                                  str(fold_path(args.cache, specs, systems[team])), scratch) for team in teams}
+                                  str(fold_path(args.cache, specs, systems[team])), scratch, args.adapt, specs, systems[team])
+                for team in teams}
         done = {team: job.result() for team, job in jobs.items()}
     folds.result()
     trainer.shutdown()
@@ -337,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{sum(r['runs'] for r in runs.values())} runs, {sum(len(r['rows']) for r in runs.values())} verified, "
           f"in {seconds:.0f} s ({args.workers} worker(s))")
     if args.json_path is not None:
-        settings = {"tasks": args.tasks, "seed": args.seed, "k": args.k, "draws": args.draws, "training": specs,
+        settings = {"tasks": args.tasks, "seed": args.seed, "k": args.k, "draws": args.draws, "adapt_per_run": args.adapt, "training": specs,
                     "base": "blend (learned trained without the team's framework)", "seconds": round(seconds, 1),
                     "workers": args.workers}
         args.json_path.parent.mkdir(parents=True, exist_ok=True)
