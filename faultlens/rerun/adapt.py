@@ -111,14 +111,14 @@ def successful_runs(store: Store, limit: int | None = None) -> list[Trace]:
     return runs[:limit] if limit else runs
 
 
-def plan(runs: list[Trace], modes: tuple[str, ...], per_run: int, seed: int) -> Iterator[tuple[Trace, int, str]]:
-    """(run, call, mode) to try: per run, `per_run` pairs drawn without repeats, deterministic in `seed`."""
+def plan(runs: list[Trace], modes: tuple[str, ...], seed: int) -> Iterator[tuple[Trace, list[tuple[int, str]]]]:
+    """Per run, every (call, mode) pair in an order drawn from `seed`: tried in turn until `per_run` of them were re-run
+    (a pair no rule of the mode applies to costs no re-run and is passed over)."""
     for trace in runs:
         calls = len(call_steps(trace))
         pairs = [(c, m) for c in range(calls) for m in modes]
         random.Random(f"{seed}:{trace.id}").shuffle(pairs)
-        for call, mode in pairs[:per_run]:
-            yield trace, call, mode
+        yield trace, pairs
 
 
 def _read_attempts(path: Path) -> dict[str, Attempt]:
@@ -137,7 +137,9 @@ def adapt(store: Store, program: Program, upstream: GatewayUpstream, out: Path, 
           on_attempt: Callable[[Attempt, int, int], None] | None = None) -> AdaptResult:
     """Inject errors into the successful runs of `store` by re-running `program`; keep the failures it makes.
 
-    Resumable: attempts already in `out/attempts.jsonl` are not tried again.
+    Per run, `per_run` re-runs: (call, mode) pairs are taken in a seeded order, and a pair no rule of the mode
+    applies to is recorded (`no_rule`) and passed over. Resumable: attempts already in `out/attempts.jsonl` are not
+    tried again.
     """
     sources = successful_runs(store, runs)
     if not sources:
@@ -148,22 +150,32 @@ def adapt(store: Store, program: Program, upstream: GatewayUpstream, out: Path, 
     done = _read_attempts(attempts_path)
     result = AdaptResult(attempts=list(done.values()))
     kept = {t.id: t for t in _read_traces(traces_path)}
-    todo = list(plan(sources, modes, per_run, seed))
-    for n, (trace, call, mode) in enumerate(todo, 1):
-        key = f"{trace.id}/{call}-{mode}"
-        if key in done:
-            continue
-        attempt, labelled = _attempt(trace, call, mode, seed, program, judge or Judge(), upstream)
-        if labelled is not None:
-            store.save_trace(labelled)
-            kept[labelled.id] = labelled
-            with traces_path.open("a", encoding="utf-8") as f:
-                f.write(labelled.model_dump_json() + "\n")
-        with attempts_path.open("a", encoding="utf-8") as f:  # after the trace: a crash between the two re-tries, never loses
-            f.write(json.dumps(attempt.__dict__, ensure_ascii=False) + "\n")
-        result.attempts.append(attempt)
-        if on_attempt is not None:
-            on_attempt(attempt, n, len(todo))
+    plans = list(plan(sources, modes, seed))
+    total, made = len(plans) * per_run, 0
+    for trace, pairs in plans:
+        rerun = 0
+        for call, mode in pairs:
+            if rerun >= per_run:
+                break
+            key = f"{trace.id}/{call}-{mode}"
+            attempt = done.get(key)
+            if attempt is None:
+                attempt, labelled = _attempt(trace, call, mode, seed, program, judge or Judge(), upstream)
+                if labelled is not None:
+                    store.save_trace(labelled)
+                    kept[labelled.id] = labelled
+                    with traces_path.open("a", encoding="utf-8") as f:
+                        f.write(labelled.model_dump_json() + "\n")
+                with attempts_path.open("a", encoding="utf-8") as f:  # after the trace: a crash between the two re-tries, never loses
+                    f.write(json.dumps(attempt.__dict__, ensure_ascii=False) + "\n")
+                result.attempts.append(attempt)
+                if attempt.result != "no_rule":
+                    made += 1
+                    if on_attempt is not None:
+                        on_attempt(attempt, made, total)
+            elif attempt.result != "no_rule":
+                made += 1
+            rerun += attempt.result != "no_rule"
     result.traces = list(kept.values())
     return result
 

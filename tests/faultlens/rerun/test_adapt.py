@@ -75,7 +75,8 @@ def test_adapt_keeps_the_failures_it_makes_with_exact_labels_and_resumes(tmp_pat
     assert first == seen
     result = adapt(store, Program(command), upstream, out, judge=Judge(judge), per_run=2, modes=("R.3",))
     keys = [a.key for a in result.attempts]
-    assert len(keys) == len(set(keys)) == 8 and keys[:2] == seen  # every (run, call, mode) once, the first two not repeated
+    reruns = [a.key for a in result.attempts if a.result != "no_rule"]
+    assert len(keys) == len(set(keys)) and len(reruns) == 8 and reruns[:2] == seen  # 2 re-runs a run, each once, the first two not repeated
     injected = [a for a in result.attempts if a.result == "injected"]
     assert injected and len(result.traces) == len(injected)
     for trace in result.traces:
@@ -98,7 +99,8 @@ def test_adapt_cli_shows_progress_and_the_yield_table(tmp_path, sim, recorded):
     assert result.exit_code == 0, result.output
     assert "yield per mode" in result.output and "R.3" in result.output
     again = CliRunner().invoke(cli, args, env={"OPENAI_API_KEY": "sk-sim"})  # resumes: nothing left to try
-    assert again.exit_code == 0 and len((out / "attempts.jsonl").read_text().splitlines()) == 4
+    tried = [json.loads(line) for line in (out / "attempts.jsonl").read_text().splitlines()]
+    assert again.exit_code == 0 and len([a for a in tried if a["result"] != "no_rule"]) == 4
 
 
 def test_an_empty_store_is_a_clear_error(tmp_path, sim):
@@ -115,3 +117,14 @@ def test_split_keeps_a_source_runs_injections_on_one_side(recorded, tmp_path):
               for s in ("a", "b", "c", "d") for c in range(3)]
     train, test = split_by_source(traces, 0.25)
     assert {t.metadata["from_run"] for t in train}.isdisjoint({t.metadata["from_run"] for t in test}) and len(test) == 3
+
+
+def test_a_pair_no_rule_applies_to_costs_no_rerun(tmp_path, sim, recorded):
+    db, command, judge = recorded
+    upstream = LiteLLMUpstream("openai/{agent}", api_base=sim.url, api_key="sk-sim")
+    # A.2 rewrites a tool call's arguments: these replies make no tool call, so no A.2 rule applies to them.
+    result = adapt(open_store(db), Program(command), upstream, tmp_path / "o", judge=Judge(judge), per_run=1, modes=("A.2", "R.3"))
+    reruns = [a for a in result.attempts if a.result != "no_rule"]
+    assert len(reruns) == 4 and {a.mode for a in reruns} == {"R.3"}  # one re-run a run, never of a pair with no rule
+    assert all(a.mode == "A.2" for a in result.attempts if a.result == "no_rule")
+    assert result.yield_by_mode()["R.3"]["attempts"] == 4
