@@ -49,7 +49,7 @@ from .generators import GenInput, PrefixItem, TemplateGenerator
 from .seeding import stable_seed
 from .sim import content_words
 
-__all__ = ["TENDENCIES", "GatewayTeam", "RunRecord", "Slip", "follows_lesson", "strip_lessons"]
+__all__ = ["TENDENCIES", "GatewayTeam", "RunRecord", "Slip", "first_slip", "follows_lesson", "strip_lessons"]
 
 Completion = dict[str, Any]
 Upstream = Callable[[str, dict[str, Any]], Completion]
@@ -130,10 +130,15 @@ class RunRecord:
 
     @property
     def gold(self) -> GoldLabel | None:
-        if not self.slips:
-            return None
-        first = self.slips[0]
-        return GoldLabel(step=first.call, agent=first.agent, mode=first.mode, reason=first.reason)
+        return first_slip(self.slips)
+
+
+def first_slip(slips: list[Slip]) -> GoldLabel | None:
+    """The gold label of a run: its first slip (None when its agents made none)."""
+    if not slips:
+        return None
+    first = slips[0]
+    return GoldLabel(step=first.call, agent=first.agent, mode=first.mode, reason=first.reason)
 
 
 def slip_completion(env: Any, mode: str, agent: str, request: dict[str, Any], completion: Completion,

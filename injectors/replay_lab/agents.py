@@ -37,7 +37,7 @@ from faultlens.middleware.replay.gateway_calls import request_key
 from faultlens.middleware.replay.session import canonical
 
 from ..envs.framework import completion as text_completion
-from ..gateway_team import TENDENCIES, Slip, follows_lesson, slip_completion
+from ..gateway_team import TENDENCIES, Slip, first_slip, follows_lesson, slip_completion
 from ..seeding import stable_seed
 
 __all__ = ["LAB_TENDENCIES", "LabRun", "SimulatedAgents", "program_command"]
@@ -135,10 +135,7 @@ class LabRun:
 
     @property
     def gold(self) -> GoldLabel | None:
-        if not self.slips:
-            return None
-        first = self.slips[0]
-        return GoldLabel(step=first.call, agent=first.agent, mode=first.mode, reason=first.reason)
+        return first_slip(self.slips)
 
 
 class SimulatedAgents:
