@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 
 from ..errors import FaultlensError
-from ..replay.chat_request import check_agent_name, forwarded, safe_message
+from ..replay.chat_request import agent_model, safe_message, upstream_arguments
 from ..replay.endpoint import sse_chunks
 
 log = logging.getLogger("faultlens.middleware.capture.gateway")
@@ -31,12 +31,6 @@ class GatewayUpstream(Protocol):
     def complete(self, agent: str, request: dict[str, Any]) -> dict[str, Any]: ...
 
     def stream(self, agent: str, request: dict[str, Any]) -> Iterator[dict[str, Any]]: ...
-
-
-def _forwarded_body(request: Mapping[str, Any]) -> dict[str, Any]:
-    # Only the allow-listed chat parameters (`chat_request`), even if a caller skipped the check; the model is
-    # the gateway's to choose (per agent), and streaming is asked for by the method called.
-    return {k: v for k, v in forwarded(request).items() if k not in ("model", "stream", "stream_options")}
 
 
 def upstream_error(exc: BaseException) -> UpstreamError:
@@ -77,14 +71,14 @@ class LiteLLMUpstream:
 
     def _model(self, agent: str) -> str:
         # An agent name substituted into the model cannot pick another provider or add a path (raises RequestRefused).
-        return self.model.replace("{agent}", check_agent_name(agent)) if "{agent}" in self.model else self.model
+        return agent_model(self.model, agent)
 
     def complete(self, agent: str, request: dict[str, Any]) -> dict[str, Any]:
         import litellm
 
         model = self._model(agent)
         try:
-            response = litellm.completion(model=model, **_forwarded_body(request), **self.kwargs)
+            response = litellm.completion(model=model, **upstream_arguments(request), **self.kwargs)
         except Exception as exc:
             raise upstream_error(exc) from exc
         return response.model_dump(exclude_none=True)
@@ -94,7 +88,7 @@ class LiteLLMUpstream:
 
         model = self._model(agent)
         try:
-            chunks = litellm.completion(model=model, **_forwarded_body(request), stream=True,
+            chunks = litellm.completion(model=model, **upstream_arguments(request), stream=True,
                                         stream_options={"include_usage": True}, **self.kwargs)
         except Exception as exc:
             raise upstream_error(exc) from exc

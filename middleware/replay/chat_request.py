@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, StrictBool, ValidationError, model_v
 
 from ..errors import FaultlensError
 
-__all__ = ["FORWARDED", "MAX_DEPTH", "REFUSED", "RequestRefused", "check_agent_name", "check_chat_request", "forwarded", "safe_message"]
+__all__ = ["FORWARDED", "MAX_DEPTH", "REFUSED", "RequestRefused", "check_agent_name", "agent_model", "check_chat_request", "forwarded", "safe_message", "upstream_arguments"]
 
 MAX_DEPTH = 64
 
@@ -211,6 +211,18 @@ def check_chat_request(body: Any) -> dict[str, Any]:
 def forwarded(body: Mapping[str, Any]) -> dict[str, Any]:
     """The fields of a checked request that go upstream: the allow-listed ones, as sent."""
     return {key: value for key, value in body.items() if key in FORWARDED}
+
+
+def upstream_arguments(request: Mapping[str, Any]) -> dict[str, Any]:
+    """The keyword arguments a checked request gives the upstream's litellm call: the allow-listed fields, less
+    the model (the gateway's to choose, per agent) and streaming (asked for by the method called)."""
+    return {k: v for k, v in forwarded(request).items() if k not in ("model", "stream", "stream_options")}
+
+
+def agent_model(model: str, agent: str) -> str:
+    """`model` with `{agent}` replaced by the calling agent's name, which may not pick a provider or add a path
+    (`check_agent_name`: RequestRefused)."""
+    return model.replace("{agent}", check_agent_name(agent)) if "{agent}" in model else model
 
 
 def dropped_fields(body: Mapping[str, Any]) -> list[str]:

@@ -34,7 +34,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from ..errors import FaultlensError
-from .chat_request import MAX_DEPTH, RequestRefused, check_agent_name, check_chat_request, forwarded, safe_message
+from .chat_request import MAX_DEPTH, RequestRefused, agent_model, check_chat_request, safe_message, upstream_arguments
 from .session import Drift, Override, Recording, Session, canonical
 
 __all__ = ["ChatProxy", "Upstream", "create_proxy_app", "litellm_upstream", "sse_chunks"]
@@ -54,9 +54,7 @@ def litellm_upstream(model: str, **completion_kwargs: Any) -> Upstream:
     import litellm
 
     def call(agent: str, request: dict[str, Any]) -> dict[str, Any]:
-        body = {k: v for k, v in forwarded(request).items() if k not in ("model", "stream", "stream_options")}
-        name = model.replace("{agent}", check_agent_name(agent)) if "{agent}" in model else model
-        response = litellm.completion(model=name, **body, **completion_kwargs)
+        response = litellm.completion(model=agent_model(model, agent), **upstream_arguments(request), **completion_kwargs)
         return response.model_dump(exclude_none=True)
 
     return call
