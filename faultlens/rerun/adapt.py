@@ -103,12 +103,16 @@ def injected_trace(source: Trace, calls: Recording, call: int, step_of_call: int
 def successful_runs(store: Store, limit: int | None = None) -> list[Trace]:
     """The store's successful runs that the gateway recorded (the ones a re-run can replay), oldest first."""
     runs = []
-    for summary in store.list_traces(status="succeeded", limit=None):
+    summaries = sorted(store.list_traces(status="succeeded", limit=None), key=lambda s: s.created_at or 0)
+    for summary in summaries:
+        if limit and len(runs) >= limit:
+            break  # read no more runs than are used
+        if summary.benchmark == BENCHMARK:
+            continue  # a run adapt made itself
         trace = store.get_trace(summary.id)
-        if trace.source.benchmark != BENCHMARK and call_steps(trace):
+        if call_steps(trace):
             runs.append(trace)
-    runs.sort(key=lambda t: t.created_at or 0)
-    return runs[:limit] if limit else runs
+    return runs
 
 
 def plan(runs: list[Trace], modes: tuple[str, ...], seed: int) -> Iterator[tuple[Trace, list[tuple[int, str]]]]:
@@ -154,13 +158,14 @@ def adapt(store: Store, program: Program, upstream: GatewayUpstream, out: Path, 
     total, made = len(plans) * per_run, 0
     for trace, pairs in plans:
         rerun = 0
+        recording, steps = recording_of(trace), call_steps(trace)  # once a run, whatever number of pairs it takes
         for call, mode in pairs:
             if rerun >= per_run:
                 break
             key = f"{trace.id}/{call}-{mode}"
             attempt = done.get(key)
             if attempt is None:
-                attempt, labelled = _attempt(trace, call, mode, seed, program, judge or Judge(), upstream)
+                attempt, labelled = _attempt(trace, recording, steps, call, mode, seed, program, judge or Judge(), upstream)
                 if labelled is not None:
                     store.save_trace(labelled)
                     kept[labelled.id] = labelled
@@ -180,10 +185,9 @@ def adapt(store: Store, program: Program, upstream: GatewayUpstream, out: Path, 
     return result
 
 
-def _attempt(trace: Trace, call: int, mode: str, seed: int, program: Program, judge: Judge,
-             upstream: GatewayUpstream) -> tuple[Attempt, Trace | None]:
-    recording = recording_of(trace)
-    step = call_steps(trace)[call]
+def _attempt(trace: Trace, recording: Recording, steps: list[int], call: int, mode: str, seed: int, program: Program,
+             judge: Judge, upstream: GatewayUpstream) -> tuple[Attempt, Trace | None]:
+    step = steps[call]
     key = f"{trace.id}/{call}-{mode}"
     try:
         reply, reason = injected_reply(recording, call, mode, seed)
