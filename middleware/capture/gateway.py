@@ -52,7 +52,7 @@ from .instrument.messages import content_parts, openai_to_genai, tool_call_parts
 from ..model.trace import AgentInfo, Source, Step, StepKind, Task, Trace, Usage
 from ..replay.chat_request import RequestRefused, dropped_fields, forwarded
 from ..replay.gateway_calls import LESSONS_BEGIN, LESSONS_END
-from ..replay.endpoint import DEFAULT_AGENT, chat_body, model_listing
+from ..replay.endpoint import DEFAULT_AGENT, chat_body, error_body, model_listing
 from faultlens.middleware.spans.messages import messages_text
 from .step_writer import PendingWrite, StepWriter
 from .upstream import GatewayUpstream, UpstreamError
@@ -314,8 +314,7 @@ class Gateway:
 
 
 def _refused(exc: RequestRefused) -> Answer:
-    body = {"error": {"message": str(exc), "type": "invalid_request_error", "param": exc.field}}
-    return Answer(400, json.dumps(body).encode())
+    return Answer(400, json.dumps(error_body(str(exc), "invalid_request_error", param=exc.field)).encode())
 
 
 def completion_outputs(completion: Mapping[str, Any] | None) -> list[dict[str, Any]]:

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from ..replay.endpoint import sse_chunks
+from ..replay.endpoint import error_body, sse_chunks
 from ..replay.gateway_calls import request_key
 from ..replay.session import CallRecord, Drift, Recording, Session
 from .gateway import completion_text, inject_lessons
@@ -91,7 +91,7 @@ class RerunUpstream:
                 return self.session.call("model", agent, key, lambda _key: self._live(agent, request))
             except Drift as drift:
                 self.drift = self.drift or drift
-                body = {"error": {"message": f"faultlens re-run: {drift}", "type": "faultlens_drift", "index": drift.index}}
+                body = error_body(f"faultlens re-run: {drift}", "faultlens_drift", index=drift.index)
                 raise UpstreamError(409, json.dumps(body).encode()) from None
             finally:
                 self._asked = None

@@ -10,7 +10,7 @@ from typing import Any, Protocol
 
 from ..errors import FaultlensError
 from ..replay.chat_request import agent_model, safe_message, upstream_arguments
-from ..replay.endpoint import sse_chunks
+from ..replay.endpoint import error_body, sse_chunks
 
 log = logging.getLogger("faultlens.middleware.capture.gateway")
 
@@ -42,8 +42,8 @@ def upstream_error(exc: BaseException) -> UpstreamError:
     names none: the gateway could not get an answer).
     """
     if type(exc).__name__ == "Timeout":  # litellm's (status 408): for a gateway, the upstream timed out
-        return UpstreamError(504, json.dumps({"error": {"message": "the upstream did not answer in time (the gateway's --upstream-timeout)",
-                                                        "type": "upstream_timeout", "code": 504}}).encode())
+        message = "the upstream did not answer in time (the gateway's --upstream-timeout)"
+        return UpstreamError(504, json.dumps(error_body(message, "upstream_timeout", code=504)).encode())
     response = getattr(exc, "response", None)
     content = getattr(response, "content", None) if response is not None else None
     status = getattr(exc, "status_code", None) or getattr(response, "status_code", None) or 502
@@ -51,8 +51,7 @@ def upstream_error(exc: BaseException) -> UpstreamError:
         media = (getattr(response, "headers", None) or {}).get("content-type", "application/json")
         return UpstreamError(int(status), content, media)
     message = safe_message(str(getattr(exc, "message", None) or exc)) or type(exc).__name__
-    body = {"error": {"message": message, "type": type(exc).__name__, "code": int(status)}}
-    return UpstreamError(int(status), json.dumps(body).encode())
+    return UpstreamError(int(status), json.dumps(error_body(message, type(exc).__name__, code=int(status))).encode())
 
 
 DEFAULT_TIMEOUT = 30.0  # seconds; litellm's own default (600 s) would let a hanging upstream hold a call for ten minutes

@@ -37,7 +37,7 @@ from ..errors import FaultlensError
 from .chat_request import MAX_DEPTH, RequestRefused, agent_model, check_chat_request, safe_message, upstream_arguments
 from .session import Drift, Override, Recording, Session, canonical
 
-__all__ = ["ChatProxy", "Upstream", "create_proxy_app", "litellm_upstream", "sse_chunks"]
+__all__ = ["ChatProxy", "Upstream", "create_proxy_app", "error_body", "litellm_upstream", "sse_chunks"]
 
 JSON = Any
 # (agent, request) -> chat completion
@@ -152,8 +152,13 @@ def _sse(payload: Mapping[str, Any]) -> str:
 
 
 def error_response(status: int, message: str, kind: str, **extra: Any) -> JSONResponse:
-    """An OpenAI-style error body (`{"error": {"message", "type", ...}}`) with `status`."""
-    return JSONResponse({"error": {"message": message, "type": kind, **extra}}, status_code=status)
+    """An OpenAI-style error body (`error_body`) with `status`."""
+    return JSONResponse(error_body(message, kind, **extra), status_code=status)
+
+
+def error_body(message: str, kind: str, **extra: Any) -> dict[str, Any]:
+    """The error object OpenAI's API answers with: `{"error": {"message", "type", ...}}` (what clients' SDKs parse)."""
+    return {"error": {"message": message, "type": kind, **extra}}
 
 
 def model_listing(models: list[str]) -> dict[str, Any]:
