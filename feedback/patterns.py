@@ -20,7 +20,7 @@ it (counts beside; "too few runs" below `MIN_RUNS` on either side).
 from __future__ import annotations
 
 import time
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -140,7 +140,7 @@ def find_patterns(store: Store, *, since: float | None = None, suspected: Iterab
     ids = [s.id for s in failed if since is None or s.created_at >= since]  # when the run happened, not when it was stored
     suspected_ids = [i for i in dict.fromkeys(suspected) if i not in set(ids)]
     groups: dict[str, Pattern] = {}
-    lesson_votes: dict[str, Counter[str]] = defaultdict(Counter)
+X
     considered = 0
     for trace_id in [*ids, *suspected_ids]:
         attribution = latest_verdict(store, trace_id)
@@ -159,7 +159,7 @@ def find_patterns(store: Store, *, since: float | None = None, suspected: Iterab
         pattern.last_seen = max(pattern.last_seen, seen)
         pattern.per_day[_day(seen)] = pattern.per_day.get(_day(seen), 0) + 1
         pattern.suspected += trace_id in suspected_ids
-        lesson_votes[key][attribution.id] += 1
+        verdicts[key].append(attribution.id)
     all_lessons = lessons if lessons is not None else store.lessons(include_retired=True)
     by_attribution: dict[str, list[Lesson]] = defaultdict(list)
     for lesson in all_lessons:
@@ -169,7 +169,7 @@ def find_patterns(store: Store, *, since: float | None = None, suspected: Iterab
     for pattern in patterns:
         pattern.share = pattern.count / considered if considered else 0.0
         pattern.per_day = dict(sorted(pattern.per_day.items()))
-        drawn = [lesson for attribution_id in lesson_votes[pattern.key] for lesson in by_attribution.get(attribution_id, [])
+        drawn = [lesson for attribution_id in verdicts[pattern.key] for lesson in by_attribution.get(attribution_id, [])
                  if lesson.agent == pattern.agent]
         if drawn:
             # The lesson most shown (a merged lesson stands for its near-duplicates), the oldest on a tie.
