@@ -140,7 +140,7 @@ def find_patterns(store: Store, *, since: float | None = None, suspected: Iterab
     ids = [s.id for s in failed if since is None or s.created_at >= since]  # when the run happened, not when it was stored
     suspected_ids = [i for i in dict.fromkeys(suspected) if i not in set(ids)]
     groups: dict[str, Pattern] = {}
-X
+    verdicts: dict[str, list[str]] = defaultdict(list)  # pattern key -> its runs' verdict ids (what lessons point at)
     considered = 0
     for trace_id in [*ids, *suspected_ids]:
         attribution = latest_verdict(store, trace_id)
