@@ -102,7 +102,7 @@ def injected_trace(source: Trace, calls: Recording, call: int, step_of_call: int
 
 def successful_runs(store: Store, limit: int | None = None) -> list[Trace]:
     """The store's successful runs that the gateway recorded (the ones a re-run can replay), oldest first."""
-    runs = []
+    runs: list[Trace] = []
     summaries = sorted(store.list_traces(status="succeeded", limit=None), key=lambda s: s.created_at or 0)
     for summary in summaries:
         if limit and len(runs) >= limit:
