@@ -1,4 +1,4 @@
-"""Build the bundled benchmark: every registered environment through the injection pipeline.
+"""Build the bundled benchmark: every registered environment through the injection pipeline, shard by shard.
 
 `build_bundled(out_dir, seed)` (and `faultlens bench build`) runs the warm-start
 injection pipeline (`injectors.pipeline`) over every environment that
@@ -11,22 +11,27 @@ given, and writes, in the layout `benchmark.datasets` reads:
     OUT/yield.json       the pipeline's yield per environment and mode
     OUT/README.md        the datasheet: counts, how it was made, how to rebuild it, calibration
 
-Passes. The first pass injects `per_seed` errors into each of `seeds` tasks per
-environment. Then up to `topup_rounds` top-up rounds: each (environment, mode)
-with fewer than `min_per_mode` kept traces is injected again over fresh tasks
-(task seeds `seed + TOPUP_STRIDE * round`), on as many tasks as its measured
-yield says the deficit needs (`topup_tasks`; modes of an environment with
-similar needs share one pipeline run, `topup_groups`). A mode
-stops at the target, when two rounds in a row add nothing, or when its yield is under
-`MIN_YIELD` after `MIN_YIELD_EVIDENCE` attempts (listed in the datasheet). Modes an environment declares not
-applicable (`Environment.not_applicable`) are never injected there.
+Shards. Each environment is built on its own into a shard (`benchmark.shards`:
+its kept traces, yield and seed rows), cached under a digest of the code, pins
+and arguments that made it, so an unchanged environment is not built again;
+`assemble` then writes the files above from the shards, in the order one
+monolithic build over all environments wrote them.
+
+Passes (per environment). The first pass injects `per_seed` errors into each of `seeds` tasks. Then up to
+`topup_rounds` top-up rounds: each mode with fewer than `min_per_mode` kept traces is injected again over fresh
+tasks (task seeds `seed + TOPUP_STRIDE * round`), on as many tasks as its measured yield says the deficit needs
+(`topup_tasks`; modes with similar needs share one pipeline run, `topup_groups`). A mode stops at the target,
+when two rounds in a row add nothing, or when its yield is under `MIN_YIELD` after `MIN_YIELD_EVIDENCE` attempts
+(listed in the datasheet). Modes an environment declares not applicable (`Environment.not_applicable`) are
+never injected there.
 
 Splits are by task: a task's traces all go to the same split, chosen by a hash
 of the build seed and the task id, so no task is in both.
 
 Everything is a function of the arguments: the same seed gives byte-identical
 files (gzip headers carry no time; traces carry no clock; renders are
-deterministic), which `tests/benchmark/test_build.py` checks on a small build.
+deterministic), whether the shards were built together, one by one or taken
+from the cache, which `tests/benchmark/test_build.py` and `test_shards.py` check on small builds.
 """
 
 from __future__ import annotations
@@ -34,33 +39,18 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from faultlens.middleware.model.trace import Trace
-from faultlens.middleware.errors import ConfigError, UnknownName
 
 from .metrics import length_bucket
+from .shards import (DEFAULT_PER_SEED, DEFAULT_SEEDS, MIN_PER_MODE, MIN_YIELD, MIN_YIELD_EVIDENCE, TOPUP_ATTEMPTS,
+                     TOPUP_MAX_TASKS, TOPUP_MIN_TASKS, TOPUP_ROUNDS, TOPUP_STRIDE, Progress, Shard, ShardParams,
+                     build_shards, check_envs, topup_groups, topup_tasks, trace_line, write_lines)
 
-DEFAULT_SEEDS = 64
-DEFAULT_PER_SEED = 8
-MIN_PER_MODE = 30
-TOPUP_ROUNDS = 6
-# Injections per fresh task in a top-up run (all of one mode, at different steps).
-TOPUP_ATTEMPTS = 3
-TOPUP_MAX_TASKS = 96
-# A small deficit at a high yield asks for few tasks, and a few tasks may offer no step the mode fits.
-TOPUP_MIN_TASKS = 16
-# A mode whose kept/attempted ratio in an environment is under this is not topped up (its errors are almost always
-# caught or harmless there); the datasheet lists it.
-MIN_YIELD = 0.04
-# ... once it has had this many attempts (a first pass's few attempts of a mode say little about its yield).
-MIN_YIELD_EVIDENCE = 100
 SPLIT_TEST_PERCENT = 50
-# Task seeds of top-up round r are `seed + TOPUP_STRIDE * r`, far from the first pass's seed.
-TOPUP_STRIDE = 1000
 
 
 @dataclass
@@ -71,6 +61,7 @@ class BuildResult:
     seeds: list[dict[str, Any]]
     seconds: float = 0.0
     calibration: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    shards: dict[str, Shard] = field(default_factory=dict)
 
     @property
     def total(self) -> int:
@@ -82,69 +73,6 @@ def split_of(seed: int, trace: Trace) -> str:
     from faultlens.injectors.envs.base import stable_seed
 
     return "test" if stable_seed("split", seed, trace.task.id) % 100 < SPLIT_TEST_PERCENT else "dev"
-
-
-def _count(traces: list[Trace]) -> dict[tuple[str, str], int]:
-    out: Counter = Counter()
-    for t in traces:
-        if t.gold is not None:
-            out[(t.source.benchmark or "", t.gold.mode or "")] += 1
-    return dict(out)
-
-
-def _tally(results: list[Any], modes: list[str] | None = None) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], int], dict[tuple[str, str], int]]:
-    """Per (environment, mode): injections attempted, runs kept (before any cap), and tasks it was offered
-    (the successful seeds of a top-up run that asked for it; in a first pass, the seeds where it was tried)."""
-    attempts: Counter = Counter()
-    kept: Counter = Counter()
-    offered: Counter = Counter()
-    for seed_result in results:
-        for attempt in seed_result.attempts:
-            attempts[(attempt.env, attempt.mode)] += 1
-            kept[(attempt.env, attempt.mode)] += attempt.status == "kept"
-    if modes is None:
-        # a first pass rotates modes over tasks: a mode was offered where it was tried
-        for seed_result in results:
-            for key in {(a.env, a.mode) for a in seed_result.attempts}:
-                offered[key] += 1
-    else:
-        for env in {r.env for r in results}:
-            tasks = sum(1 for r in results if r.env == env and r.seed_success)
-            for mode in modes:
-                offered[(env, mode)] += tasks
-    return dict(attempts), dict(kept), dict(offered)
-
-
-def _add(total: dict, more: dict) -> None:
-    for key, n in more.items():
-        total[key] = total.get(key, 0) + n
-
-
-def topup_tasks(deficit: int, per_task: float) -> int:
-    """Fresh tasks a top-up run needs for `deficit` more traces at a measured `per_task` yield (25% margin)."""
-    import math
-
-    needed = math.ceil(1.25 * deficit / max(per_task, 1e-9))
-    return max(TOPUP_MIN_TASKS, min(TOPUP_MAX_TASKS, needed))
-
-
-def topup_groups(needs: dict[tuple[str, str], int]) -> list[tuple[str, list[str], int]]:
-    """(environment, modes, tasks) runs for the short modes: per environment, modes sorted by the tasks they need,
-    grouped while the largest need is at most twice the group's smallest; a group runs its largest need."""
-    from faultlens.injectors.applicability import CODES
-
-    out: list[tuple[str, list[str], int]] = []
-    for env in sorted({env for env, _ in needs}):
-        ordered = sorted(((n, mode) for (e, mode), n in needs.items() if e == env), key=lambda nm: (nm[0], CODES.index(nm[1])))
-        group: list[tuple[int, str]] = []
-        for n, mode in ordered:
-            if group and n > 2 * group[0][0]:
-                out.append((env, sorted((m for _, m in group), key=CODES.index), group[-1][0]))
-                group = []
-            group.append((n, mode))
-        if group:
-            out.append((env, sorted((m for _, m in group), key=CODES.index), group[-1][0]))
-    return out
 
 
 def build_bundled(
@@ -162,115 +90,74 @@ def build_bundled(
     workers: int = 2,
     calibrate: bool = True,
     command: str | None = None,
-    progress: Callable[[str, int, int], None] | None = None,
+    progress: Progress | None = None,
+    shards: str | Path | None = None,
+    force: bool = False,
 ) -> BuildResult:
-    """Run every environment through the pipeline and write the dataset and its datasheet to `out_dir`."""
-    from faultlens.injectors import envs as registry
-    from faultlens.injectors.pipeline import InjectConfig, inject
-
+    """Build each environment's shard (from the cache `shards` when unchanged; None: no cache) and assemble the
+    dataset and its datasheet in `out_dir`."""
     started = time.time()
-    known = registry.names(include_frameworks=True)
-    names = list(envs) if envs else known
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise UnknownName(f"unknown environment(s) {unknown}; known: {', '.join(known)}")
-    missing = [f"{n} needs {' and '.join(absent)}" for n in names if (absent := registry.get(n).missing())]
-    if missing:
-        raise ConfigError("environments on real agent frameworks need their optional extra, not installed here "
-                          f"({'; '.join(missing)}): pip install 'faultlens[frameworks]', or choose environments with --env")
+    names = check_envs(envs)
+    params = ShardParams(seed=seed, agent_model=agent_model, generator=generator, seeds=seeds, per_seed=per_seed,
+                         min_per_mode=min_per_mode, topup_rounds=topup_rounds, noise=noise)
+    built = build_shards(names, params, None if shards is None else Path(shards), workers=workers, force=force,
+                         progress=progress)
+    result = assemble(built, names, out_dir, params, calibrate=calibrate, command=command)
+    result.seconds = time.time() - started
+    return result
+
+
+def assembly_order(shards: dict[str, Shard], names: list[str]) -> list[tuple[str, Trace]]:
+    """Every shard's (line, trace) in the order of one monolithic build over `names`.
+
+    That build ran the first pass of all environments in one pipeline run (its traces in `names` order, each
+    environment's in seed order), then each top-up round over the environments in sorted order. A shard keeps
+    its traces per phase, so the same order is put back together here.
+    """
+    out = [item for env in names for item in shards[env].phase(0)]
+    rounds = max((len(shards[env].phases) for env in names), default=1)
+    for round_no in range(1, rounds):
+        out += [item for env in sorted(names) for item in shards[env].phase(round_no)]
+    return out
+
+
+def assemble(shards: dict[str, Shard], names: list[str], out_dir: str | Path, params: ShardParams, *,
+             calibrate: bool = True, command: str | None = None) -> BuildResult:
+    """Write the splits, yield.json and the datasheet of the environments `names` from their shards.
+
+    Everything computed across environments is computed here, from the assembled files: the split of each
+    trace (by task), the order of the lines, the yield tables (rows per environment, sorted) and the
+    calibration (the dataset-level baselines need the whole test split).
+    """
+    from faultlens.injectors import envs as registry
+
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-
-    def report(stage: str) -> Callable[[int, int], None]:
-        return lambda done, total: progress(stage, done, total) if progress else None
-
-    config = InjectConfig(envs=names, seeds=seeds, per_seed=per_seed, seed=seed, agent_model=agent_model,
-                          generator=generator, noise=noise, workers=workers)
-    result = inject(config, progress=report("pass 1"))
-    traces = list(result.traces)
-    seed_results = list(result.seeds)
-    counts = _count(traces)
-    attempts, kept, offered = _tally(seed_results)
-    # Top-up rounds over fresh tasks, all injections spent on the modes still short. Each (environment, mode) gets
-    # as many tasks as its measured yield per task says its deficit needs (a mode that fits few steps needs many
-    # tasks); modes of an environment with similar needs share one pipeline run, so a task's seed run serves several.
-    # A mode stops being topped up when it reaches the target, when two rounds in a row add nothing to it (one empty
-    # round is often just a small run whose tasks offered no step the mode fits), or when its yield
-    # per attempt is under MIN_YIELD after MIN_YIELD_EVIDENCE attempts (listed in the datasheet).
-    stalled: set[tuple[str, str]] = set()
-    idle: Counter = Counter()  # consecutive rounds that added nothing, per (environment, mode)
-    for round_no in range(1, topup_rounds + 1):
-        short = [key for key in sorted(attempts) if counts.get(key, 0) < min_per_mode and key not in stalled
-                 and not (attempts[key] >= MIN_YIELD_EVIDENCE and kept.get(key, 0) / attempts[key] < MIN_YIELD)]
-        if not short:
-            break
-        # A round that added nothing to a mode doubles its tasks next round: the measured yield was too hopeful.
-        needs = {key: min(TOPUP_MAX_TASKS, topup_tasks(min_per_mode - counts.get(key, 0),
-                                                       kept.get(key, 0) / max(1, offered.get(key, 0))) * 2 ** idle[key])
-                 for key in short}
-        for env, modes, tasks in topup_groups(needs):
-            top = InjectConfig(envs=[env], seeds=tasks, per_seed=TOPUP_ATTEMPTS * len(modes),
-                               seed=seed + TOPUP_STRIDE * round_no, agent_model=agent_model, generator=generator,
-                               noise=noise, workers=workers, modes=modes, measure_recovered=False)
-            extra = inject(top, progress=report(f"top-up {round_no} {env} {'/'.join(modes)}"))
-            added: Counter = Counter()
-            for trace in extra.traces:
-                key = (env, (trace.gold.mode if trace.gold else "") or "")
-                if counts.get(key, 0) < min_per_mode:
-                    traces.append(trace)
-                    counts[key] = counts.get(key, 0) + 1
-                    added[key] += 1
-            seed_results.extend(extra.seeds)
-            for total, more in zip((attempts, kept, offered), _tally(extra.seeds, modes)):
-                _add(total, more)
-            for mode in modes:
-                idle[(env, mode)] = 0 if added[(env, mode)] else idle[(env, mode)] + 1
-                if idle[(env, mode)] >= 2:
-                    stalled.add((env, mode))
-
     splits: dict[str, list[Trace]] = {"dev": [], "test": []}
-    for trace in traces:
-        splits[split_of(seed, trace)].append(trace)
-    for split, items in splits.items():
-        write_sorted(items, out_dir / f"{split}.jsonl.gz")
-
-    from faultlens.injectors.pipeline import InjectResult
-
-    summary = InjectResult(traces, seed_results)
-    yield_rows = summary.summary()
-    seed_rows = summary.seed_summary()
+    lines: dict[str, list[str]] = {"dev": [], "test": []}
+    for line, trace in assembly_order(shards, names):
+        split = split_of(params.seed, trace)
+        splits[split].append(trace)
+        lines[split].append(line)
+    for split, items in lines.items():
+        write_lines(items, out_dir / f"{split}.jsonl.gz")
+    # InjectResult.summary and seed_summary sort their rows by environment: per-environment rows concatenate alike.
+    yield_rows = [row for env in sorted(names) for row in shards[env].yield_rows]
+    seed_rows = [row for env in sorted(names) for row in shards[env].seed_rows]
     (out_dir / "yield.json").write_text(json.dumps({"yield": yield_rows, "seeds": seed_rows}, indent=2, sort_keys=True) + "\n")
-    build = BuildResult(out_dir, splits, yield_rows, seed_rows)
+    build = BuildResult(out_dir, splits, yield_rows, seed_rows, shards=shards)
     if calibrate:
         build.calibration = calibrate_split(out_dir / "test.jsonl.gz")
-    args = {"seed": seed, "agent_model": agent_model, "generator": generator, "seeds": seeds, "per_seed": per_seed,
-            "min_per_mode": min_per_mode, "topup_rounds": topup_rounds, "noise": noise, "envs": names,
-            "all_envs": known}
+    args = {"seed": params.seed, "agent_model": params.agent_model, "generator": params.generator, "seeds": params.seeds,
+            "per_seed": params.per_seed, "min_per_mode": params.min_per_mode, "topup_rounds": params.topup_rounds,
+            "noise": params.noise, "envs": names, "all_envs": registry.names(include_frameworks=True)}
     (out_dir / "README.md").write_text(datasheet(build, args, command or rebuild_command(out_dir, args)))
-    build.seconds = time.time() - started
     return build
-
-
-def trace_line(trace: Trace) -> str:
-    """One JSONL line with every object's keys sorted.
-
-    Some environments fill dicts (task metadata) by iterating over sets, whose
-    order changes with each process's hash seed; sorting the keys makes the
-    bytes a function of the content alone. The line is ordinary native JSONL.
-    """
-    return json.dumps(trace.model_dump(mode="json"), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 def write_sorted(traces: list[Trace], path: Path) -> int:
     """Write traces as gzipped JSONL (`trace_line`), with no time stamp in the gzip header."""
-    import gzip
-    import io
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with gzip.GzipFile(filename=path, mode="wb", mtime=0) as raw, io.TextIOWrapper(raw, encoding="utf-8", newline="\n") as fh:
-        for trace in traces:
-            fh.write(trace_line(trace) + "\n")
-    return len(traces)
+    return write_lines((trace_line(t) for t in traces), path)
 
 
 def rebuild_command(out_dir: Path, args: dict[str, Any]) -> str:
@@ -440,4 +327,5 @@ def datasheet(build: BuildResult, args: dict[str, Any], command: str) -> str:
     return "\n".join(out)
 
 
-__all__ = ["BuildResult", "build_bundled", "calibrate_split", "datasheet", "split_of"]
+__all__ = ["BuildResult", "TOPUP_ATTEMPTS", "TOPUP_MAX_TASKS", "TOPUP_MIN_TASKS", "assemble", "assembly_order", "build_bundled",
+           "calibrate_split", "datasheet", "split_of", "topup_groups", "topup_tasks", "trace_line", "write_sorted"]

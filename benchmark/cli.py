@@ -7,6 +7,7 @@ point `bench = "benchmark.cli:bench"`.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -96,8 +97,9 @@ def report(folders, out, no_plots, bootstrap):
 
 
 @bench.command("build")
-@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("benchmark/data"), show_default=True,
-              help="Folder for dev.jsonl.gz, test.jsonl.gz, yield.json and the datasheet README.md.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Folder for dev.jsonl.gz, test.jsonl.gz, yield.json and the datasheet README.md [default: benchmark/data; "
+                   "with --env: none, only the shards are built].")
 @click.option("--seed", default=0, show_default=True, help="Seed of tasks, simulated agents and injections (the documented one rebuilds the shipped data).")
 @click.option("--agent-model", default=None, metavar="MODEL", help="Run the agents on this litellm model instead of the simulated agents.")
 @click.option("--generator", default="template", show_default=True, metavar="template|MODEL", help="Error generator: offline rules or a litellm model.")
@@ -105,42 +107,95 @@ def report(folders, out, no_plots, bootstrap):
 @click.option("--per-seed", default=None, type=click.IntRange(min=1), help="Injections tried per task [default: 8].")
 @click.option("--min-per-mode", default=None, type=click.IntRange(min=0), help="Top up modes with fewer kept traces than this [default: 30].")
 @click.option("--topup-rounds", default=None, type=click.IntRange(min=0), help="At most this many top-up rounds over the modes still short [default: 6].")
-@click.option("--env", "env_names", multiple=True, metavar="NAME", help="Only these environments (repeatable) [default: all registered].")
+@click.option("--env", "env_names", multiple=True, metavar="NAME",
+              help="Build only these environments' shards (repeatable); with --out, also assemble a dataset of only them "
+                   "[default: every registered environment, assembled into --out].")
+@click.option("--shards", "shard_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Shard cache: each environment's shard, reused while the digest of its code, pins and arguments is "
+                   "unchanged [default: .faultlens/bench/shards].")
+@click.option("--force", is_flag=True, help="Build the chosen environments' shards again even when the cache has them.")
 @click.option("--workers", default=2, show_default=True, type=click.IntRange(min=1), help="Worker processes.")
 @click.option("--no-calibration", is_flag=True, help="Skip scoring the heuristic and the baselines on test for the datasheet.")
-def build(out, seed, agent_model, generator, seeds, per_seed, min_per_mode, topup_rounds, env_names, workers, no_calibration):
-    """Build the bundled benchmark: every environment through the injection pipeline, split by task into dev and test.
+def build(out, seed, agent_model, generator, seeds, per_seed, min_per_mode, topup_rounds, env_names, shard_dir, force, workers,
+          no_calibration):
+    """Build the bundled benchmark, shard by shard: each environment through the injection pipeline on its own, then the
+    shards assembled and split by task into dev and test.
+
+    \b
+    Every environment (missing or stale shards built, the rest from the cache), assembled into benchmark/data:
+      faultlens bench build --out benchmark/data --seed 0
+    One environment's shard only (the other shards and benchmark/data untouched):
+      faultlens bench build --env adk_team
 
     Writes OUT/dev.jsonl.gz, OUT/test.jsonl.gz, OUT/yield.json and the datasheet
     OUT/README.md (counts per environment, modality, mode, topology and length;
     how it was made; the command that rebuilds it; the heuristic's and the
-    baselines' accuracy on test). The same arguments give byte-identical files.
+    baselines' accuracy on test). The same arguments give byte-identical files,
+    whichever shards came from the cache.
     """
     import time
 
-    from tqdm import tqdm
-
     from .build import DEFAULT_PER_SEED, DEFAULT_SEEDS, MIN_PER_MODE, TOPUP_ROUNDS, build_bundled
-
-    bars: dict[str, tqdm] = {}
-
-    def progress(stage: str, done: int, total: int) -> None:
-        if stage not in bars:
-            for other in bars.values():  # stages run one after another: one bar on screen at a time
-                other.close()
-        bar = bars.get(stage) or bars.setdefault(stage, tqdm(total=total, desc=stage, unit="task", leave=False))
-        bar.update(done - bar.n)
+    from .shards import DEFAULT_CACHE, ShardParams, build_shards, check_envs
 
     started = time.time()
-    result = build_bundled(out, seed=seed, agent_model=agent_model, generator=generator,
-                           seeds=seeds or DEFAULT_SEEDS, per_seed=per_seed or DEFAULT_PER_SEED,
-                           min_per_mode=MIN_PER_MODE if min_per_mode is None else min_per_mode,
-                           topup_rounds=TOPUP_ROUNDS if topup_rounds is None else topup_rounds,
-                           envs=list(env_names) or None, workers=workers, calibrate=not no_calibration, progress=progress)
-    for bar in bars.values():
-        bar.close()
-    console.print(f"wrote {result.total} trace(s) ({len(result.traces['dev'])} dev, {len(result.traces['test'])} test) "
-                  f"to {out} in {time.time() - started:.0f} s; datasheet: {out / 'README.md'}")
+    shard_dir = shard_dir or DEFAULT_CACHE
+    params = ShardParams(seed=seed, agent_model=agent_model, generator=generator, seeds=seeds or DEFAULT_SEEDS,
+                         per_seed=per_seed or DEFAULT_PER_SEED,
+                         min_per_mode=MIN_PER_MODE if min_per_mode is None else min_per_mode,
+                         topup_rounds=TOPUP_ROUNDS if topup_rounds is None else topup_rounds)
+    bars = _ShardBars()
+    try:
+        if env_names and out is None:
+            shards = build_shards(check_envs(env_names), params, shard_dir, workers=workers, force=force, progress=bars)
+        else:
+            out = out or Path("benchmark/data")
+            result = build_bundled(out, seed=seed, agent_model=agent_model, generator=generator, seeds=params.seeds,
+                                   per_seed=params.per_seed, min_per_mode=params.min_per_mode,
+                                   topup_rounds=params.topup_rounds, envs=list(env_names) or None, workers=workers,
+                                   calibrate=not no_calibration, progress=bars, shards=shard_dir, force=force)
+            shards = result.shards
+    finally:
+        bars.close()
+    made = [n for n, s in shards.items() if not s.cached]
+    console.print(f"shards in {shard_dir / params.key()}: {len(made)} built ({', '.join(made) or 'none'}), "
+                  f"{len(shards) - len(made)} from the cache")
+    if out is not None:
+        console.print(f"wrote {result.total} trace(s) ({len(result.traces['dev'])} dev, {len(result.traces['test'])} test) "
+                      f"to {out} in {time.time() - started:.0f} s; datasheet: {out / 'README.md'}")
+
+
+class _ShardBars:
+    """One progress bar per shard being built (its pipeline runs, pass 1 and top-ups, add up to its total);
+    a shard taken from the cache is one line."""
+
+    def __init__(self) -> None:
+        self.bar: Any = None
+        self.env = ""
+        self.offsets: dict[str, int] = {}
+
+    def __call__(self, env: str, stage: str, done: int, total: int) -> None:
+        from tqdm import tqdm
+
+        if stage == "cached" or stage.startswith("stale"):
+            self.close()
+            console.print(f"{env}: {'from the cache' if stage == 'cached' else stage}", highlight=False)
+            return
+        if env != self.env or self.bar is None:
+            self.close()
+            self.env, self.offsets = env, {}
+            self.bar = tqdm(total=0, desc=env, unit="task")
+        bar = self.bar
+        if stage not in self.offsets:
+            self.offsets[stage] = bar.total or 0
+            bar.total = self.offsets[stage] + total
+            bar.set_postfix_str(stage, refresh=False)
+        bar.update(self.offsets[stage] + done - bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        self.bar, self.env = None, ""
 
 
 def _loso(realdev: Path, seed: int, json_out: Path | None) -> None:

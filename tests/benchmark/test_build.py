@@ -36,7 +36,8 @@ def test_the_cli_rebuilds_the_same_bytes(built, tmp_path):
 
     out, _ = built
     again = tmp_path / "again"
-    result = CliRunner().invoke(bench, ["build", "--out", str(again), *ARGS], catch_exceptions=False)
+    result = CliRunner().invoke(bench, ["build", "--out", str(again), "--shards", str(tmp_path / "shards"), *ARGS],
+                                catch_exceptions=False)
     assert result.exit_code == 0, result.output
     for name in FILES:
         assert (again / name).read_bytes() == (out / name).read_bytes(), name
