@@ -4,10 +4,10 @@ Four teams on four real agent frameworks (the bundled framework environments:
 AG2 `ag2_experts`, smolagents `smol_analyst`, AutoGen Magentic-One
 `magentic_team`, the OpenAI Agents SDK `agents_desk`) run their framework's own
 orchestration against simulated agents. Every model call of a run goes through
-one `middleware.capture.gateway.Gateway` (`injectors.gateway_team.GatewayTeam`): the
+one `middleware.capture.live_gateway.Gateway` (`injectors.slipping_team.GatewayTeam`): the
 gateway records it as a step of the run in the store, and, for the agents it
 is enabled for, adds the lessons memory holds for that agent and the run's
-task to the system message (`feedback.gateway.GatewayLessons`). Nothing in the
+task to the system message (`feedback.gateway_lessons.GatewayLessons`). Nothing in the
 frameworks' code knows about lessons.
 
 Each team runs several rounds of fresh tasks (a task is never seen twice) in
@@ -26,7 +26,7 @@ four arms, each with its own empty store and memory:
   slip of the run, known by construction) instead of an attributor's guess.
 
 The simulated agents slip with per-agent, per-mode tendencies
-(`injectors.gateway_team.TENDENCIES`; the slip is the environment's own error
+(`injectors.slipping_team.TENDENCIES`; the slip is the environment's own error
 rule of that mode) and follow a lesson shown to them under the rule of the
 `research_desk` team: its mode is one of the agent's tendencies and its
 situation shares a word with the task. A lesson for the wrong agent or mode
@@ -107,10 +107,10 @@ def run_arm(env_name: str, arm: str, seed: int, rounds: int, per_round: int, att
     import logging
 
     from faultlens.feedback import FeedbackLoop, LessonMemory, TerminalReflector
-    from faultlens.feedback.gateway import EVERY_AGENT, GatewayLessons
+    from faultlens.feedback.gateway_lessons import EVERY_AGENT, GatewayLessons
     from faultlens.injectors.envs import get as get_env
-    from faultlens.injectors.gateway_team import GatewayTeam
-    from faultlens.middleware.capture.gateway import Gateway
+    from faultlens.injectors.slipping_team import GatewayTeam
+    from faultlens.middleware.capture.live_gateway import Gateway
     from faultlens.middleware.capture.upstream import CallableUpstream
     from faultlens.middleware.store import open_store
 

@@ -32,8 +32,9 @@ import openai
 
 from faultlens.demo import sim_llm
 from faultlens.injectors.proxy_mistakes import chat_error
-from faultlens.middleware.replay.endpoint import ChatProxy, create_proxy_app, litellm_upstream
+from faultlens.middleware.replay.endpoint import ChatProxy, litellm_upstream
 from faultlens.middleware.replay.session import Recording
+from faultlens.server.proxy_app import create_proxy_app
 from faultlens.server.run import ServerThread
 
 POPULATION = {"Rome": 2761, "Paris": 2103}

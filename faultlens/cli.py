@@ -108,7 +108,7 @@ COMMANDS = {
     "lessons": "faultlens.feedback.cli:lessons",
     "demo": "faultlens.demo:demo",
     "proxy": "faultlens.proxy:proxy",
-    "gateway": "faultlens.gateway:gateway",
+    "gateway": "faultlens.gateway_cli:gateway",
     "phoenix": "faultlens.phoenix.cli:phoenix",
     "verify": "faultlens.rerun.cli:verify_command",
     "detect": "faultlens.detect_cli:detect",

@@ -1,4 +1,4 @@
-"""`faultlens gateway`: the live gateway (`middleware.capture.gateway`) mounted on the faultlens server, with lessons at the door.
+"""`faultlens gateway`: the live gateway (`middleware.capture.live_gateway`) mounted on the faultlens server, with lessons at the door.
 
 One process serves both: the gateway's OpenAI-compatible routes (every call
 forwarded upstream and recorded as a step) and the server's (OTLP ingest,
@@ -16,15 +16,16 @@ import click
 
 from faultlens.attributors import parse_options
 from faultlens.attributors.registry import DEFAULT_METHOD
-from faultlens.feedback.gateway import EVERY_AGENT, GatewayLessons
+from faultlens.feedback.gateway_lessons import EVERY_AGENT, GatewayLessons
 from faultlens.feedback.memory import LessonMemory
-from faultlens.middleware.capture.gateway import Gateway, gateway_router
+from faultlens.middleware.capture.live_gateway import Gateway
 from faultlens.middleware.capture.upstream import DEFAULT_TIMEOUT, LiteLLMUpstream
 from faultlens.middleware.terminal.options import db_option
 from faultlens.middleware.store import Store, open_store
 from faultlens.rerun.cli import rerun_options, rerun_wrapper
 from faultlens.wiring import build_app, cli_token, detect_options
 from faultlens.server import TOKEN_ENV, check_bind, run_server
+from faultlens.server.gateway_routes import gateway_router
 
 
 SHUTDOWN_DRAIN_SECONDS = 30.0  # how long a stopping gateway waits for a store that is down before dropping queued steps

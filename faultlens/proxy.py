@@ -1,4 +1,4 @@
-"""`faultlens proxy`: an OpenAI-compatible endpoint that records, replays and injects (see `faultlens.middleware.replay.endpoint`)."""
+"""`faultlens proxy`: an OpenAI-compatible endpoint that records, replays and injects (see `faultlens.middleware.replay.endpoint`, its routes `faultlens.server.proxy_app`)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ import click
 from rich.console import Console
 
 from faultlens.injectors.proxy_mistakes import chat_error
-from faultlens.middleware.replay.endpoint import ChatProxy, create_proxy_app, litellm_upstream
+from faultlens.middleware.replay.endpoint import ChatProxy, litellm_upstream
 from faultlens.middleware.replay.session import Recording
 from faultlens.server.auth import is_loopback
+from faultlens.server.proxy_app import create_proxy_app
 from faultlens.server.run import run_server
 
 console = Console(stderr=True)

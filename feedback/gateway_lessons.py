@@ -1,6 +1,6 @@
 """Lessons at the gateway's door: which agents get lessons, and the lessons memory retrieves for them.
 
-`GatewayLessons(memory)` is the `lessons` provider of `middleware.capture.gateway.Gateway`:
+`GatewayLessons(memory)` is the `lessons` provider of `middleware.capture.live_gateway.Gateway`:
 for a call of an *enabled* agent it retrieves the lessons memory holds for that
 agent and the run's task (`BaseLessonMemory.retrieve`, the retrieval the
 LangGraph hooks use) and gives their ids and the block the gateway adds to the
@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 
-from faultlens.middleware.capture.gateway import LessonsShown
+from faultlens.middleware.capture.live_gateway import LessonsShown
 
 from .hooks import lessons_block
 from .memory import BaseLessonMemory

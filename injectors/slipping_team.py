@@ -2,7 +2,7 @@
 
 A framework environment (AG2, smolagents, Magentic-One, OpenAI Agents SDK)
 runs its framework's real orchestration against simulated agents behind an
-in-process endpoint. `GatewayTeam` puts a `middleware.capture.gateway.Gateway` in
+in-process endpoint. `GatewayTeam` puts a `middleware.capture.live_gateway.Gateway` in
 front of those agents (`framework.routed_through`): each call the framework
 makes is handled by the gateway (lessons added to the system message for
 enabled agents, the call recorded as a step of the run) and forwarded to the
@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from faultlens.middleware.capture.gateway import LESSONS_BEGIN, LESSONS_END, RUN_HEADER, TASK_HEADER, Gateway, completion_text
+from faultlens.middleware.capture.live_gateway import LESSONS_BEGIN, LESSONS_END, RUN_HEADER, TASK_HEADER, Gateway, completion_text
 from faultlens.middleware.model.trace import GoldLabel, StepKind, Task, Trace
 from faultlens.middleware.replay.session import CallRecord, Drift, Recording, Session, canonical
 from faultlens.middleware.replay.rerunners import NotRerunnable, Trial

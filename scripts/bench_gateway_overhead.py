@@ -85,9 +85,10 @@ def main(calls: int, stream: bool, lessons: bool) -> None:
 
     import openai
 
-    from faultlens.feedback.gateway import GatewayLessons
+    from faultlens.feedback.gateway_lessons import GatewayLessons
     from faultlens.feedback.memory import LessonMemory
-    from faultlens.middleware.capture.gateway import Gateway, create_gateway_app
+    from faultlens.middleware.capture.live_gateway import Gateway
+    from faultlens.server.gateway_routes import create_gateway_app
     from faultlens.middleware.capture.upstream import LiteLLMUpstream
     from faultlens.middleware.model.trace import Lesson
     from faultlens.middleware.store import open_store

@@ -7,7 +7,7 @@ For each of the eight framework teams (the replay lab's, with its tendencies,
 `injectors.replay_lab.LAB_TENDENCIES`), in one process per team:
 
 1. run `--tasks` fresh tasks in process with every model call through a
-   gateway (`middleware.capture.gateway.Gateway`, recording each call as a
+   gateway (`middleware.capture.live_gateway.Gateway`, recording each call as a
    step of the run into an in-memory store) whose upstream is the team's
    simulated agents (`injectors.replay_lab.SimulatedAgents`); no lessons are
    shown, so the slips are the tendencies' alone. Each run's outcome is posted
@@ -79,7 +79,7 @@ def run_team(team: str, tasks: int, store: Any, *, seed: int = SEED, tendencies:
     from faultlens.injectors.envs import get as get_env
     from faultlens.injectors.envs.framework import routed_through
     from faultlens.injectors.replay_lab import SimulatedAgents
-    from faultlens.middleware.capture.gateway import RUN_HEADER, TASK_HEADER, Gateway
+    from faultlens.middleware.capture.live_gateway import RUN_HEADER, TASK_HEADER, Gateway
     from faultlens.middleware.capture.upstream import CallableUpstream
 
     env = get_env(team)

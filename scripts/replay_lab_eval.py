@@ -99,7 +99,7 @@ def record_team(team: str, n: int, store: Any, *, seed: int = SEED, timeout: flo
                 tendencies: dict[str, dict[str, float]] | None = None, say: Callable[[str], None] = print) -> Recorded:
     """Run `n` tasks of `team` as separate processes through a live gateway recording into `store`
     (`tendencies`: the agents', default `LAB_TENDENCIES`)."""
-    from faultlens.gateway import build_gateway_app
+    from faultlens.gateway_cli import build_gateway_app
     from faultlens.injectors.envs import get as get_env
     from faultlens.injectors.replay_lab import SimulatedAgents, program_command
     from faultlens.middleware.capture.upstream import CallableUpstream

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from faultlens.injectors.proxy_mistakes import NoErrorForMode, chat_error
-from faultlens.middleware.capture.gateway import completion_outputs, completion_text
+from faultlens.middleware.capture.live_gateway import completion_outputs, completion_text
 from faultlens.middleware.capture.upstream import GatewayUpstream
 from faultlens.middleware.errors import ConfigError
 from faultlens.middleware.model.trace import AgentInfo, GoldLabel, Outcome, Source, Step, StepKind, Trace

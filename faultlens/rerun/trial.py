@@ -10,7 +10,8 @@ from typing import Any
 from fastapi import FastAPI
 from pydantic import BaseModel
 
-from faultlens.middleware.capture.gateway import Gateway, completion_text, gateway_router
+from faultlens.middleware.capture.live_gateway import Gateway, completion_text
+from faultlens.server.gateway_routes import gateway_router
 from faultlens.middleware.capture.rerun_upstream import RerunUpstream
 from faultlens.middleware.capture.upstream import GatewayUpstream
 from faultlens.middleware.replay.rerunners import Trial

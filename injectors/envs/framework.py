@@ -42,7 +42,7 @@ _ROUTES: list[Callable[[Callable[[str, dict[str, Any]], dict[str, Any]]], Callab
 def routed_through(wrap: Callable[[Callable[[str, dict[str, Any]], dict[str, Any]]], Callable[[str, dict[str, Any]], dict[str, Any]]]) -> Iterator[None]:
     """Within the block, each framework run's upstream `(agent, request) -> completion` is `wrap(upstream)`:
     how a run's calls go through something in front of the simulated agents (the live gateway,
-    `injectors.gateway_team`). The endpoints of the run keep the session's record/replay rules."""
+    `injectors.slipping_team`). The endpoints of the run keep the session's record/replay rules."""
     _ROUTES.append(wrap)
     try:
         yield

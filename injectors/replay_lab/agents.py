@@ -31,13 +31,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from faultlens.middleware.capture.gateway import LESSONS_BEGIN, LESSONS_END, completion_text
+from faultlens.middleware.capture.live_gateway import LESSONS_BEGIN, LESSONS_END, completion_text
 from faultlens.middleware.model.trace import GoldLabel, Task
 from faultlens.middleware.replay.gateway_calls import request_key
 from faultlens.middleware.replay.session import canonical
 
 from ..envs.framework import completion as text_completion
-from ..gateway_team import TENDENCIES, Slip, first_slip, follows_lesson, slip_completion
+from ..slipping_team import TENDENCIES, Slip, first_slip, follows_lesson, slip_completion
 from ..seeding import stable_seed
 
 __all__ = ["LAB_TENDENCIES", "LabRun", "SimulatedAgents", "program_command"]

@@ -2,7 +2,9 @@
 
 The live mode of the proxy (`middleware.replay.endpoint` records, replays and injects;
 this forwards and records). Any framework, in any language, takes part by
-pointing its OpenAI base URL at it; nothing else in the program changes:
+pointing its OpenAI base URL at it; nothing else in the program changes. This
+module is the gateway apart from HTTP (each call's answer is an
+`endpoint.Answer`); its routes are in `faultlens.server.gateway_routes`.
 
 - **forward**: each chat completion goes to the upstream (any litellm model,
   `{agent}` replaced by the calling agent's name), streamed back as it arrives
@@ -24,7 +26,7 @@ pointing its OpenAI base URL at it; nothing else in the program changes:
   (`LESSONS_BEGIN` ... `LESSONS_END`) before the call is forwarded, and the
   step records their ids. Only the system message's text changes: a
   request's tools, response format and every other field are forwarded as
-  sent. The provider decides which agents get lessons (`feedback.gateway`:
+  sent. The provider decides which agents get lessons (`feedback.gateway_lessons`:
   none until enabled).
 
 The task of a run (what lessons are retrieved for) is the `X-Faultlens-Task`
@@ -40,19 +42,15 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import anyio
-from fastapi import APIRouter, FastAPI, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
-
-from .instrument.messages import content_parts, openai_to_genai, tool_call_parts
+from .instrument.chat_messages import content_parts, openai_to_genai, tool_call_parts
 from ..model.trace import AgentInfo, Source, Step, StepKind, Task, Trace, Usage
 from ..replay.chat_request import RequestRefused, dropped_fields, forwarded
 from ..replay.gateway_calls import LESSONS_BEGIN, LESSONS_END
-from ..replay.endpoint import DEFAULT_AGENT, chat_body, error_body, model_listing
+from ..replay.endpoint import Answer, error_body
 from faultlens.middleware.spans.messages import messages_text
 from .step_writer import PendingWrite, StepWriter
 from .upstream import GatewayUpstream, UpstreamError
@@ -63,8 +61,6 @@ __all__ = [
     "Gateway",
     "LessonsShown",
     "completion_text",
-    "create_gateway_app",
-    "gateway_router",
     "inject_lessons",
     "parse_traceparent",
 ]
@@ -73,7 +69,6 @@ log = logging.getLogger(__name__)
 
 JSON = Any
 RUN_HEADER = "x-faultlens-run"
-AGENT_HEADER = "x-faultlens-agent"
 TASK_HEADER = "x-faultlens-task"
 FRAMEWORK = "gateway"
 _TRACEPARENT = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
@@ -152,16 +147,6 @@ def resolve_run(headers: Mapping[str, str], path_run: str | None, default_run: s
 
 
 @dataclass
-class Answer:
-    """The gateway's answer to one call: a completion, a stream of SSE lines, or an error."""
-
-    status: int = 200
-    body: bytes = b""
-    media_type: str = "application/json"
-    stream: Iterator[str] | None = None
-
-
-@dataclass
 class _RunInfo:
     task: str
     agents: set[str] = field(default_factory=set)
@@ -172,7 +157,7 @@ class Gateway:
     """Forwards chat completions to `upstream`, records each as a step, and shows agents their lessons.
 
     store: where steps go (any faultlens `Store`); None records nothing.
-    lessons: (agent, task) -> `LessonsShown` or None (`feedback.gateway.GatewayLessons`).
+    lessons: (agent, task) -> `LessonsShown` or None (`feedback.gateway_lessons.GatewayLessons`).
     default_run: the run of calls that name none (default: a new id per gateway).
     max_upstream_calls: upstream calls in flight at once over HTTP (more wait; the server's own routes never do).
     on_stored: called with a run's id after each of its steps is stored (`StepWriter`).
@@ -443,137 +428,3 @@ class _Recording:
             lessons=list(self.shown.ids) if self.shown else [],
             metadata=metadata,
         )
-
-
-# -- HTTP -----------------------------------------------------------------------
-
-def gateway_router(gateway: Gateway, models: list[str] | None = None) -> APIRouter:
-    """The gateway's routes: chat completions and models at `/v1`, `/agent/<name>/v1`, `/run/<id>/v1`,
-    `/run/<id>/agent/<name>/v1`, and `GET /gateway/status`. Mount it on the faultlens server
-    (`faultlens gateway`) to get its token rules, the runs API and the failed-run worker with it."""
-    router = APIRouter()
-    listing = model_listing(models or ["faultlens-gateway"])
-    calls = _UpstreamCalls(gateway.max_upstream_calls)
-
-    async def chat(request: Request, agent: str | None, run: str | None) -> Response:
-        body = await chat_body(request)
-        if isinstance(body, JSONResponse):
-            return body
-        name = agent or request.headers.get(AGENT_HEADER) or DEFAULT_AGENT
-        answer = await calls.run(request, gateway.handle, name, body, request.headers, run)
-        if answer is None:  # the client went away: nobody to answer
-            return Response(status_code=499)
-        if answer.stream is not None:
-            return StreamingResponse(calls.iterate(answer.stream), media_type="text/event-stream")
-        return Response(answer.body, status_code=answer.status, media_type=answer.media_type)
-
-    @router.post("/v1/chat/completions")
-    async def chat_default(request: Request) -> Response:
-        return await chat(request, None, None)
-
-    @router.post("/agent/{agent}/v1/chat/completions")
-    async def chat_agent(request: Request, agent: str) -> Response:
-        return await chat(request, agent, None)
-
-    @router.post("/run/{run}/v1/chat/completions")
-    async def chat_run(request: Request, run: str) -> Response:
-        return await chat(request, None, run)
-
-    @router.post("/run/{run}/agent/{agent}/v1/chat/completions")
-    async def chat_run_agent(request: Request, run: str, agent: str) -> Response:
-        return await chat(request, agent, run)
-
-    @router.get("/v1/models")
-    @router.get("/agent/{agent}/v1/models")
-    @router.get("/run/{run}/v1/models")
-    @router.get("/run/{run}/agent/{agent}/v1/models")
-    def models_list(agent: str = DEFAULT_AGENT, run: str = "") -> JSONResponse:
-        return JSONResponse(listing)
-
-    @router.get("/gateway/status")
-    def status() -> JSONResponse:
-        return JSONResponse(gateway.status())
-
-    return router
-
-
-class _UpstreamCalls:
-    """The gateway's own threads for upstream calls, at most `limit` at once.
-
-    Upstream calls block a thread for as long as the upstream takes; on the
-    server's shared thread pool, a few dozen calls held by a hanging upstream
-    would leave none for health, the API or the UI. A client that goes away
-    gives its slot back at once (its thread finishes on its own, within the
-    upstream timeout, and the call is still recorded).
-    """
-
-    def __init__(self, limit: int):
-        self.limit = limit
-        self._limiter: anyio.CapacityLimiter | None = None
-
-    @property
-    def limiter(self) -> anyio.CapacityLimiter:
-        if self._limiter is None:  # made in the event loop that uses it
-            self._limiter = anyio.CapacityLimiter(self.limit)
-        return self._limiter
-
-    async def run(self, request: Request, fn: Callable[..., Answer], *args: Any) -> Answer | None:
-        """`fn(*args)` on one of the gateway's threads; None if the client disconnected first."""
-        answer: Answer | None = None
-        async with anyio.create_task_group() as group:
-            async def call() -> None:
-                nonlocal answer
-                answer = await anyio.to_thread.run_sync(fn, *args, limiter=self.limiter, abandon_on_cancel=True)
-                group.cancel_scope.cancel()
-
-            async def watch() -> None:
-                while not await request.is_disconnected():
-                    await anyio.sleep(0.25)
-                group.cancel_scope.cancel()
-
-            group.start_soon(call)
-            group.start_soon(watch)
-        return answer
-
-    async def iterate(self, lines: Iterator[str]) -> AsyncIterator[str]:
-        """A stream's lines, each read on one of the gateway's threads; a client that goes away ends the stream
-        (closing `lines`, which records the call) once no thread is reading it."""
-        lock = threading.Lock()
-        state = {"reading": False, "gone": False}
-
-        def close() -> None:
-            close_lines = getattr(lines, "close", None)
-            if close_lines is not None:
-                close_lines()
-
-        def next_line() -> str | None:
-            line = next(lines, None)
-            with lock:
-                state["reading"] = False
-                gone = state["gone"]
-            if gone:  # the client left while this thread waited on the upstream
-                close()
-            return line
-
-        try:
-            while True:
-                with lock:
-                    state["reading"] = True
-                line = await anyio.to_thread.run_sync(next_line, limiter=self.limiter, abandon_on_cancel=True)
-                if line is None:
-                    break
-                yield line
-        finally:
-            with lock:
-                state["gone"] = True
-                reading = state["reading"]
-            if not reading:
-                close()
-
-
-def create_gateway_app(gateway: Gateway) -> FastAPI:
-    """The gateway on its own (no runs API, no token): for tests and embedding. `faultlens gateway` mounts
-    `gateway_router` on the faultlens server instead."""
-    app = FastAPI(title="faultlens gateway", docs_url=None, redoc_url=None)
-    app.include_router(gateway_router(gateway))
-    return app

@@ -27,7 +27,7 @@ from typing import Any
 from ..replay.endpoint import error_body, sse_chunks
 from ..replay.gateway_calls import request_key
 from ..replay.session import CallRecord, Drift, Recording, Session
-from .gateway import completion_text, inject_lessons
+from .live_gateway import completion_text, inject_lessons
 from .upstream import GatewayUpstream, UpstreamError
 
 __all__ = ["RerunUpstream"]

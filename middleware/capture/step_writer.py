@@ -14,7 +14,7 @@ from tenacity import RetryCallState, Retrying, retry_if_exception, wait_exponent
 
 from ..model.trace import AgentInfo, Step, Trace
 
-log = logging.getLogger("faultlens.middleware.capture.gateway")
+log = logging.getLogger("faultlens.middleware.capture.live_gateway")
 
 
 @dataclass

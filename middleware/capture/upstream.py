@@ -12,7 +12,7 @@ from ..errors import FaultlensError
 from ..replay.chat_request import agent_model, safe_message, upstream_arguments
 from ..replay.endpoint import error_body, sse_chunks
 
-log = logging.getLogger("faultlens.middleware.capture.gateway")
+log = logging.getLogger("faultlens.middleware.capture.live_gateway")
 
 
 class UpstreamError(FaultlensError):

@@ -18,6 +18,9 @@ faultlens:
 Responses are kept as full (non-streamed) chat completions; a streaming
 request gets the same completion cut into server-sent-event chunks, the same
 bytes every time, so replay is exact for streaming clients too.
+
+This module is the proxy apart from HTTP: a request's answer is an `Answer`
+(status, body or stream of lines); the routes are `faultlens.server.proxy_app`.
 """
 
 from __future__ import annotations
@@ -30,19 +33,28 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, Response, StreamingResponse
-
 from ..errors import FaultlensError
 from .chat_request import MAX_DEPTH, RequestRefused, agent_model, check_chat_request, safe_message, upstream_arguments
 from .session import Drift, Override, Recording, Session, canonical
 
-__all__ = ["ChatProxy", "Upstream", "create_proxy_app", "error_body", "litellm_upstream", "sse_chunks"]
+__all__ = ["Answer", "ChatProxy", "Upstream", "error_answer", "error_body", "litellm_upstream", "model_listing",
+           "read_chat_request", "sse_chunks"]
 
 JSON = Any
 # (agent, request) -> chat completion
 Upstream = Callable[[str, dict[str, Any]], dict[str, Any]]
 DEFAULT_AGENT = "model"
+AGENT_HEADER = "x-faultlens-agent"
+
+
+@dataclass
+class Answer:
+    """The answer to one call of an OpenAI-compatible route, apart from HTTP: a body, a stream of SSE lines, or an error."""
+
+    status: int = 200
+    body: bytes = b""
+    media_type: str = "application/json"
+    stream: Iterator[str] | None = None
 
 
 def litellm_upstream(model: str, **completion_kwargs: Any) -> Upstream:
@@ -102,6 +114,24 @@ class ChatProxy:
                 _write_atomic(self.save_to, self.session.recorded.dumps())
             return response
 
+    def answer(self, agent: str, body: dict[str, Any]) -> Answer:
+        """The answer to one checked chat completion request (`read_chat_request`): the completion,
+        streamed if asked, or the error a client's SDK understands."""
+        try:
+            completion = self.complete(agent, body)
+        except Drift as drift:
+            return error_answer(409, str(drift), "faultlens_drift", index=drift.index)
+        except RequestRefused as exc:
+            return error_answer(400, str(exc), "invalid_request_error", param=exc.field)
+        except FaultlensError as exc:  # e.g. no error of the chosen mode fits call T: say so, never serve the original
+            return error_answer(500, str(exc), type(exc).__name__)
+        except Exception as exc:  # the upstream failed the live call: its message, without traceback or paths
+            return error_answer(502, safe_message(str(exc)) or type(exc).__name__, "upstream_error")
+        if body.get("stream"):
+            usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            return Answer(media_type="text/event-stream", stream=sse_chunks(completion, usage))
+        return Answer(body=canonical(completion).encode())
+
     def _live(self, agent: str, request: JSON) -> JSON:
         if self.upstream is None:
             raise Drift(len(self.session.calls), "model", None, request, "no upstream to answer a call the recording lacks")
@@ -151,9 +181,14 @@ def _sse(payload: Mapping[str, Any]) -> str:
     return f"data: {canonical(payload)}\n\n"
 
 
-def error_response(status: int, message: str, kind: str, **extra: Any) -> JSONResponse:
-    """An OpenAI-style error body (`error_body`) with `status`."""
-    return JSONResponse(error_body(message, kind, **extra), status_code=status)
+def error_answer(status: int, message: str, kind: str, **extra: Any) -> Answer:
+    """An OpenAI-style error body (`error_body`) with `status`, as compact JSON."""
+    return Answer(status, _compact_json(error_body(message, kind, **extra)))
+
+
+def _compact_json(content: Any) -> bytes:
+    # The bytes a JSON response of the server has always carried (Starlette's rendering).
+    return json.dumps(content, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")).encode("utf-8")
 
 
 def error_body(message: str, kind: str, **extra: Any) -> dict[str, Any]:
@@ -166,59 +201,15 @@ def model_listing(models: list[str]) -> dict[str, Any]:
     return {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "faultlens"} for m in models]}
 
 
-async def chat_body(request: Request) -> dict[str, Any] | JSONResponse:
+def read_chat_request(raw: bytes) -> dict[str, Any] | Answer:
     """A chat-completion request's JSON body, checked (`chat_request.check_chat_request`), or the 400 answer naming what is wrong."""
     try:
-        body = json.loads(await request.body())
+        body = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        return error_response(400, f"request body is not JSON: {exc}", "invalid_request_error")
+        return error_answer(400, f"request body is not JSON: {exc}", "invalid_request_error")
     except RecursionError:
-        return error_response(400, f"request body is nested deeper than {MAX_DEPTH} levels", "invalid_request_error")
+        return error_answer(400, f"request body is nested deeper than {MAX_DEPTH} levels", "invalid_request_error")
     try:
         return check_chat_request(body)
     except RequestRefused as exc:
-        return error_response(400, str(exc), "invalid_request_error", param=exc.field)
-
-
-def create_proxy_app(proxy: ChatProxy, models: list[str] | None = None) -> FastAPI:
-    """The HTTP face of `proxy`: `/v1/chat/completions`, `/v1/models`, and the same under `/agent/<name>/v1`."""
-    app = FastAPI(title="faultlens proxy", docs_url=None, redoc_url=None)
-    model_list = model_listing(models or ["faultlens-proxy"])
-
-    async def chat(request: Request, agent: str) -> Response:
-        body = await chat_body(request)
-        if isinstance(body, JSONResponse):
-            return body
-        try:
-            completion = proxy.complete(agent, body)
-        except Drift as drift:
-            return error_response(409, str(drift), "faultlens_drift", index=drift.index)
-        except RequestRefused as exc:
-            return error_response(400, str(exc), "invalid_request_error", param=exc.field)
-        except FaultlensError as exc:  # e.g. no error of the chosen mode fits call T: say so, never serve the original
-            return error_response(500, str(exc), type(exc).__name__)
-        except Exception as exc:  # the upstream failed the live call: its message, without traceback or paths
-            return error_response(502, safe_message(str(exc)) or type(exc).__name__, "upstream_error")
-        if body.get("stream"):
-            usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            return StreamingResponse(sse_chunks(completion, usage), media_type="text/event-stream")
-        return Response(canonical(completion), media_type="application/json")
-
-    @app.get("/v1/models")
-    @app.get("/agent/{agent}/v1/models")
-    def list_models(agent: str = DEFAULT_AGENT) -> JSONResponse:
-        return JSONResponse(model_list)
-
-    @app.post("/v1/chat/completions")
-    async def chat_default(request: Request) -> Response:
-        return await chat(request, request.headers.get("x-faultlens-agent", DEFAULT_AGENT))
-
-    @app.post("/agent/{agent}/v1/chat/completions")
-    async def chat_agent(request: Request, agent: str) -> Response:
-        return await chat(request, agent)
-
-    @app.get("/proxy/status")
-    def status() -> JSONResponse:
-        return JSONResponse(proxy.status())
-
-    return app
+        return error_answer(400, str(exc), "invalid_request_error", param=exc.field)

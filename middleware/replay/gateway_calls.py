@@ -17,7 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..capture.instrument.messages import openai_to_genai
+from ..capture.instrument.chat_messages import openai_to_genai
 from ..model.trace import Step, Trace
 from .session import CallRecord, Recording
 

@@ -16,11 +16,11 @@ import pytest
 from click.testing import CliRunner
 
 from faultlens.cli import cli
-from faultlens.gateway import build_gateway_app
+from faultlens.gateway_cli import build_gateway_app
 from faultlens.middleware.capture.upstream import CallableUpstream
 from faultlens.middleware.store import open_store
 from faultlens.server.run import ServerThread
-from tests.middleware.capture.test_gateway_requests import Recorder
+from tests.middleware.capture.test_live_gateway_requests import Recorder
 
 TOKEN = "a-token-long-enough-for-tests-0123"
 

@@ -9,11 +9,11 @@ import importlib.util
 
 import pytest
 
-from faultlens.feedback.gateway import GatewayLessons
+from faultlens.feedback.gateway_lessons import GatewayLessons
 from faultlens.feedback.memory import LessonMemory
 from faultlens.injectors import envs
-from faultlens.injectors.gateway_team import GatewayTeam, follows_lesson, strip_lessons
-from faultlens.middleware.capture.gateway import Gateway, LESSONS_BEGIN, inject_lessons
+from faultlens.injectors.slipping_team import GatewayTeam, follows_lesson, strip_lessons
+from faultlens.middleware.capture.live_gateway import Gateway, LESSONS_BEGIN, inject_lessons
 from faultlens.middleware.capture.upstream import CallableUpstream
 from faultlens.middleware.model.trace import Lesson
 from faultlens.middleware.store import open_store

@@ -45,7 +45,8 @@ def tool_call_parts(tool_calls: Any) -> list[dict[str, Any]]:
 
 
 def openai_to_genai(messages: Any) -> list[dict[str, Any]]:
-    """OpenAI/litellm chat messages as GenAI-convention messages (role + typed parts)."""
+    """OpenAI/litellm chat messages as GenAI-convention messages (role + typed parts, and the sender's `name` when
+    given: a multi-agent framework tells its speakers apart by it, and a re-drawn call must ask what was asked)."""
     out = []
     for message in messages or []:
         role = get_field(message, "role", "user")
@@ -53,5 +54,9 @@ def openai_to_genai(messages: Any) -> list[dict[str, Any]]:
             parts = [{"type": "tool_call_response", "id": get_field(message, "tool_call_id"), "response": get_field(message, "content")}]
         else:
             parts = content_parts(get_field(message, "content")) + tool_call_parts(get_field(message, "tool_calls"))
-        out.append({"role": role, "parts": parts})
+        converted: dict[str, Any] = {"role": role, "parts": parts}
+        name = get_field(message, "name")
+        if isinstance(name, str) and name:
+            converted["name"] = name
+        out.append(converted)
     return out

@@ -31,7 +31,7 @@ from faultlens.middleware.spans import conventions as S
 from faultlens.middleware.spans.messages import maybe_json
 from faultlens.middleware.model.trace import Source, Task
 from ..runstate import DEFAULT_AGENT, CallContext, active_run, returned_error
-from .messages import openai_to_genai
+from .chat_messages import openai_to_genai
 
 if TYPE_CHECKING:
     from ..tracer import Run, Tracer

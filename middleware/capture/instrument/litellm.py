@@ -22,7 +22,7 @@ from litellm.integrations.custom_logger import CustomLogger
 from opentelemetry.trace import Status, StatusCode
 
 from faultlens.middleware.spans import conventions as S
-from .messages import content_parts, get_field, openai_to_genai, tool_call_parts
+from .chat_messages import content_parts, get_field, openai_to_genai, tool_call_parts
 
 if TYPE_CHECKING:
     from ..runstate import CallContext

@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from faultlens.cli import cli
-from faultlens.gateway import build_gateway_app
+from faultlens.gateway_cli import build_gateway_app
 from faultlens.middleware.capture.upstream import LiteLLMUpstream
 from faultlens.middleware.model.answer_key import attributor_view
 from faultlens.middleware.store import open_store

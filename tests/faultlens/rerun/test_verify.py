@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from faultlens.cli import cli
 from faultlens.feedback.memory import LessonMemory
-from faultlens.gateway import build_gateway_app
+from faultlens.gateway_cli import build_gateway_app
 from faultlens.middleware.capture.upstream import LiteLLMUpstream
 from faultlens.middleware.replay.gateway_calls import call_steps, recording_of, request_key
 from faultlens.middleware.store import open_store

@@ -16,13 +16,14 @@ import httpx
 import openai
 import pytest
 
-from faultlens.feedback.gateway import GatewayLessons
+from faultlens.feedback.gateway_lessons import GatewayLessons
 from faultlens.feedback.hooks import parse_lessons_block, record_trace_outcome
 from faultlens.feedback.memory import LessonMemory
-from faultlens.middleware.capture.gateway import Gateway, LESSONS_BEGIN, LESSONS_END, create_gateway_app, inject_lessons, parse_traceparent
+from faultlens.middleware.capture.live_gateway import Gateway, LESSONS_BEGIN, LESSONS_END, inject_lessons, parse_traceparent
 from faultlens.middleware.capture.upstream import CallableUpstream, LiteLLMUpstream, UpstreamError
 from faultlens.middleware.model.trace import Lesson, Outcome
 from faultlens.middleware.store import open_store
+from faultlens.server.gateway_routes import create_gateway_app
 from faultlens.server.run import ServerThread
 
 TOOLS = [{"type": "function", "function": {"name": "lookup_population", "parameters": {

@@ -17,10 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from faultlens.middleware.capture.gateway import Gateway, create_gateway_app
+from faultlens.middleware.capture.live_gateway import Gateway
 from faultlens.middleware.capture.upstream import LiteLLMUpstream
 from faultlens.middleware.replay.chat_request import FORWARDED, REFUSED, RequestRefused, check_chat_request, safe_message
 from faultlens.middleware.store import open_store
+from faultlens.server.gateway_routes import create_gateway_app
 from faultlens.server.run import ServerThread
 from tests.http_double import JsonDouble
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from faultlens.gateway import build_gateway_app
-from faultlens.middleware.capture.gateway import Gateway
+from faultlens.gateway_cli import build_gateway_app
+from faultlens.middleware.capture.live_gateway import Gateway
 from faultlens.middleware.capture.step_writer import PendingWrite, StepWriter, refused_for_good
 from faultlens.middleware.capture.upstream import CallableUpstream
 from faultlens.middleware.model.trace import AgentInfo, Outcome, Source, Step, StepKind, Task, Trace

@@ -17,8 +17,9 @@ import openai
 import pytest
 
 from faultlens.injectors.proxy_mistakes import NoErrorForMode, chat_error
-from faultlens.middleware.replay.endpoint import ChatProxy, create_proxy_app, litellm_upstream, sse_chunks
+from faultlens.middleware.replay.endpoint import ChatProxy, litellm_upstream, sse_chunks
 from faultlens.middleware.replay.session import Recording
+from faultlens.server.proxy_app import create_proxy_app
 from faultlens.server.run import ServerThread
 
 TOOLS = [{"type": "function", "function": {"name": "lookup_population", "parameters": {
