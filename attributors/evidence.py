@@ -10,7 +10,7 @@ for a few kinds of proof, each with the failure mode it points to:
 | `silent_after_failure` | goes on after a failed tool call without a word about the failure | V.3 |
 | `own_call_failed` | is a tool call whose own result is an error | A.2 (bad arguments) or V.3 (environment) |
 | `repeats` | repeats an earlier identical action of its agent | A.6 |
-| `unsupported_values` | states values that neither the task nor any earlier step gave | R.1 |
+| `unsupported_values` | states values that neither the task, any earlier step nor the step's own recorded input gave | R.1 |
 
 `reason(trace, step, found)` writes the verdict's sentence from them: what the
 step says, the proof, and which later step built on it. Nothing here reads a
@@ -27,7 +27,7 @@ from faultlens.middleware.model.trace import Step, StepKind, StepRole, Trace
 from faultlens.middleware.model.roles import cause_of
 from faultlens.middleware.model.text import one_line
 
-from .steptext import ARGUMENT_ERROR, NUMBER, environment_fault, final_step, norm, numbers, step_text
+from .steptext import ARGUMENT_ERROR, NUMBER, environment_fault, final_step, given_text, norm, numbers, step_text
 
 FAILURE_WORDS = re.compile(r"\b(error|fail\w*|not found|no entry|missing|unavailable|could not|couldn'?t|unable|unknown|"
                             r"no data|no result\w*|timed? ?out)\b", re.I)
@@ -169,7 +169,9 @@ def _repeats(trace: Trace, step: Step) -> Evidence | None:
 def _unsupported_values(trace: Trace, step: Step) -> Evidence | None:
     if step.role != StepRole.decision or step.kind == StepKind.tool_call or _ARITHMETIC.search(step.content or ""):
         return None  # a computed value is new by nature; whether the sum is right is not this finder's to say
-    seen = norm(trace.task.query + " " + " ".join(step_text(s) for s in trace.steps[:step.index]))
+    # What the step was given counts as much as what earlier steps said: a gateway records a call's input messages,
+    # which hold values no recorded step carries (a code executor's output, a tool run inside the framework).
+    seen = norm(" ".join([trace.task.query, given_text(step), *(step_text(s) for s in trace.steps[:step.index])]))
     seen_numbers = set(numbers(seen))
     new = []
     for value in dict.fromkeys(NUMBER.findall(step.content or "")):
@@ -179,7 +181,7 @@ def _unsupported_values(trace: Trace, step: Step) -> Evidence | None:
     if not new:
         return None
     shown = ", ".join(new[:3])
-    return Evidence("unsupported_values", "R.1", [], f"{_what(step)} states {shown}, which neither the task nor any earlier step gave",
+    return Evidence("unsupported_values", "R.1", [], f"{_what(step)} states {shown}, which neither the task, any earlier step nor its own input gave",
                     f"State only values your inputs or tool results give (here {shown}); look a value up or say it is unknown.", new[:3])
 
 

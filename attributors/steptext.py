@@ -12,6 +12,7 @@ import re
 
 from faultlens.middleware.model.trace import Step, StepKind, StepRole, Trace
 from faultlens.middleware.model.roles import candidates
+from faultlens.middleware.spans.messages import messages_text
 
 NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?")
 ARGUMENT_ERROR = re.compile(r"\b(invalid|not found|no such|missing|unknown|unrecognized|bad request|argument|parameter|malformed|"
@@ -51,6 +52,12 @@ def step_text(step: Step) -> str:
     if step.error:
         parts.append(step.error)
     return "\n".join(p for p in parts if p)
+
+
+def given_text(step: Step) -> str:
+    """The text of the messages a model call step was given, when the trace recorded them (a gateway's steps do)."""
+    messages = step.metadata.get("input_messages") if isinstance(step.metadata, dict) else None
+    return messages_text(messages) if isinstance(messages, list) else ""
 
 
 def action_text(step: Step) -> str:

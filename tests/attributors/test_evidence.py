@@ -65,3 +65,16 @@ def test_a_repeat_of_the_same_call_is_a_loop():
     trace = Trace(id="r", task=Task(query="find x"), steps=steps)
     assert [e.kind for e in evidence(trace, 2)] == ["repeats"] and evidence(trace, 2)[0].mode == "A.6"
     assert built_on(trace, 0) is None and evidence(trace, 99) == []
+
+
+def test_a_value_the_step_was_given_in_its_own_recorded_input_is_supported():
+    # A gateway records each call's input messages: a code executor's output reaches the planner only there.
+    given = [{"role": "user", "parts": [{"type": "text", "content": "exitcode: 0\nCode output: 1640"}]}]
+    steps = [Step(index=0, agent="coder", kind=StepKind.llm_call, content="print(sum(range(10)))"),
+             Step(index=1, agent="planner", kind=StepKind.llm_call, content="The code printed 1640.\nANSWER: 1640",
+                  metadata={"input_messages": given}),
+             Step(index=2, agent="planner", kind=StepKind.llm_call, content="ANSWER: 1650", metadata={"input_messages": given})]
+    trace = Trace(id="g", task=Task(query="What does the code print?"), steps=steps)
+    assert evidence(trace, 1) == []
+    [found] = evidence(trace, 2)
+    assert found.kind == "unsupported_values" and found.items == ["1650"] and "its own input" in found.text
