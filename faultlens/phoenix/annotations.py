@@ -4,8 +4,10 @@
                                label the failure mode, score the confidence, explanation the reason
     faultlens.verdict          on the run's root span: label the blamed agent, the same score,
                                an explanation naming agent, step and mode
+    faultlens.p_failed         on the run's root span(s), when `--failed-if` names p_failed:
+                               score the detector's p_failed, label failed or ok (whether it met the bound)
 
-Both carry metadata (method, model, backend, agent, step, the candidate
+The first two carry metadata (method, model, backend, agent, step, the candidate
 ranking, the faultlens run and attribution ids) and the identifier
 `faultlens`: Phoenix keeps one annotation per (name, span, identifier), so
 writing a verdict again updates it instead of adding one. The annotator kind
@@ -24,6 +26,7 @@ from faultlens.middleware.model.taxonomy import get_mode, is_mode
 
 DECISIVE_ERROR = "faultlens.decisive_error"
 VERDICT = "faultlens.verdict"
+P_FAILED = "faultlens.p_failed"
 IDENTIFIER = "faultlens"
 CANDIDATES = 5  # candidates kept in the metadata
 
@@ -77,3 +80,12 @@ def verdict_annotations(trace: Trace, attribution: Attribution, root_span: str) 
         annotation(root_span, VERDICT, agent,
                    f"The run failed at step {attribution.step} ({step.kind.value}) by {agent}: {_mode_text(attribution.mode)}. {reason}"),
     ]
+
+
+def p_failed_annotation(run_id: str, root_span: str, p_failed: float, failed: bool, rule: str) -> dict[str, Any]:
+    """The detector's probability that run `run_id` failed, as an annotation of its root span (CODE: no model call)."""
+    verdict = "failed" if failed else "ok"
+    return {"span_id": root_span, "name": P_FAILED, "annotator_kind": "CODE", "identifier": IDENTIFIER,
+            "result": {"label": verdict, "score": float(p_failed),
+                       "explanation": f"faultlens's failure detector gives p_failed {p_failed:.2f}: {verdict} by {rule}"},
+            "metadata": {"faultlens_run": run_id, "detector": "faultlens.attributors.detect", "rule": rule}}

@@ -40,7 +40,8 @@ def phoenix() -> None:
 @db_option()
 @click.option("--api-key", envvar="PHOENIX_API_KEY", default=None, help="Phoenix API key, when its auth is on [default: $PHOENIX_API_KEY].")
 @click.option("--failed-if", "failed_if", multiple=True, metavar="NAME=LABEL",
-              help="A run also failed when its trace or root span has this annotation (NAME=LABEL, or NAME<SCORE / NAME>SCORE); repeatable.")
+              help="A run also failed when its trace or root span has this annotation (NAME=LABEL, or NAME<SCORE / NAME>SCORE), "
+                   "or, as p_failed>0.7, when the failure detector's p_failed passes the bound; repeatable.")
 @click.option("--trace-id", "trace_ids", multiple=True, metavar="ID", help="A Phoenix trace id to treat as failed; repeatable.")
 @click.option("--status-error/--no-status-error", default=True, show_default=True, help="Whether a root span with status ERROR makes its run failed.")
 @click.option("--since", default=None, metavar="ISO", help="Only spans that started at or after this time (ISO 8601; UTC unless it says).")
@@ -61,7 +62,9 @@ def sync(url, project, db_path, api_key, failed_if, trace_ids, status_error, sin
     """Import a Phoenix project's spans, attribute its failed runs, and annotate the blamed spans in Phoenix.
 
     A run failed when its root span has status ERROR, when it has an annotation named with
-    --failed-if, or when its trace id is given with --trace-id. Each failed run is attributed
+    --failed-if (or, with --failed-if 'p_failed>0.7', when the offline failure detector's p_failed
+    for the run passes the bound: every run scored gets a `faultlens.p_failed` annotation on its
+    root span), or when its trace id is given with --trace-id. Each failed run is attributed
     once (the store's failed-run queue) and gets two span annotations: `faultlens.decisive_error`
     on the blamed step's span, `faultlens.verdict` on its root span. Running it again writes
     nothing new; a sync that stopped (Phoenix went down) goes on where it stopped.
@@ -131,6 +134,8 @@ def _print_summary(summary: SyncSummary, state: SyncState, path: Path) -> None:
     if summary.unattributed or counts["unattributed"]:
         table.add_row("not attributable", str(summary.unattributed), str(counts["unattributed"]))
     table.add_row("annotations written", str(summary.annotations), str(sum(len(r.annotations) for r in state.runs.values())))
+    if summary.detected:
+        table.add_row("p_failed written (detector)", str(summary.detected), "")
     Console().print(table)
     if summary.skipped:
         console.print(f"[yellow]{escape(skipped_line(summary.skipped))}[/]", soft_wrap=True)

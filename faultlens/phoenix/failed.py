@@ -10,6 +10,9 @@ Each way counts on its own (any one makes a run failed):
   label LABEL on one of the run's Phoenix traces or on its root span (where
   Phoenix's evaluations of a whole run go). `NAME<0.5` and `NAME>=...`
   compare the annotation's score instead;
+* `p_failed>0.7` (any bound, not `=`): the failure detector's probability
+  that the run failed (`attributors.detect`, computed by the sync from the
+  run's stored trace, never from an annotation) passes the bound;
 * the run's Phoenix trace id is one of `trace_ids`.
 """
 
@@ -27,6 +30,7 @@ from .state import RunState
 
 _OPS: dict[str, Callable[[float, float], bool]] = {"<=": operator.le, ">=": operator.ge, "<": operator.lt, ">": operator.gt}
 _CONDITION = re.compile(r"^\s*([^=<>!]+?)\s*(<=|>=|<|>|=)\s*(.+?)\s*$")
+P_FAILED = "p_failed"  # the condition name that reads the detector's probability, not an annotation
 
 
 @dataclass(frozen=True)
@@ -48,10 +52,22 @@ class Condition:
                 float(value)
             except ValueError:
                 raise ConfigError(f"--failed-if {text!r}: {op} compares scores, and {value!r} is not a number") from None
+        if name == P_FAILED and (op == "=" or not 0.0 <= float(value) <= 1.0):
+            raise ConfigError(f"--failed-if {text!r}: p_failed is the detector's probability; bound it with < <= > >= "
+                              f"and a number from 0 to 1 (e.g. p_failed>0.7)")
         return cls(name, op, value)
 
+    @property
+    def detector(self) -> bool:
+        """Whether this condition reads the detector's `p_failed` rather than an annotation."""
+        return self.name == P_FAILED
+
+    def passes(self, p_failed: float) -> bool:
+        """Whether a run's `p_failed` meets this (detector) condition."""
+        return _OPS[self.op](p_failed, float(self.value))
+
     def matches(self, annotation: Mapping[str, Any]) -> bool:
-        if annotation.get("name") != self.name:
+        if self.detector or annotation.get("name") != self.name:
             return False
         result = annotation.get("result") or {}
         if self.op == "=":
@@ -75,10 +91,21 @@ class FailureRule:
 
     @property
     def names(self) -> list[str]:
-        return sorted({c.name for c in self.conditions})
+        """The annotation names the conditions read (not `p_failed`, which no annotation gives)."""
+        return sorted({c.name for c in self.conditions if not c.detector})
 
-    def judge(self, phoenix: Any, project: str, runs: Mapping[str, RunState]) -> dict[str, str]:
-        """{run id: why} for each of `runs` that failed (one look-up of trace and one of root-span annotations per 100 runs)."""
+    @property
+    def uses_detector(self) -> bool:
+        return any(c.detector for c in self.conditions)
+
+    def detector_passes(self, p_failed: float) -> Condition | None:
+        """The first `p_failed` condition the probability meets, or None."""
+        return next((c for c in self.conditions if c.detector and c.passes(p_failed)), None)
+
+    def judge(self, phoenix: Any, project: str, runs: Mapping[str, RunState], p_failed: Mapping[str, float] | None = None) -> dict[str, str]:
+        """{run id: why} for each of `runs` that failed (one look-up of trace and one of root-span annotations per 100 runs).
+
+        `p_failed`: the detector's probability per run, for `p_failed` conditions (a run without one is not judged by them)."""
         failed: dict[str, str] = {}
         for run_id, run in runs.items():
             listed = sorted(self.trace_ids.intersection(run.traces))
@@ -87,8 +114,12 @@ class FailureRule:
                 failed[run_id] = f"trace {listed[0]} is listed (--trace-id)"
             elif self.status_error and errored:
                 failed[run_id] = f"root span {errored[0]} has status ERROR"
+        for run_id in runs:
+            hit = None if run_id in failed or run_id not in (p_failed or {}) else self.detector_passes((p_failed or {})[run_id])
+            if hit is not None:
+                failed[run_id] = f"the detector's p_failed {(p_failed or {})[run_id]:.2f} meets {hit} (--failed-if)"
         rest = {run_id: run for run_id, run in runs.items() if run_id not in failed}
-        if not self.conditions or not rest:
+        if not self.names or not rest:
             return failed
         by_trace = _index(phoenix.trace_annotations(project, [t for run in rest.values() for t in run.traces], self.names), "trace_id")
         by_span = _index(phoenix.span_annotations(project, [s for run in rest.values() for s in run.roots], self.names), "span_id")

@@ -11,7 +11,10 @@ One pass:
    out and reported (`SyncSummary.skipped`), the cursor moves past it all
    the same, and a cursor Phoenix gives twice stops the pass
    (`PhoenixPagingError`);
-2. **judge** the runs whose root span has arrived (`failed.FailureRule`):
+2. **judge** the runs whose root span has arrived (`failed.FailureRule`;
+   with a `p_failed` condition, the failure detector scores each run's stored
+   trace and its `p_failed` is written back on the run's root spans at once,
+   `faultlens.p_failed`, failed or not):
    a failed run gets a failed outcome in the store and a row in the failed-run
    job queue (`middleware.jobs`, the queue `faultlens serve` and `faultlens
    worker` use), which attributes each run once;
@@ -44,7 +47,7 @@ from faultlens.middleware.spans.record import SpanRecord
 from faultlens.middleware.spans.traces import group_by_trace
 from faultlens.middleware.spans.tree import SpanLink
 
-from .annotations import verdict_annotations
+from .annotations import p_failed_annotation, verdict_annotations
 from .client import CursorTrail, PhoenixClient, PhoenixUnavailable
 from .failed import FailureRule
 from .records import span_label, span_record
@@ -72,12 +75,13 @@ class SyncSummary:
     attributed: int = 0
     annotations: int = 0
     unattributed: int = 0
+    detected: int = 0  # runs the detector scored (a `p_failed` rule)
     pending: int = 0  # failed runs whose job another worker still holds
     notes: list[str] = field(default_factory=list)
     skipped: list[SkippedSpan] = field(default_factory=list)  # malformed spans left out
 
     def add(self, other: SyncSummary) -> None:
-        for name in ("spans", "runs_seen", "failed", "attributed", "annotations", "unattributed"):
+        for name in ("spans", "runs_seen", "failed", "attributed", "annotations", "unattributed", "detected"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.pending = other.pending
         self.notes += other.notes
@@ -104,6 +108,7 @@ class PhoenixSync:
         self.progress = progress or (lambda stage, done, total: None)
         self.job_timeout = job_timeout
         self._handler: Callable[[str], Any] | None = None
+        self._detector: Any = None
 
     # -- the pass -----------------------------------------------------------------
     def run_once(self) -> SyncSummary:
@@ -198,7 +203,10 @@ class PhoenixSync:
         pending = {run_id: self.state.runs[run_id] for run_id in self.state.in_phase(*phases)}
         if not pending:
             return
-        verdicts = self.rule.judge(self.phoenix, self.project, pending)
+        p_failed = self.detect(pending, summary) if self.rule.uses_detector else None
+        verdicts = self.rule.judge(self.phoenix, self.project, pending, p_failed)
+        if p_failed:
+            self.write_p_failed(pending, p_failed, summary)
         queue = self._queue()
         for run_id, run in pending.items():
             why = verdicts.get(run_id)
@@ -210,6 +218,29 @@ class PhoenixSync:
             run.phase, run.why, run.again = "failed", why, False
             summary.failed += 1
         self.state.save()
+
+    def detect(self, runs: dict[str, Any], summary: SyncSummary) -> dict[str, float]:
+        """{run id: p_failed} of the failure detector for `runs`; a run it cannot judge gets a note saying why."""
+        if self._detector is None:
+            from faultlens.attributors.detect import Detector
+
+            self._detector = Detector()
+        found: dict[str, float] = {}
+        for detection in self._detector.score(self.store.get_trace(run_id) for run_id in runs):
+            if detection.p_failed is None:
+                summary.notes.append(f"run {detection.trace_id}: no p_failed ({detection.reason})")
+            else:
+                found[detection.trace_id] = detection.p_failed
+        summary.detected += len(found)
+        return found
+
+    def write_p_failed(self, runs: dict[str, Any], p_failed: dict[str, float], summary: SyncSummary) -> None:
+        """Each scored run's `p_failed` on its root span(s), labelled by whether it met the rule's bound."""
+        rule = " or ".join(str(c) for c in self.rule.conditions if c.detector)
+        annotations = [p_failed_annotation(run_id, root, p, self.rule.detector_passes(p) is not None, rule)
+                       for run_id, p in p_failed.items() for root in sorted(runs[run_id].roots)]
+        if annotations:
+            self.phoenix.annotate_spans(annotations)  # counted as `detected`: they are the run's score, not its verdict
 
     def _queue(self) -> JobQueue:
         if self._handler is None:

@@ -228,3 +228,46 @@ def test_watch_attributes_runs_as_they_arrive_and_are_judged(phoenix, framework_
     assert all(error is None for _, error in passes) and len(passes) >= 3
     (attribution,) = store.attributions(failing_id)
     assert attribution.step is not None
+
+
+def test_p_failed_rule_fails_suspected_runs_and_writes_p_failed_on_each_root_span(phoenix, framework_runs, tmp_path):
+    """`--failed-if 'p_failed>=X'`: the detector scores every run; each root span gets `faultlens.p_failed`, the runs at or
+    above X are attributed like failed ones, the others are not (X is put between the runs' own scores)."""
+    from faultlens.attributors.detect import Detector
+    from faultlens.phoenix.annotations import P_FAILED
+
+    from .server import read_json, with_new_ids
+
+    server, _ = phoenix
+    project = "detected"
+    sent = [with_new_ids(read_json(run.path), 0x7D) for run in framework_runs]  # the module's Phoenix holds these ids already
+    for document, _ in sent:
+        server.send_otlp_json(document, project)
+    spans = server.wait_for_spans(project, sum(r.spans for r in framework_runs))
+    roots = {s["context"]["trace_id"]: s["context"]["span_id"] for s in spans if not s["parent_id"]}
+    # The scores first (a dry sync with a bound no run meets), then a bound between them.
+    db = tmp_path / "faultlens.db"
+    args = ["phoenix", "sync", server.url, "--project", project, "--db", str(db), "--no-status-error"]
+    dry = CliRunner().invoke(cli, [*args, "--failed-if", "p_failed>1", "--state", str(tmp_path / "dry.json")])
+    assert dry.exit_code == 0, dry.output
+    assert summary_row(dry.output, "failed")[0] == 0 and "p_failed written" in dry.output
+    store = open_store(str(db))
+    scores = {d.trace_id: d.p_failed for d in Detector().score([store.get_trace(t) for t in roots])}
+    assert len(scores) == len(roots) and all(p is not None and 0 <= p <= 1 for p in scores.values())
+    found = server.span_annotations(project, list(roots.values()))
+    written = {a["span_id"]: a for a in found if a["name"] == P_FAILED}
+    assert {span: a["result"]["score"] for span, a in written.items()} == pytest.approx({roots[t]: p for t, p in scores.items()})
+    assert all(a["result"]["label"] == "ok" for a in written.values())
+
+    bound = sorted(scores.values())[len(scores) // 2]
+    result = CliRunner().invoke(cli, [*args, "--failed-if", f"p_failed>={bound}", "--state", str(tmp_path / "real.json")])
+    assert result.exit_code == 0, result.output
+    suspected = {t for t, p in scores.items() if p >= bound}
+    assert summary_row(result.output, "failed")[0] == len(suspected) and 0 < len(suspected) < len(scores)
+    found = server.span_annotations(project, list(roots.values()))
+    labels = {a["span_id"]: a["result"]["label"] for a in found if a["name"] == P_FAILED}
+    assert labels == {roots[t]: "failed" if t in suspected else "ok" for t in roots}
+    for trace_id in roots:
+        assert bool(store.attributions(trace_id)) == (trace_id in suspected)
+        outcome = store.get_outcome(trace_id)
+        assert (outcome is not None and "p_failed" in outcome.detail) == (trace_id in suspected)
