@@ -38,6 +38,8 @@ INSTRUMENTORS: dict[str, tuple[str, ...]] = {
     "pydantic-ai": ("faultlens.injectors.envs.chart_desk.tracing:PydanticAIInstrumentor",),
     "google-adk": ("openinference.instrumentation.google_adk:GoogleADKInstrumentor",),
     "llama-index": ("openinference.instrumentation.llama_index:LlamaIndexInstrumentor",),
+    # Haystack's instrumentation, with the team's components registered first (docs_team.tracing).
+    "haystack": ("faultlens.injectors.envs.docs_team.tracing:HaystackInstrumentor",),
 }
 
 

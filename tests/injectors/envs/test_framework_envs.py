@@ -1,8 +1,8 @@
 """What every tool-calling team on a real framework guarantees, checked on each of them.
 
 The teams: `agents_desk` (OpenAI Agents SDK), `workflow_team` (LlamaIndex),
-`chart_desk` (PydanticAI), `adk_team` (Google ADK) and `supervisor_team`
-(langgraph-supervisor). Each is listed only with the frameworks, names the
+`chart_desk` (PydanticAI), `adk_team` (Google ADK), `supervisor_team`
+(langgraph-supervisor) and `docs_team` (Haystack). Each is listed only with the frameworks, names the
 extra when its framework is missing, runs its seed tasks to success and
 replays them with zero drift, maps each step to its recorded call, treats a
 changed request on replay as drift, makes a kept failure with an exact label
@@ -48,6 +48,7 @@ TEAMS = [
     Team("chart_desk", "pydantic-ai", 12, rule_tries=8),
     Team("adk_team", "google-adk", 9),
     Team("supervisor_team", "langgraph", 9, max_steps=40),
+    Team("docs_team", "haystack", 9),
 ]
 
 
