@@ -23,6 +23,13 @@ With `draws=n`, a re-sampled candidate whose new draw changed it without
 fixing the run is drawn again, up to n draws in all (a slip downstream may
 have undone the correction); every draw is a rerun.
 
+When the rerunner offers a *control* (`CommandRerunner` does), a candidate
+whose correction made the run succeed is confirmed only if the run re-run with
+that step as recorded (and every later call drawn anew) still fails: with
+agents that sample, a correction that changes the run may let later calls
+draw again and succeed by chance. A control that succeeds moves on to the
+next candidate; a control is a rerun.
+
 The budget is counted in reruns (`max_reruns` per trace, default `k`), not just
 tokens: `details["reruns"]` is what was spent, `details["trials"]` what each
 trial did, and `cost.reruns` carries the count into benchmark reports.
@@ -32,6 +39,7 @@ trial did, and `cost.reruns` carries the count into benchmark reports.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from faultlens.middleware.errors import FaultlensError
@@ -105,6 +113,14 @@ class Counterfactual(BaseAttributor):
         mode_at = getattr(self.base, "mode_at", None)  # a base that can name the mode of any step (learned can)
         return mode_at(trace, step) if callable(mode_at) else None
 
+    @staticmethod
+    def _trial(run: Callable[..., Trial], details: dict[str, Any], *args: Any) -> Trial:
+        """One trial, listed in the details; counted as a rerun unless the program was not run."""
+        trial = run(*args)
+        details["reruns"] += trial.reran is not False
+        details["trials"].append(trial.to_json())
+        return trial
+
     # -- the method --------------------------------------------------------
     def attribute(self, trace: Trace) -> Attribution:
         started = time.monotonic()
@@ -132,21 +148,25 @@ class Counterfactual(BaseAttributor):
                     details["trials"].append(Trial(step=step, success=False, detail="the corrector's answer was empty; not re-run").to_json())
                     continue
                 try:
-                    trial = rerunner.rerun(trace, step, replacement)
-                    details["reruns"] += 1
-                    details["trials"].append(trial.to_json())
+                    trial = self._trial(rerunner.rerun, details, trace, step, replacement)
                     # A new draw that changed the step yet did not fix the run may have been undone by a slip
                     # downstream: draw again, up to `draws` times in all.
                     for _ in range(self.draws - 1):
                         if trial.success or replacement is not None or not trial.changed or details["reruns"] >= self.max_reruns:
                             break
-                        trial = rerunner.rerun(trace, step, None)
-                        details["reruns"] += 1
-                        details["trials"].append(trial.to_json())
+                        trial = self._trial(rerunner.rerun, details, trace, step, None)
+                    control = getattr(rerunner, "control", None)
+                    if trial.success and callable(control):
+                        if details["reruns"] >= self.max_reruns:
+                            fallback = f"rerun budget spent ({self.max_reruns}) before the control of step {step}"
+                            break
+                        # A run that also succeeds with the step as it was failed by a later chance, not by this step.
+                        if self._trial(control, details, trace, step).success:
+                            continue
                 except NotRerunnable as exc:
                     fallback = f"not re-runnable: {exc}"
                     if exc.trial is not None:  # a re-run that showed nothing (drift, a timeout, ...): listed, never counted
-                        details["reruns"] += 1
+                        details["reruns"] += exc.trial.reran is not False
                         details["trials"].append(exc.trial.to_json())
                         details["not_verifiable"] = True
                     break

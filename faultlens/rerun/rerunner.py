@@ -6,10 +6,10 @@ from collections.abc import Callable
 
 from faultlens.middleware.capture.upstream import GatewayUpstream
 from faultlens.middleware.model.trace import Trace
-from faultlens.middleware.replay.gateway_calls import call_steps, recording_of
+from faultlens.middleware.replay.gateway_calls import call_steps, recording_of, request_of
 from faultlens.middleware.replay.rerunners import NotRerunnable, Trial
 from .contract import Judge, Program
-from .trial import NOT_VERIFIABLE, TrialSpec, run_trial
+from .trial import NOT_VERIFIABLE, TrialSpec, draw_anew, run_trial
 
 __all__ = ["CommandRerunner"]
 
@@ -22,8 +22,12 @@ class CommandRerunner:
     Step `t` of a gateway-recorded run is the run's i-th model call; a trial
     replays calls before it, corrects it (`replacement`, or a new draw with
     `lesson_for(trace, t)` in its system message) and lets the rest run live.
-    A trial that shows nothing (drift, a timeout, a failing upstream, no judge)
-    raises `NotRerunnable` carrying the trial, so the verdict stays the base's.
+    A new draw is made first, as one model call (`draw_anew`): when it gives
+    the recorded reply, the program is not re-run (the run would fail as
+    recorded). `control(trace, t)` re-runs with call `t` as recorded and the
+    rest drawn anew. A trial that shows nothing (drift, a timeout, a failing
+    upstream, no judge) raises `NotRerunnable` carrying the trial, so the
+    verdict stays the base's.
     """
 
     name = "command"
@@ -42,12 +46,26 @@ class CommandRerunner:
         if not calls:
             raise NotRerunnable(f"run {trace.id} has no model calls recorded through the gateway; record it with `faultlens gateway`")
         if step not in calls:
-            trial = Trial(step=step, success=False, outcome="not_a_call",
-                          detail=f"step {step} is not a model call through the gateway; only calls can be corrected")
-        else:
-            lesson = self.lesson_for(trace, step) if replacement is None and self.lesson_for is not None else None
-            spec = TrialSpec(recording_of(trace), calls.index(step), step, trace.task.query, lesson=lesson, replacement=replacement)
-            trial, _calls = run_trial(spec, self.program, self.judge, self.upstream)
+            return self._report(Trial(step=step, success=False, outcome="not_a_call",
+                                      detail=f"step {step} is not a model call through the gateway; only calls can be corrected"))
+        lesson = self.lesson_for(trace, step) if replacement is None and self.lesson_for is not None else None
+        spec = TrialSpec(recording_of(trace), calls.index(step), step, trace.task.query, lesson=lesson, replacement=replacement)
+        if replacement is None:
+            drawn = draw_anew(spec, trace.steps[step].agent, request_of(trace.steps[step]), self.upstream)
+            if isinstance(drawn, Trial):
+                return self._report(drawn)
+            spec.drawn = drawn
+        return self._report(run_trial(spec, self.program, self.judge, self.upstream)[0])
+
+    def control(self, trace: Trace, step: int) -> Trial:
+        """Re-run with call `step` as recorded and every later call drawn anew: does the run still fail?"""
+        calls = call_steps(trace)
+        if step not in calls:
+            raise NotRerunnable(f"step {step} is not a model call through the gateway")
+        spec = TrialSpec(recording_of(trace), calls.index(step), step, trace.task.query, control=True)
+        return self._report(run_trial(spec, self.program, self.judge, self.upstream)[0])
+
+    def _report(self, trial: Trial) -> Trial:
         if self.on_trial is not None:
             self.on_trial(trial)
         if trial.outcome in NOT_VERIFIABLE:

@@ -10,16 +10,16 @@ from typing import Any
 from fastapi import FastAPI
 from pydantic import BaseModel
 
-from faultlens.middleware.capture.live_gateway import Gateway, completion_text
+from faultlens.middleware.capture.live_gateway import Gateway, completion_text, inject_lessons
 from faultlens.server.gateway_routes import gateway_router
 from faultlens.middleware.capture.rerun_upstream import RerunUpstream
-from faultlens.middleware.capture.upstream import GatewayUpstream
+from faultlens.middleware.capture.upstream import GatewayUpstream, UpstreamError
 from faultlens.middleware.replay.rerunners import Trial
 from faultlens.middleware.replay.session import Recording
 from faultlens.server.run import ServerThread
 from .contract import Judge, Program, contract_env
 
-__all__ = ["NOT_VERIFIABLE", "TrialSpec", "run_trial"]
+__all__ = ["NOT_VERIFIABLE", "TrialSpec", "draw_anew", "run_trial"]
 
 # Trial outcomes after which the re-run shows nothing about the candidate (neither confirmed nor refuted).
 NOT_VERIFIABLE = frozenset({"drift", "timeout", "upstream_error", "judge_timeout", "no_judge"})
@@ -39,6 +39,8 @@ class TrialSpec:
     task: str
     lesson: str | None = None
     replacement: str | dict[str, Any] | None = None  # a text, or a whole completion (an injected error)
+    drawn: dict[str, Any] | None = None  # the call's new draw, made beforehand (`draw_anew`), put in its place
+    control: bool = False  # correct nothing: the call as recorded, every later call drawn anew
 
 
 def _app(gateway: Gateway, posted: dict[str, bool]) -> FastAPI:
@@ -62,7 +64,8 @@ def run_trial(spec: TrialSpec, program: Program, judge: Judge, upstream: Gateway
 
 def _run(spec: TrialSpec, program: Program, judge: Judge, upstream: GatewayUpstream) -> tuple[Trial, RerunUpstream]:
     started = time.monotonic()
-    rerun = RerunUpstream(spec.recording, spec.at, upstream, lesson=spec.lesson, replacement=spec.replacement)
+    rerun = RerunUpstream(spec.recording, spec.at, upstream, lesson=spec.lesson, control=spec.control,
+                          replacement=spec.drawn if spec.drawn is not None else spec.replacement)
     gateway = Gateway(rerun, None, default_run="rerun")
     posted: dict[str, bool] = {}
     run_id = f"rerun-{uuid.uuid4().hex[:12]}"
@@ -70,13 +73,12 @@ def _run(spec: TrialSpec, program: Program, judge: Judge, upstream: GatewayUpstr
         root = f"{server.url}/run/{run_id}"
         env = contract_env(root, spec.task, f"{server.url}/api/runs/{run_id}/outcome")
         ran = program.run(env)
-    how = ("with a lesson in its system message" if spec.lesson else "replaced by an injected error" if isinstance(spec.replacement, dict)
-           else "replaced by the corrector's text" if spec.replacement is not None else "drawn again")
+    how = _how(spec)
     seconds = round(time.monotonic() - started, 4)
 
     def trial(outcome: str, detail: str, success: bool = False) -> tuple[Trial, RerunUpstream]:
         changed = None if rerun.corrected is None else rerun.corrected != _recorded_text(spec)
-        return Trial(step=spec.step, success=success, outcome=outcome, detail=detail, changed=changed,
+        return Trial(step=spec.step, success=success, outcome=outcome, detail=detail, changed=changed, control=spec.control or None,
                      regenerated=(rerun.corrected or "")[:300] or None, live_calls=rerun.live_calls, seconds=seconds), rerun
 
     if rerun.drift is not None:
@@ -85,7 +87,7 @@ def _run(spec: TrialSpec, program: Program, judge: Judge, upstream: GatewayUpstr
         return trial("timeout", f"not verifiable: the program ran past {program.timeout:g} s")
     if rerun.upstream_errors:
         return trial("upstream_error", f"not verifiable: the upstream failed {len(rerun.upstream_errors)} call(s): {rerun.upstream_errors[0]}")
-    if rerun.corrected is None:
+    if not rerun.reached:
         return trial("drift", f"not verifiable: the program never made call {spec.at} again ({len(rerun.session.calls)} calls)")
     if ran.exit_code != 0:
         return trial("crash", f"call {spec.at} {how}: the program exited {ran.exit_code}: {ran.error}")
@@ -93,9 +95,46 @@ def _run(spec: TrialSpec, program: Program, judge: Judge, upstream: GatewayUpstr
     if not verdict.judged:
         outcome = "judge_timeout" if verdict.how == "judge" else "no_judge"
         return trial(outcome, f"not verifiable: {verdict.detail}")
-    ended = "succeeded" if verdict.success else "failed" if isinstance(spec.replacement, dict) else "still failed"
+    ended = "succeeded" if verdict.success else "failed" if isinstance(spec.replacement, dict) or spec.control else "still failed"
     return trial("success" if verdict.success else "failure", f"call {spec.at} {how}: {ended} ({verdict.detail})", verdict.success)
+
+
+def _how(spec: TrialSpec) -> str:
+    if spec.control:
+        return "kept as recorded, every later call drawn anew (a control)"
+    if spec.lesson:
+        return "drawn again with a lesson in its system message"
+    if isinstance(spec.replacement, dict):
+        return "replaced by an injected error"
+    return "replaced by the corrector's text" if spec.replacement is not None else "drawn again"
 
 
 def _recorded_text(spec: TrialSpec) -> str:
     return completion_text(spec.recording[spec.at].response)
+
+
+def draw_anew(spec: TrialSpec, agent: str, request: dict[str, Any], upstream: GatewayUpstream) -> Trial | dict[str, Any]:
+    """Draw call `spec.at` anew before re-running anything: one model call with `request` (the call as recorded,
+    `gateway_calls.request_of`) and the lesson in its system message.
+
+    Returns the new completion when it differs from the recorded reply (the re-run then puts it in place), or
+    the trial that ends the candidate without running the program: the same reply (the run would fail as
+    recorded), or an upstream that failed.
+    """
+    started = time.monotonic()
+    asked = dict(request)
+    if spec.lesson:
+        asked["messages"] = inject_lessons(list(request.get("messages") or []), spec.lesson)
+    try:
+        drawn = upstream.complete(agent, {k: v for k, v in asked.items() if k not in ("stream", "stream_options")})
+    except UpstreamError as exc:
+        return Trial(step=spec.step, success=False, outcome="upstream_error", reran=False, seconds=round(time.monotonic() - started, 4),
+                     detail=f"not verifiable: the upstream failed call {spec.at}'s new draw: {exc.status}: "
+                            f"{exc.body[:200].decode('utf-8', 'replace')}")
+    text = completion_text(drawn)
+    if text != _recorded_text(spec):
+        return drawn
+    return Trial(step=spec.step, success=False, outcome="unchanged", changed=False, reran=False, regenerated=text[:300] or None,
+                 seconds=round(time.monotonic() - started, 4),
+                 detail=f"call {spec.at} {_how(spec)}: the same reply as recorded, so the run fails as recorded "
+                        "(one model call; the program was not re-run)")

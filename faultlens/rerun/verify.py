@@ -25,7 +25,8 @@ from faultlens.feedback.reflect import OfflineReflector
 from faultlens.middleware.capture.upstream import GatewayUpstream
 from faultlens.middleware.errors import ConfigError
 from faultlens.middleware.model.answer_key import attributor_view
-from faultlens.middleware.model.trace import Attribution, Lesson, Trace
+from faultlens.middleware.model.trace import Attribution, Candidate, Lesson, Trace
+from faultlens.middleware.replay.gateway_calls import call_steps
 from faultlens.middleware.replay.rerunners import Trial
 from faultlens.middleware.store import Store
 from .contract import Judge, Program
@@ -35,11 +36,21 @@ __all__ = ["Verifier", "verify", "verdict_json"]
 
 
 class _Ranked(BaseAttributor):
-    """The base's attribution, computed once: the lessons of the candidates are written from it too."""
+    """The base's attribution, computed once: the lessons of the candidates are written from it too.
 
-    def __init__(self, base: Attributor, ranked: Attribution):
-        self.base, self.ranked = base, ranked
+    Its ranking holds the run's model calls only (the steps a re-run can correct): the base's ranked calls
+    first, in its order, then the calls it left out, earliest first (a base may rank only some kinds of step).
+    """
+
+    def __init__(self, base: Attributor, ranked: Attribution, calls: list[int]):
+        self.base = base
         self.name = getattr(base, "name", type(base).__name__)
+        listed = [c for c in ranked.ranking if c.step in calls]
+        if not listed and ranked.step in calls:
+            listed = [Candidate(step=ranked.step, score=ranked.confidence or 0.0, agent=ranked.agent)]
+        seen = {c.step for c in listed}
+        rest = [Candidate(step=step, score=0.0) for step in calls if step not in seen]
+        self.ranked = ranked.model_copy(update={"ranking": listed + rest})
 
     def attribute(self, trace: Trace) -> Attribution:
         return self.ranked
@@ -76,7 +87,7 @@ class Verifier(BaseAttributor):
         self.lessons: dict[int, Lesson] = {}
 
     def attribute(self, trace: Trace) -> Attribution:
-        ranked = _Ranked(self.base, self.base.attribute(trace))
+        ranked = _Ranked(self.base, self.base.attribute(trace), call_steps(trace))
         self.lessons = {}
 
         def lesson_for(shown: Trace, step: int) -> str | None:

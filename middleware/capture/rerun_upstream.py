@@ -14,6 +14,10 @@ model calls going through a gateway whose upstream is a `RerunUpstream`
 - a later call whose request equals the recorded one at its position gets the
   recorded reply (what the correction did not touch stays fixed); any other
   goes live to the upstream.
+
+A *control* (`control=True`) corrects nothing: calls up to and including `at`
+get their recorded replies and every later call goes live, so it shows whether
+the run fails again with call `at` as it was.
 """
 
 from __future__ import annotations
@@ -38,17 +42,22 @@ class RerunUpstream:
 
     lesson: the text added to call `at`'s system message before it is drawn anew (None: drawn as it was asked).
     replacement: call `at`'s reply instead of a new draw: a text (a corrector model's), or a whole chat
-        completion (an injected error, `faultlens adapt`).
+        completion (a draw made beforehand, or an injected error for `faultlens adapt`).
+    control: correct nothing; replay through call `at`, the rest live (see the module docstring).
     """
 
     def __init__(self, recording: Recording, at: int, live: GatewayUpstream, *, lesson: str | None = None,
-                 replacement: str | dict[str, Any] | None = None):
+                 replacement: str | dict[str, Any] | None = None, control: bool = False):
         if not 0 <= at < len(recording):
             raise ValueError(f"call {at} is outside the recording's {len(recording)} calls")
         self.live = live
         self.lesson = lesson
         self.replacement = replacement
-        self.session = Session(recording, replay_until=at, overrides={at: self._correct}, reuse_unchanged_from=at + 1)
+        self.at = at
+        if control:
+            self.session = Session(recording, replay_until=at + 1)
+        else:
+            self.session = Session(recording, replay_until=at, overrides={at: self._correct}, reuse_unchanged_from=at + 1)
         self.drift: Drift | None = None
         self.upstream_errors: list[str] = []
         self.corrected: str | None = None  # the reply call `at` got, as step text
@@ -58,6 +67,11 @@ class RerunUpstream:
     @property
     def live_calls(self) -> int:
         return self.session.live
+
+    @property
+    def reached(self) -> bool:
+        """Did the program make call `at` again (a re-run that stops before it shows nothing about it)?"""
+        return len(self.session.calls) > self.at
 
     def _correct(self, record: CallRecord) -> dict[str, Any]:
         assert self._asked is not None

@@ -21,7 +21,7 @@ from ..capture.instrument.chat_messages import openai_to_genai
 from ..model.trace import Step, Trace
 from .session import CallRecord, Recording
 
-__all__ = ["LESSONS_BEGIN", "LESSONS_END", "call_steps", "completion_of", "recording_of", "request_key"]
+__all__ = ["LESSONS_BEGIN", "LESSONS_END", "call_steps", "completion_of", "recording_of", "request_key", "request_of"]
 
 # The gateway's marks around the lessons it adds to a system message (`capture.gateway` uses the same).
 LESSONS_BEGIN = "<faultlens-lessons>"
@@ -91,6 +91,50 @@ def completion_of(step: Step) -> dict[str, Any]:
         completion["usage"] = {"prompt_tokens": step.usage.input_tokens, "completion_tokens": step.usage.output_tokens,
                                "total_tokens": step.usage.input_tokens + step.usage.output_tokens}
     return completion
+
+
+def request_of(step: Step) -> dict[str, Any]:
+    """The chat request (OpenAI's shape) a recorded call step asked, rebuilt from its GenAI messages and parameters,
+    without the lessons block the gateway added: what the program sends at this call when its prefix replays
+    exactly, as the gateway stored it (a value redacted on the way in stays redacted)."""
+    meta = step.metadata if isinstance(step.metadata, dict) else {}
+    messages = [_openai_message(m) for m in _without_lessons(meta.get("input_messages") or [])]
+    return {**(meta.get("request") or {}), "messages": messages}
+
+
+def _openai_message(message: Mapping[str, Any]) -> dict[str, Any]:
+    role, parts = message.get("role") or "user", list(message.get("parts") or [])
+    if role == "tool":
+        part = parts[0] if parts else {}
+        response = part.get("response")
+        return {"role": "tool", "tool_call_id": part.get("id"),
+                "content": response if isinstance(response, str) else json.dumps(response, ensure_ascii=False)}
+    content: list[dict[str, Any]] = []
+    calls = []
+    for part in parts:
+        if part.get("type") == "tool_call":
+            arguments = part.get("arguments")
+            calls.append({"id": part.get("id"), "type": "function", "function": {
+                "name": part.get("name"), "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)}})
+        elif part.get("type") == "uri":
+            content.append({"type": "image_url", "image_url": {"url": part.get("uri")}})
+        else:
+            content.append({"type": "text", "text": str(part.get("content", ""))})
+    out: dict[str, Any] = {"role": role, "content": _plain(content)}
+    if message.get("name"):
+        out["name"] = message["name"]
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+def _plain(content: list[dict[str, Any]]) -> str | list[dict[str, Any]] | None:
+    """One text part as a string (as most programs send it; the two are recorded alike), else the parts."""
+    if not content:
+        return None
+    if len(content) == 1 and content[0]["type"] == "text":
+        return str(content[0]["text"])
+    return content
 
 
 def recording_of(trace: Trace) -> Recording:

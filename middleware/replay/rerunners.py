@@ -54,7 +54,11 @@ class Trial:
     live_calls: int | None = None  # calls made anew after the change (the rest were replayed or reused)
     seconds: float = 0.0
     detail: str = ""
-    outcome: str | None = None  # success, failure, crash, or why the trial shows nothing (drift, timeout, ...)
+    outcome: str | None = None  # success, failure, crash, unchanged, or why the trial shows nothing (drift, timeout, ...)
+    # False: the program was not re-run (a new draw of the step gave the recorded reply, so the run would fail as
+    # recorded); such a trial is one model call, not counted as a rerun.
+    reran: bool | None = None
+    control: bool | None = None  # True: the step kept as recorded and the rest drawn anew (does the run still fail?)
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None and v != ""}
@@ -68,6 +72,10 @@ class Rerunner(Protocol):
 
     def rerun(self, trace: Trace, step: int, replacement: str | None = None) -> Trial:
         """Replay `trace` up to `step`, regenerate it (or put `replacement` there), continue and evaluate.
+
+        A rerunner may also offer `control(trace, step) -> Trial`: the run re-run with `step` as recorded and every
+        later call drawn anew. `counterfactual` then confirms a step only if its control still fails: a run that
+        succeeds with the step unchanged failed by a later chance, not by that step.
 
         Raises `NotRerunnable` when the trace cannot be re-run at all.
         """

@@ -169,3 +169,45 @@ def test_draws_try_a_changed_but_unfixed_step_again_within_the_budget():
     assert not a.details["verified"] and a.details["reruns"] == 1  # draws=1 (the default): one draw a step
     with pytest.raises(FaultlensError, match="draws"):
         get("counterfactual", base=Ranked([2]), draws=0)
+
+
+def test_a_control_that_also_succeeds_moves_on_to_the_next_candidate():
+    class Sampling(CallableRerunner):
+        """Step 0's new draw changes the run and it succeeds, but so does the run with step 0 as it was (a later call
+        drawn anew no longer slips): step 0 decided nothing. Step 2's control still fails: step 2 is decisive."""
+
+        def __init__(self):
+            super().__init__("counter-team", rerun_counter)
+            self.controls: list[int] = []
+
+        def rerun(self, trace, step, replacement=None):
+            return Trial(step=step, success=step in (0, 2), changed=True, regenerated="x")
+
+        def control(self, trace, step):
+            self.controls.append(step)
+            return Trial(step=step, success=step == 0, control=True)
+
+    sampling = Sampling()
+    a = get("counterfactual", base=Ranked([2, 0]), k=2, max_reruns=6, rerunner=sampling).attribute(counter_run(bad=2))
+    assert a.details["verified"] and a.step == 2 and sampling.controls == [0, 2]
+    assert [(t["step"], t["success"], t.get("control", False)) for t in a.details["trials"]] == [
+        (0, True, False), (0, True, True), (2, True, False), (2, False, True)]
+    assert a.details["reruns"] == 4
+    # The control is a rerun: with no budget left for it, the step is not confirmed.
+    a = get("counterfactual", base=Ranked([2]), k=1, max_reruns=1, rerunner=Sampling()).attribute(counter_run(bad=2))
+    assert not a.details["verified"] and "before the control of step 2" in a.details["fallback"]
+
+
+def test_a_trial_that_did_not_rerun_the_program_is_not_counted_as_a_rerun():
+    class Probing(CallableRerunner):
+        def __init__(self):
+            super().__init__("counter-team", rerun_counter)
+
+        def rerun(self, trace, step, replacement=None):
+            if step == 0:  # its new draw gave the recorded reply: nothing to re-run
+                return Trial(step=step, success=False, changed=False, reran=False, outcome="unchanged")
+            return Trial(step=step, success=True, changed=True)
+
+    a = get("counterfactual", base=Ranked([2, 0]), k=2, draws=3, max_reruns=1, rerunner=Probing()).attribute(counter_run(bad=2))
+    assert a.details["verified"] and a.step == 2 and a.details["reruns"] == 1
+    assert [t["outcome"] for t in a.details["trials"] if "outcome" in t] == ["unchanged"]  # not drawn again either

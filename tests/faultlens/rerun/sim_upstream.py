@@ -43,8 +43,10 @@ sys.exit(0 if POPULATION[city] in sys.stdin.read() else 1)
 
 
 class SimUpstream(JsonDouble):
-    def __init__(self, status: int = 200):
-        self.status = status
+    """`varying`: the writer words each reply a little differently (a sampled model's new draw is a new reply)."""
+
+    def __init__(self, status: int = 200, varying: bool = False):
+        self.status, self.varying = status, varying
         super().__init__(_answer)
 
     @property
@@ -70,6 +72,8 @@ def _answer(server: JsonDouble, body: dict, _handler: object) -> tuple[int, dict
     if server.status != 200:
         return server.status, {"error": {"message": "the model is overloaded", "type": "server_error"}}
     text = reply(body.get("model", ""), body.get("messages") or [])
+    if server.varying and body.get("model") == "writer":
+        text += f" (draw {len(server.requests)})"
     return 200, {"id": "c", "object": "chat.completion", "created": 0, "model": body.get("model"),
                  "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
                  "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}

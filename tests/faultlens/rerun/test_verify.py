@@ -20,7 +20,7 @@ from faultlens.cli import cli
 from faultlens.feedback.memory import LessonMemory
 from faultlens.gateway_cli import build_gateway_app
 from faultlens.middleware.capture.upstream import LiteLLMUpstream
-from faultlens.middleware.replay.gateway_calls import call_steps, recording_of, request_key
+from faultlens.middleware.replay.gateway_calls import call_steps, recording_of, request_key, request_of
 from faultlens.middleware.store import open_store
 from faultlens.server.run import ServerThread
 from .sim_upstream import PROGRAM, RIGHT, TASK, SimUpstream
@@ -75,6 +75,11 @@ def test_a_gateway_run_becomes_a_recording_that_compares_without_lessons(tmp_pat
     messages = [{"role": "system", "content": "You are the researcher: look the figure up."}, {"role": "user", "content": TASK}]
     shown = [{"role": "system", "content": messages[0]["content"] + "\n\n<faultlens-lessons>\n- a lesson\n</faultlens-lessons>"}, messages[1]]
     assert request_key(messages, {"model": "m"}) == recording[0].request == request_key(shown, {"model": "m", "stream": False})
+    # The call as the program asked it, rebuilt from the step: it compares equal, lessons block and all left out.
+    for step, call in zip(trace.steps, recording, strict=True):
+        rebuilt = request_of(step)
+        assert request_key(rebuilt["messages"], {k: v for k, v in rebuilt.items() if k != "messages"}) == call.request
+    assert request_of(trace.steps[0])["messages"] == messages
 
 
 def test_verify_confirms_the_decisive_call_by_rerunning_the_program(tmp_path, sim):
@@ -84,9 +89,12 @@ def test_verify_confirms_the_decisive_call_by_rerunning_the_program(tmp_path, si
     live_before = len(sim.requests)
     verdict = verify(db, command, sim.url, "--judge", f"grep -q {RIGHT}")
     assert verdict["verified"] is True and verdict["step"] == 0 and verdict["agent"] == "researcher"
-    assert verdict["reruns"] >= 1 and verdict["trials"][-1]["outcome"] == "success"
-    # The corrected call and the writer's changed call went live; nothing else did.
-    assert len(sim.requests) - live_before == 2 * verdict["reruns"]
+    # The researcher's call drawn anew with the lesson (one model call) and the program re-run with that reply in
+    # place: it succeeds. The control re-runs with the recorded slip in place: the writer, drawn anew, still fails.
+    assert [(t["outcome"], t.get("control", False)) for t in verdict["trials"]] == [("success", False), ("failure", True)]
+    assert verdict["reruns"] == 2
+    # Live: the new draw, the writer's changed call, the control's writer call; nothing else.
+    assert len(sim.requests) - live_before == 3
     stored = open_store(db)
     assert len(stored.get_trace("r1").steps) == steps_before  # the run itself is untouched
     saved = stored.attributions("r1")[-1]
@@ -109,6 +117,8 @@ def test_the_reference_answer_or_a_posted_outcome_judges_when_no_judge_command_i
 @pytest.mark.parametrize("case", ["drift", "crash", "judge hangs", "upstream fails"])
 def test_a_rerun_that_shows_nothing_leaves_the_base_verdict_unverified(tmp_path, sim, case):
     command = write_program(tmp_path)
+    if case == "drift":  # a writer whose new draw differs, so the program is re-run (and drifts)
+        sim = SimUpstream(varying=True)
     db, store = record_failed_run(tmp_path, sim, command)
     steps = store.get_trace("r1").model_dump_json()
     api_base, extra = sim.url, ["--judge", f"grep -q {RIGHT}"]
@@ -125,6 +135,8 @@ def test_a_rerun_that_shows_nothing_leaves_the_base_verdict_unverified(tmp_path,
     verdict = verify(db, command, api_base, *extra)
     if case == "upstream fails":
         failing.shutdown()
+    if case == "drift":
+        sim.shutdown()
     expected = {"drift": "drift", "crash": "crash", "judge hangs": "judge_timeout", "upstream fails": "upstream_error"}[case]
     assert verdict["verified"] is False
     assert verdict["trials"][0]["outcome"] == expected and verdict["trials"][0]["detail"]
@@ -172,3 +184,18 @@ def test_the_documented_program_is_recorded_and_verified(tmp_path, sim):
     db, _ = record_failed_run(tmp_path, sim, command)
     verdict = verify(db, command, sim.url, "--judge", f"grep -q {RIGHT}")
     assert verdict["verified"] is True and verdict["agent"] == "researcher"
+
+
+def test_a_new_draw_that_gives_the_recorded_reply_ends_the_candidate_without_rerunning_the_program(tmp_path, sim):
+    command = write_program(tmp_path)
+    db, _ = record_failed_run(tmp_path, sim, command)
+    marker = tmp_path / "ran"
+    counting = tmp_path / "counting.py"  # the same program, leaving a mark each time it runs
+    counting.write_text(f"open({str(marker)!r}, 'a').write('x')\n" + (tmp_path / "agents.py").read_text())
+    live_before = len(sim.requests)
+    # The writer (the last step) reports what its notes say: drawn anew, it says the same.
+    verdict = verify(db, f"{sys.executable} {counting}", sim.url, "--judge", f"grep -q {RIGHT}", "--method", "baseline:last-step", "-k", "1")
+    assert verdict["verified"] is False and verdict["step"] == 1 and verdict["reruns"] == 0
+    trial = verdict["trials"][0]
+    assert trial["outcome"] == "unchanged" and trial["reran"] is False and "not re-run" in trial["detail"]
+    assert not marker.exists() and len(sim.requests) - live_before == 1  # one model call, no program run
