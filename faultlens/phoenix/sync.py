@@ -203,10 +203,12 @@ class PhoenixSync:
         pending = {run_id: self.state.runs[run_id] for run_id in self.state.in_phase(*phases)}
         if not pending:
             return
-        p_failed = self.detect(pending, summary) if self.rule.uses_detector else None
+        # A run judged ok before is rechecked for late annotations only: its trace, and so its p_failed, did not change.
+        fresh = {run_id: run for run_id, run in pending.items() if run.phase == "complete"}
+        p_failed = self.detect(fresh, summary) if self.rule.uses_detector and fresh else None
         verdicts = self.rule.judge(self.phoenix, self.project, pending, p_failed)
         if p_failed:
-            self.write_p_failed(pending, p_failed, summary)
+            self.write_p_failed(fresh, p_failed, summary)
         queue = self._queue()
         for run_id, run in pending.items():
             why = verdicts.get(run_id)

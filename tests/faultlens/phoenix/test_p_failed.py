@@ -73,3 +73,16 @@ def test_sync_fails_the_runs_the_detector_suspects_and_writes_p_failed_back_on_e
     assert any(name == VERDICT for name, _, _ in phoenix.annotations) == above  # a suspected run is attributed as a failed one
     outcome = store.get_outcome(run_id)
     assert (outcome is not None and not outcome.success and "p_failed" in outcome.detail) if above else outcome is None
+
+
+def test_a_recheck_scores_only_runs_not_scored_before(tmp_path):
+    phoenix = MemoryPhoenix()
+    _add_ok_run(phoenix, "b" * 32, 2)
+    store = open_store(str(tmp_path / "faultlens.db"))
+    state = SyncState.load(tmp_path / "state.json", url=phoenix.url, project="agents")
+    sync = PhoenixSync(phoenix, store, "agents", state=state, method="heuristic", recheck=True,
+                       rule=FailureRule.parse(["p_failed>1"], status_error=False))
+    first = sync.run_once()
+    assert first.detected == 1 and first.failed == 0 and list(state.runs.values())[0].phase == "ok"
+    again = sync.run_once()  # (--watch's next pass: the ok run is judged again for late annotations, not rescored)
+    assert again.detected == 0 and again.failed == 0
