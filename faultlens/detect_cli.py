@@ -57,20 +57,31 @@ def _table(detections: list, limit: int) -> Table:
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="With --dataset: write OUT/predictions.jsonl.")
 @db_option()
 @click.option("--model", "model_path", type=click.Path(dir_okay=False), help="A detector model file (default: the shipped one).")
+@click.option("--judge", "judge_model", default=None, metavar="MODEL",
+              help="Score with an LLM judge through litellm (e.g. openai/gpt-4o-mini) instead of the offline detector; same output.")
 @click.option("--limit", default=50, show_default=True, help="With --db: how many runs the table shows.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
-def detect(spec: str | None, out_dir: str | None, db_path: str | None, model_path: str | None, limit: int, quiet: bool) -> None:
+def detect(spec: str | None, out_dir: str | None, db_path: str | None, model_path: str | None, judge_model: str | None,
+           limit: int, quiet: bool) -> None:
     """Score finished runs with the offline failure detector: p_failed, the probability a run failed.
 
     `--dataset SPEC --out DIR` writes DIR/predictions.jsonl ({trace_id, p_failed} per run);
     `--db DB` scores the store's runs that have no outcome and prints them, most likely failed first.
     No key, no network: the detector reads each run's own evidence, never an answer key.
+    `--judge MODEL` asks a model instead (one call per run; it too sees no answer key).
     """
     from faultlens.attributors.detect import Detector
 
     if spec is None and db_path is None:
         raise ConfigError("give --dataset SPEC --out DIR, or --db DB")
-    detector = Detector(model_path)
+    if judge_model is not None and model_path is not None:
+        raise ConfigError("--judge and --model are two detectors: give one")
+    if judge_model is not None:
+        from faultlens.attributors.detect.judge import LLMJudge
+
+        detector: Detector | LLMJudge = LLMJudge(judge_model)
+    else:
+        detector = Detector(model_path)
     if spec is not None:
         if out_dir is None:
             raise ConfigError("--dataset needs --out DIR (predictions.jsonl is written there)")
