@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,10 +92,11 @@ class TrainResult:
 
 
 def fit_checked(dataset_spec: str, traces: list[Trace], seed: int = 0, data_dir: Path | None = None,
-                sources: Mapping[str, str] | None = None, features: dict[str, np.ndarray] | None = None) -> LearnedModel:
+                sources: Mapping[str, str] | None = None, features: dict[str, np.ndarray] | None = None,
+                own: Collection[str] = ()) -> LearnedModel:
     """`fit` after `assert_no_test_traces`: the only way this module trains."""
     assert_no_test_traces(dataset_spec, traces, data_dir)
-    return fit(traces, seed=seed, sources=sources, features=features)
+    return fit(traces, seed=seed, sources=sources, features=features, own=own)
 
 
 def training_set(specs: Sequence[str], data_dir: Path | None = None) -> tuple[list[Trace], dict[str, str], int]:
@@ -118,23 +119,26 @@ def training_set(specs: Sequence[str], data_dir: Path | None = None) -> tuple[li
 
 
 def train_learned(dataset_spec: str | Sequence[str] = "bundled:dev", out: Path | str = DEFAULT_MODEL_PATH, seed: int = 0,
-                  data_dir: Path | None = None) -> TrainResult:
+                  data_dir: Path | None = None, own: Sequence[str] = ()) -> TrainResult:
     """Train the `learned` model on one dataset or several (their traces pooled) and write it to `out`.
 
     The shipped model is trained on `SHIPPED_DATASETS`: the bundled `dev`
     split and the `train` halves of TRAIL and AgentRx, so that it has seen
     real frameworks' traces; their `holdout` halves stay for reporting.
+    `own`: the datasets of the one system the model is for (`faultlens adapt`'s runs), given `model.OWN_SHARE` of
+    the training weight.
     """
     specs = [dataset_spec] if isinstance(dataset_spec, str) else list(dataset_spec)
     traces, sources, repeated = training_set(specs, data_dir)
     # Computed once for the fit and the training accuracy below (they are most of the time a training takes).
     features = {t.id: trace_features(t) for t in traces}
-    model = fit_checked(" + ".join(specs), traces, seed=seed, data_dir=data_dir, sources=sources, features=features)
+    mine = {t.id for t in traces if sources[t.id] in own}
+    model = fit_checked(" + ".join(specs), traces, seed=seed, data_dir=data_dir, sources=sources, features=features, own=mine)
     model.meta["dataset"] = " + ".join(specs)
     path = save(model, out)
     blamed = LearnedAttributor(model=model).blamed_steps(traces, features)
     train_step_accuracy = float(np.mean([b == _gold(t).step for t, b in zip(traces, blamed)]))
-    weights = source_weights(traces, model.meta["source_balance"], sources)
+    weights = source_weights(traces, model.meta["source_balance"], sources, mine)
     per_source = {spec: (len(runs), float(np.mean([weights[t.id] for t in runs])) if runs else 0.0)
                   for spec in specs for runs in [[t for t in traces if sources[t.id] == spec]]}
     return TrainResult(path, model.meta["traces"], model.meta["steps"], model.meta["environments"], train_step_accuracy,

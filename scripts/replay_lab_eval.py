@@ -53,6 +53,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 import httpx  # noqa: E402
 import numpy as np  # noqa: E402
 
+from faultlens.attributors.learned.model import OWN_SHARE  # noqa: E402
 from faultlens.middleware.model.trace import GoldLabel, Task  # noqa: E402
 
 TEAMS = {"ag2_experts": "AG2", "smol_analyst": "smolagents", "magentic_team": "Magentic-One", "agents_desk": "OpenAI Agents SDK",
@@ -228,7 +229,7 @@ def wait_for(path: Path, limit: float = 3600.0) -> Path:
 
 
 def team_job(team: str, tasks: int, seed: int, k: int, draws: int, timeout: float, model: str, scratch: str,
-             adapt_per_run: int = 0, specs: list[str] | None = None, system: str = "") -> dict[str, Any]:
+             adapt_per_run: int = 0, specs: list[str] | None = None, system: str = "", own_share: float = 0.5) -> dict[str, Any]:
     """One team, start to end: its runs through the gateway, then verify over its fold's `blend` (a worker's job)."""
     import logging
 
@@ -253,7 +254,7 @@ def team_job(team: str, tasks: int, seed: int, k: int, draws: int, timeout: floa
     scores = team_scores(rows)
     adapted: dict[str, Any] = {}
     if adapt_per_run and specs is not None:
-        adapted_base, adapted = adapt_team(rec, specs, system, Path(scratch) / f"{team}-adapt", per_run=adapt_per_run,
+        adapted_base, adapted = adapt_team(rec, specs, system, Path(scratch) / f"{team}-adapt", per_run=adapt_per_run, own_share=own_share,
                                            timeout=timeout, say=say)
         scores.update(adapted_scores(rec, adapted_base))
     return {"scores": scores,
@@ -262,7 +263,7 @@ def team_job(team: str, tasks: int, seed: int, k: int, draws: int, timeout: floa
                      "rows": rows, "adapt": adapted}}
 
 
-def adapt_team(rec: Recorded, specs: list[str], system: str, out: Path, *, per_run: int, timeout: float,
+def adapt_team(rec: Recorded, specs: list[str], system: str, out: Path, *, per_run: int, timeout: float, own_share: float,
                say: Callable[[str], None] = print) -> tuple[Any, dict[str, Any]]:
     """`faultlens adapt` on the team's successful runs (the program re-run as a subprocess per attempt), then `blend`
     with `learned` trained on the fold's data (without the team's framework) plus the injected failures."""
@@ -298,7 +299,7 @@ def adapt_team(rec: Recorded, specs: list[str], system: str, out: Path, *, per_r
     train, sources, _ = training_set(specs)
     kept = [t for t in train if system_of(t) != system]
     sources.update({t.id: "adapt" for t in result.traces})
-    model = fit(kept + result.traces, seed=0, sources=sources)
+    model = fit(kept + result.traces, seed=0, sources=sources, own={t.id for t in result.traces}, own_share=own_share)
     return Blend(model=model), {"injected": len(result.traces), "attempts": len(result.attempts), "yield": result.yield_by_mode()}
 
 
@@ -374,6 +375,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=300.0, help="Seconds one run of a team's program may take.")
     parser.add_argument("--adapt", type=int, default=0, metavar="PER_RUN",
                         help="Also run `faultlens adapt` on each team's successful runs, PER_RUN injections a run (0: not).")
+    parser.add_argument("--own-share", type=float, default=OWN_SHARE, help="The share of the training weight the team's adapted "
+                        "runs get (`learned.model.OWN_SHARE`; 0: weighed as one more source).")
     args = parser.parse_args(argv)
 
     from faultlens.injectors.envs import get as get_env
@@ -393,7 +396,8 @@ def main(argv: list[str] | None = None) -> int:
     scratch = tempfile.mkdtemp(prefix="faultlens-replay-lab-")
     with ProcessPoolExecutor(max_workers=max(1, args.workers), mp_context=context) as pool:
         jobs = {team: pool.submit(team_job, team, args.tasks, args.seed, args.k, args.draws, args.timeout,
-                                  str(fold_path(args.cache, specs, systems[team])), scratch, args.adapt, specs, systems[team])
+                                  str(fold_path(args.cache, specs, systems[team])), scratch, args.adapt, specs, systems[team],
+                                  args.own_share)
                 for team in teams}
         done = {team: job.result() for team, job in jobs.items()}
     folds.result()
@@ -406,7 +410,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{sum(r['runs'] for r in runs.values())} runs, {sum(len(r['rows']) for r in runs.values())} verified, "
           f"in {seconds:.0f} s ({args.workers} worker(s))")
     if args.json_path is not None:
-        settings = {"tasks": args.tasks, "seed": args.seed, "k": args.k, "draws": args.draws, "adapt_per_run": args.adapt, "training": specs,
+        settings = {"tasks": args.tasks, "seed": args.seed, "k": args.k, "draws": args.draws, "adapt_per_run": args.adapt,
+                    "own_share": args.own_share, "training": specs,
                     "base": "blend (learned trained without the team's framework)", "seconds": round(seconds, 1),
                     "workers": args.workers}
         args.json_path.parent.mkdir(parents=True, exist_ok=True)

@@ -24,7 +24,7 @@ The fitted model is a plain dict saved with joblib; loading needs no network.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -142,16 +142,23 @@ TREE_PARAMS = {"max_iter": 100, "learning_rate": 0.05, "max_leaf_nodes": 15, "mi
 # points of step accuracy against 1, paired on the same traces with an interval above zero (docs/real-traces.md,
 # `scripts/loso_grid.py --balance 0.75 --paired-with 1.0`); 0.5 and 0.25 less or not at all.
 SOURCE_BALANCE = 0.75
+# The share of the training weight given to the runs of the one system a model is fitted for (`fit(own=...)`):
+# `faultlens adapt` fits `learned` for a user's system from a few dozen runs injected into its own successful runs,
+# beside thousands of bundled ones; balanced as one more source they would be a few percent of the weight.
+OWN_SHARE = 0.5
 
 
 def source_weights(traces: list[Trace], balance: float = SOURCE_BALANCE,
-                   sources: Mapping[str, str] | None = None) -> dict[str, float]:
+                   sources: Mapping[str, str] | None = None, own: Collection[str] = (),
+                   own_share: float = OWN_SHARE) -> dict[str, float]:
     """A weight per trace id: `(largest source / this source) ** balance`, a source being the dataset a trace came
     from (`sources`: trace id -> name), else the format it was read from, and within it the framework that ran it.
 
     With one simulator's 2,000 traces beside 80 real ones, unweighted trees learn the simulator alone; balance 1
     gives every source the same total weight, 0 gives every trace the same weight. A user's own labelled runs are
     stored in faultlens's format, like the bundled benchmark, hence the dataset and not the format when known.
+
+    `own`: the ids of the runs of the system the model is for; together they get `own_share` of the total weight.
     """
     def source(t: Trace) -> tuple[str, str]:
         return (sources[t.id] if sources is not None and t.id in sources else t.source.format or "", t.source.framework or "")
@@ -160,21 +167,29 @@ def source_weights(traces: list[Trace], balance: float = SOURCE_BALANCE,
     for t in traces:
         sizes[source(t)] = sizes.get(source(t), 0) + 1
     largest = max(sizes.values(), default=1)
-    return {t.id: (largest / sizes[source(t)]) ** balance for t in traces}
+    weights = {t.id: (largest / sizes[source(t)]) ** balance for t in traces}
+    mine = [t.id for t in traces if t.id in own]
+    rest = sum(w for i, w in weights.items() if i not in own)
+    if mine and rest and 0 < own_share < 1:
+        scale = own_share / (1 - own_share) * rest / sum(weights[i] for i in mine)
+        weights.update({i: weights[i] * scale for i in mine})
+    return weights
 
 
 def fit(traces: list[Trace], seed: int = 0, C: float = 0.5,
         features: dict[str, np.ndarray] | None = None, balance: float = SOURCE_BALANCE,
-        tree_params: dict[str, Any] | None = None, sources: Mapping[str, str] | None = None) -> LearnedModel:
+        tree_params: dict[str, Any] | None = None, sources: Mapping[str, str] | None = None,
+        own: Collection[str] = (), own_share: float = OWN_SHARE) -> LearnedModel:
     """Fit the step scorer and the mode classifier on labelled traces (deterministic given `seed`).
 
     `features` (trace id -> `trace_features`) lets a caller that fits several
     times on overlapping sets (leave-one-environment-out) compute them once.
-    `balance` weights the sources (`source_weights`, with `sources`).
+    `balance` weights the sources (`source_weights`, with `sources`); `own` (run ids) are the runs of the system
+    the model is fitted for, given `own_share` of the weight.
     """
     usable = labelled(traces)
     params = dict(TREE_PARAMS if tree_params is None else tree_params)
-    weight_of = source_weights(usable, balance, sources)
+    weight_of = source_weights(usable, balance, sources, own, own_share)
     if len(usable) < 2:
         raise FaultlensError(f"need at least 2 traces with a gold step to train, got {len(usable)}")
     blocks, labels, weights, gold_rows, modes = [], [], [], [], []

@@ -233,8 +233,9 @@ def score(attributor: Any, traces: list[Trace]) -> dict[str, float]:
 
 
 def train_adapted(result: AdaptResult, out: Path, *, seed: int = 0, test_share: float = 0.3) -> dict[str, Any]:
-    """Train `learned` on the shipped data plus the injected runs of the training sources (`out/model.joblib`);
-    score shipped and adapted `learned` and `blend` on the held-out sources' injected runs."""
+    """Train `learned` on the shipped data plus the injected runs of the training sources (`out/model.joblib`), the
+    injected runs given half the weight (`model.OWN_SHARE`: the model is for this system); score shipped and adapted
+    `learned` and `blend` on the held-out sources' injected runs."""
     from faultlens.attributors.learned.attributor import LearnedAttributor
     from faultlens.attributors.learned.blend import Blend
     from faultlens.benchmark.train import SHIPPED_DATASETS, train_learned
@@ -245,7 +246,7 @@ def train_adapted(result: AdaptResult, out: Path, *, seed: int = 0, test_share: 
     data = out / "train.jsonl"
     data.write_text("".join(t.model_dump_json() + "\n" for t in train), encoding="utf-8")
     model_path = out / "model.joblib"
-    train_learned([*SHIPPED_DATASETS, f"jsonl:{data}"], out=model_path, seed=seed)
+    train_learned([*SHIPPED_DATASETS, f"jsonl:{data}"], out=model_path, seed=seed, own=[f"jsonl:{data}"])
     table = {"train": len(train), "test": len(test), "model": str(model_path)}
     if test:
         table["before"] = {"learned": score(LearnedAttributor(), test), "blend": score(Blend(), test)}

@@ -226,6 +226,19 @@ def test_source_weights_give_small_sources_the_weight_balance_asks_for():
     assert source_weights(traces, 0.5)["taubench-1"] == 2.0
 
 
+def test_the_runs_of_the_system_a_model_is_for_get_their_share_of_the_weight():
+    traces = [Trace(id=f"t{i}", task=Task(query="q"), source=Source(format="faultlens")) for i in range(202)]
+    mine = {"t200", "t201"}  # two runs injected into the user's own successful runs, beside 200 bundled ones
+    by_dataset = {t.id: ("jsonl:adapted" if t.id in mine else "bundled:dev") for t in traces}
+    balanced = source_weights(traces, 0.75, by_dataset)
+    assert sum(balanced[i] for i in mine) / sum(balanced.values()) < 0.3
+    for share in (0.5, 0.8):
+        weights = source_weights(traces, 0.75, by_dataset, mine, share)
+        assert sum(weights[i] for i in mine) / sum(weights.values()) == pytest.approx(share)
+        assert weights["t0"] == balanced["t0"] and weights["t200"] == weights["t201"]  # the others' weights stay
+    assert source_weights(traces, 0.75, by_dataset, mine, 0.0) == balanced  # 0: one more source
+
+
 def test_source_weights_take_the_dataset_over_the_format():
     # A user's labelled runs are stored in faultlens's format, like the bundled benchmark: by format they would be
     # one source with it and weigh next to nothing.
