@@ -40,6 +40,8 @@ INSTRUMENTORS: dict[str, tuple[str, ...]] = {
     "llama-index": ("openinference.instrumentation.llama_index:LlamaIndexInstrumentor",),
     # Haystack's instrumentation, with the team's components registered first (docs_team.tracing).
     "haystack": ("faultlens.injectors.envs.docs_team.tracing:HaystackInstrumentor",),
+    # Agno's Team and Agent runs (AGENT spans named after them), model calls and tools, delegations included.
+    "agno": ("openinference.instrumentation.agno:AgnoInstrumentor",),
 }
 
 

@@ -2,7 +2,7 @@
 
 The teams: `agents_desk` (OpenAI Agents SDK), `workflow_team` (LlamaIndex),
 `chart_desk` (PydanticAI), `adk_team` (Google ADK), `supervisor_team`
-(langgraph-supervisor), `docs_team` (Haystack) and `schedule_desk` (DSPy). Each is listed only with the frameworks, names the
+(langgraph-supervisor), `docs_team` (Haystack), `airline_desk` (Agno) and `schedule_desk` (DSPy). Each is listed only with the frameworks, names the
 extra when its framework is missing, runs its seed tasks to success and
 replays them with zero drift, maps each step to its recorded call, treats a
 changed request on replay as drift, makes a kept failure with an exact label
@@ -49,6 +49,7 @@ TEAMS = [
     Team("adk_team", "google-adk", 9),
     Team("supervisor_team", "langgraph", 9, max_steps=40),
     Team("docs_team", "haystack", 9),
+    Team("airline_desk", "agno", 9),
     Team("schedule_desk", "dspy", 9),
 ]
 
