@@ -42,6 +42,8 @@ INSTRUMENTORS: dict[str, tuple[str, ...]] = {
     "haystack": ("faultlens.injectors.envs.docs_team.tracing:HaystackInstrumentor",),
     # Agno's Team and Agent runs (AGENT spans named after them), model calls and tools, delegations included.
     "agno": ("openinference.instrumentation.agno:AgnoInstrumentor",),
+    # DSPy's modules, predictors, LM calls and tools (the LM spans are DSPy's own; litellm is not instrumented).
+    "dspy": ("openinference.instrumentation.dspy:DSPyInstrumentor",),
 }
 
 

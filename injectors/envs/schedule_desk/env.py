@@ -1,7 +1,7 @@
 """`schedule_desk`: calendar scheduling on DSPy's `ReAct`, one solver program with a calendar and a free-slot tool.
 
 The team is DSPy (`dspy`, the `frameworks` extra) running unchanged: a
-`dspy.ReAct` over the signature `question -> answer` (its instructions are
+`Solver` program (a `dspy.Module`, `program.py`) around a `dspy.ReAct` over the signature `question -> answer` (its instructions are
 the solver's system prompt) with two plain-function tools, `calendar` and
 `free_slots` (`tools.py`), and DSPy's own `finish`. ReAct asks its `react`
 predictor for a thought, a tool and its arguments each turn, runs the tool,
@@ -42,7 +42,7 @@ from .world import DAYS, FAMILIES, PEOPLE, answer_of, make_task
 FRAMEWORK = "dspy"
 MAX_ITERS = 10  # ReAct's turns (a seed run takes 5 or 6)
 
-INSTRUCTIONS = ("You are the scheduling solver. Write a plan in your first thought (the people and the day, the "
+INSTRUCTIONS = ("You are the solver: you schedule meetings. Write a plan in your first thought (the people and the day, the "
                 "meeting's length, the start the question asks for), read each invitee's calendar with `calendar`, "
                 "pass all their meetings of that day to `free_slots` with the meeting's length, then finish; answer "
                 "with a line 'ANSWER: HH:MM'.")
@@ -110,6 +110,8 @@ class ScheduleDesk(FrameworkEnvironment):
             from dspy.utils.exceptions import AdapterParseError
             from openai import OpenAI
 
+            from .program import Solver
+
         class SharedOpenAI(OpenAI):
             # DSPy deep-copies each request's arguments (litellm's `client=` among them); a client holds locks and
             # its transport, so the copy is the client itself.
@@ -121,8 +123,7 @@ class ScheduleDesk(FrameworkEnvironment):
         client = SharedOpenAI(api_key="faultlens-sim", base_url=base, max_retries=0, http_client=endpoint.client())
         lm = dspy.LM(f"openai/{rt.model}", engine="litellm", api_base=base, api_key="faultlens-sim", client=client,
                      cache=False, num_retries=0)
-        solver = dspy.ReAct(dspy.Signature("question -> answer", rt.system(AGENT)), tools=tools_for(task.metadata["world"]),
-                            max_iters=MAX_ITERS)
+        solver = Solver(rt.system(AGENT), tools_for(task.metadata["world"]), MAX_ITERS)
         answer: str | None = None
         with dspy.context(lm=lm, adapter=dspy.ChatAdapter(use_json_adapter_fallback=False)):
             try:
