@@ -145,7 +145,7 @@ def make_task(rng: random.Random, family: str) -> tuple[str, dict[str, Any]]:
     """(the question, the calendars and question) of one task of `family`."""
     while True:
         people = rng.sample(PEOPLE, 4)
-        world = {"calendars": {p: {d: _meetings(rng) for d in DAYS} for p in people}}
+        world: dict[str, Any] = {"calendars": {p: {d: _meetings(rng) for d in DAYS} for p in people}}
         q = Question(tuple(people[:3]), rng.choice(DAYS), rng.choice(DURATIONS), family)
         if _distinct(world, q):
             world["question"] = {"people": list(q.people), "day": q.day, "minutes": q.minutes, "family": family}
