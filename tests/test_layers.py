@@ -1,8 +1,10 @@
-"""The library layer stays apart from HTTP: no module under `middleware/` imports FastAPI or Starlette.
+"""The layers stay apart: no module under `middleware/` imports FastAPI or Starlette, and no module imports the
+`serve` command (`faultlens/serve.py`) but the CLI, which names it lazily.
 
 Read from the source (ast), so an import inside a function counts like one at
 the top. The HTTP routes of the gateway and the proxy live in the application
-layer (`faultlens/server/gateway_routes.py`, `faultlens/server/proxy_app.py`).
+layer (`faultlens/server/gateway_routes.py`, `faultlens/server/proxy_app.py`);
+what the commands share is wired in `faultlens/wiring.py`.
 """
 
 from __future__ import annotations
@@ -48,3 +50,33 @@ def test_middleware_imports_no_web_framework():
     offending = {str(path.relative_to(ROOT)): found for path in files
                  if (found := web_imports(path.read_text(encoding="utf-8")))}
     assert offending == {}, "HTTP routes belong in the application layer (faultlens/server/)"
+
+
+PACKAGES = ("faultlens", "middleware", "attributors", "injectors", "feedback", "benchmark", "scripts", "examples", "tests")
+
+
+def serve_imports(source: str, path: Path) -> list[str]:
+    """The imports of the `serve` command's module in `source` (a file at `path`), absolute or relative."""
+    found = []
+    in_app = path.parent == ROOT / "faultlens"
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name == "faultlens.serve"]
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module or ""
+            if (node.level == 0 and module == "faultlens.serve") or (node.level == 1 and in_app and module == "serve"):
+                found.append(module)
+            elif (node.level == 0 and module == "faultlens") or (node.level == 1 and in_app and not module):
+                found += [a.name for a in node.names if a.name == "serve"]
+    return found
+
+
+def test_only_the_cli_knows_the_serve_command():
+    files = [p for package in PACKAGES for p in sorted((ROOT / package).rglob("*.py")) if ".lint" not in p.parts]
+    assert serve_imports("from faultlens.serve import build_app", ROOT / "x.py") == ["faultlens.serve"]
+    assert serve_imports("from . import serve", ROOT / "faultlens" / "x.py") == ["serve"]
+    # The command's own test calls it, as the CLI does.
+    offending = {str(p.relative_to(ROOT)): found for p in files if (found := serve_imports(p.read_text(encoding="utf-8"), p))
+                 and p != ROOT / "tests" / "faultlens" / "test_serve.py"}
+    assert offending == {}, "commands share the app's wiring through faultlens/wiring.py, not through the serve command"
+    assert '"faultlens.serve:serve"' in (ROOT / "faultlens" / "cli.py").read_text(encoding="utf-8")
