@@ -65,6 +65,8 @@ NOT_APPLICABLE = {
     **TEXT_ONLY_NOT_APPLICABLE,
     "V.3": "tool results come from the airline's records, its policy and the calculator inside the run (no recorded "
            "call to replace), and a tool error is answered by a retry",
+    "A.6": "a repeated look-up, delegation or calculation gets the same answer and the agent moves on at its next "
+           "reply, well within tool_call_limit: a repetition costs a call, never the task (0/4 kept in a 12-seed check)",
 }
 
 
