@@ -32,6 +32,7 @@ import importlib.util
 import json
 import math
 import os
+import re
 import sys
 import time
 from collections import Counter
@@ -133,9 +134,13 @@ def check_envs(envs: Iterable[str] | None) -> list[str]:
 
 # ---------------------------------------------------------------- the digest
 
+# "package.module:Object", the form in which code names what it imports at run time (importlib, entry points).
+_OBJECT_REF = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)+:[A-Za-z_]\w*")
+
+
 def _imports(path: Path, module: str) -> tuple[set[str], set[str]]:
-    """The faultlens modules (candidates: a `from X import Y` may name a module Y) and third-party top-level
-    modules one file imports, anywhere in it (function-level imports run too)."""
+    """The faultlens modules (candidates: a `from X import Y` may name a module Y) and third-party modules one
+    file imports, anywhere in it (function-level imports run too, and "module:Object" strings name run-time ones)."""
     is_package = path.name == "__init__.py"
     package = module if is_package else module.rpartition(".")[0]
     ours: set[str] = set()
@@ -143,13 +148,15 @@ def _imports(path: Path, module: str) -> tuple[set[str], set[str]]:
     for node in ast.walk(ast.parse(path.read_bytes(), filename=str(path))):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _OBJECT_REF.fullmatch(node.value):
+            names = [node.value.partition(":")[0]]  # imported by name at run time (an instrumentor per framework)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
                 base = f"{base}.{node.module}" if node.module else base
             else:
                 base = node.module or ""
-            names = [base, *(f"{base}.{alias.name}" for alias in node.names)]
+            names = [base, *(f"{base}.{alias.name}" for alias in node.names)] if base.startswith("faultlens") else [base]
         else:
             continue
         for name in names:
@@ -157,7 +164,7 @@ def _imports(path: Path, module: str) -> tuple[set[str], set[str]]:
             if top == "faultlens":
                 ours.add(name)
             elif top and top not in sys.stdlib_module_names:
-                theirs.add(top)
+                theirs.add(name)
     return ours, theirs
 
 
@@ -196,7 +203,7 @@ _HOSTS = {"faultlens", "faultlens.benchmark"}
 @lru_cache(maxsize=None)
 def _closure(roots: tuple[str, ...]) -> tuple[dict[str, Path], frozenset[str]]:
     """The faultlens modules `roots` import transitively (with the packages they sit in), and the third-party
-    top-level modules any of them imports."""
+    modules any of them imports."""
     files: dict[str, Path] = {}
     theirs: set[str] = set()
     todo = list(roots)
@@ -222,15 +229,33 @@ def _providers() -> dict[str, list[str]]:
     return dict(metadata.packages_distributions())
 
 
-def _dist_versions(top_modules: Iterable[str], requirements: bool = False) -> dict[str, str]:
-    """Installed versions of the distributions that provide `top_modules` (with `requirements`: and of
-    everything they require, transitively)."""
+@lru_cache(maxsize=None)
+def _files(dist: str) -> tuple[str, ...]:
+    from importlib import metadata
+
+    return tuple(str(f) for f in metadata.distribution(dist).files or ())
+
+
+def _dists_of(module: str) -> list[str]:
+    """The distributions that provide `module`. A namespace shared by several (`openinference.instrumentation.*`)
+    is narrowed to the ones holding the module's own files, so installing a sibling changes no digest."""
+    providers = sorted(set(_providers().get(module.partition(".")[0], [])))
+    if len(providers) <= 1 or "." not in module:
+        return providers
+    prefix = module.replace(".", "/")
+    owners = [d for d in providers if any(f.startswith(prefix + "/") or f == prefix + ".py" for f in _files(d))]
+    return owners or providers
+
+
+def _dist_versions(modules: Iterable[str], requirements: bool = False) -> dict[str, str]:
+    """Installed versions of the distributions that provide `modules` (with `requirements`: and of everything
+    they require, transitively)."""
     from importlib import metadata
 
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.utils import canonicalize_name
 
-    todo = [canonicalize_name(d) for m in sorted(top_modules) for d in _providers().get(m, [])]
+    todo = [canonicalize_name(d) for m in sorted(modules) for d in _dists_of(m)]
     out: dict[str, str] = {}
     while todo:
         name = todo.pop()
@@ -267,7 +292,7 @@ def digest_parts(env_name: str, params: ShardParams) -> dict[str, Any]:
             and m != package}
     # The framework an environment runs (its pins) and what it pulls in shape its traces: all their versions count.
     # Of the other libraries the code imports, the directly imported ones' versions (pydantic, litellm, Pillow...).
-    pins = _dist_versions({m.partition(".")[0] for m in env.requires}, requirements=True)
+    pins = _dist_versions(env.requires, requirements=True)
     return {"format": SHARD_FORMAT, "env": env_name, "params": asdict(params),
             "python": f"{sys.version_info[0]}.{sys.version_info[1]}", "package": own, "code": code,
             "dists": {**_dist_versions(theirs), **pins}}

@@ -146,3 +146,13 @@ def test_the_cli_builds_one_shard_and_writes_no_dataset(builds, tmp_path, monkey
     assert result.exit_code == 0, result.output
     assert "video_qa: from the cache" in result.output and "0 built" in result.output
     assert not (tmp_path / "benchmark").exists()
+
+
+def test_a_namespace_package_counts_only_the_distribution_that_holds_the_module():
+    from importlib import metadata
+
+    providers = metadata.packages_distributions().get("openinference", [])
+    if len(set(providers)) < 2:
+        pytest.skip("fewer than two openinference distributions installed")
+    owners = shards_module._dists_of("openinference.instrumentation.openai")
+    assert len(owners) == 1 and owners[0].lower() in ("openinference-instrumentation-openai", "openinference_instrumentation_openai")
