@@ -9,6 +9,7 @@ difference as a person would:
 |---|---|---|
 | a tool call | called another tool | A.1 wrong tool/action |
 | a tool call | same tool, other arguments | A.2 wrong tool parameters |
+| a model call that called tools (the gateway's `[tool_call] name({...})` lines) | called another tool / the same tools with other arguments / the same calls, other text beside them | A.1 / A.2 / read as the message it is (rows below) |
 | a plan | brought back words or numbers the task states | R.4 task misunderstanding |
 | a plan | anything else | PL.1 ineffective plan |
 | a final answer | wrote a value the earlier steps had already worked out | A.4 output format/syntax error |
@@ -67,6 +68,34 @@ def _given(step: Step) -> str:
     return messages_text(messages) if isinstance(messages, list) else ""
 
 
+# A tool call as a gateway-recorded step renders it (`spans.messages._part_text`). The closing parenthesis may be
+# missing: a re-run's regenerated text is kept cut to a few hundred characters.
+_GATEWAY_CALL = re.compile(r"^\[tool_call\] ([^\s(]+)\((.*?)\)?$", re.M)
+
+
+def _gateway_calls(text: str) -> list[tuple[str, str]]:
+    """(tool, arguments) of each tool call a gateway-recorded call's text renders."""
+    return [(m.group(1).lower(), m.group(2)) for m in _GATEWAY_CALL.finditer(text)]
+
+
+def _same_arguments(before: str, after: str) -> bool:
+    # A prefix is the same arguments cut short (the regenerated text's cut), not a correction.
+    return before == after or (bool(after) and len(after) < len(before) and before.startswith(after))
+
+
+def _tool_call_mode(original: str, corrected: str) -> str | None:
+    """A.1 when the correction called other tools, A.2 when the same tools with other arguments; None when the
+    step's tool calls stayed as they were (the change is in the text beside them) or either side called none."""
+    before, after = _gateway_calls(original), _gateway_calls(corrected)
+    if not before or not after:
+        return None
+    if [name for name, _ in before[: len(after)]] != [name for name, _ in after]:
+        return "A.1"
+    if not all(_same_arguments(b, a) for (_, b), (_, a) in zip(before, after)):
+        return "A.2"
+    return None
+
+
 def _tool_name(text: str) -> str | None:
     match = re.search(r"^Action:\s*(\S+)", text, re.M)
     return match.group(1).lower() if match else None
@@ -84,7 +113,11 @@ def mode_of_correction(trace: Trace, step: int, corrected: str) -> str | None:
         inputs |= _tokens(earlier.content)
     inputs |= _tokens(_given(original))
     numbers_added = {t for t in added if _NUMBER.match(t)}
-    if original.kind == StepKind.tool_call or original.tool_name:
+    if _gateway_calls(original.content) and _gateway_calls(corrected):
+        called = _tool_call_mode(original.content, corrected)
+        if called is not None:
+            return called
+    elif original.kind == StepKind.tool_call or original.tool_name:
         before, after = original.tool_name or _tool_name(original.content), _tool_name(corrected)
         return "A.1" if before and after and before.lower() != after else "A.2"
     if original.kind == StepKind.plan:

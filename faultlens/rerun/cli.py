@@ -67,9 +67,11 @@ def rerun_wrapper(rerun_command: str | None, rerun_upstream: str | None, rerun_a
 @click.option("--corrector", default=None, metavar="MODEL", help="Rewrite the candidate call with this litellm model instead of drawing it again with a lesson.")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=300.0, show_default=True, help="Seconds one re-run of the program may take.")
 @click.option("--judge-timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True, help="Seconds the judge may take.")
+@click.option("--mode-from", type=click.Choice(["base", "correction"]), default="base", show_default=True,
+              help="The verified verdict's failure mode: the base method's, or read from what the correction changed.")
 @click.option("--json", "as_json", is_flag=True, help="Print {verified, agent, step, mode, reruns, trials: [...]} as JSON.")
 def verify_command(run, db_path, command, judge_command, upstream, api_base, upstream_timeout, method, k, draws, max_reruns, corrector,
-                   timeout, judge_timeout, as_json):
+                   timeout, judge_timeout, mode_from, as_json):
     """Verify the decisive step of failed run RUN by re-running your program with that call corrected.
 
     For the base method's top-k candidate steps, earliest first, the program is
@@ -90,7 +92,7 @@ def verify_command(run, db_path, command, judge_command, upstream, api_base, ups
 
     attribution = verify(store, run, Program(command, timeout=timeout), live, judge=Judge(judge_command, timeout=judge_timeout),
                          method=method, k=k, draws=draws, max_reruns=max_reruns if max_reruns is not None else k * draws,
-                         corrector=corrector, on_trial=said)
+                         corrector=corrector, on_trial=said, mode_from=mode_from)
     if as_json:
         click.echo(dumps(attribution))
         return

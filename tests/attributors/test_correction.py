@@ -77,3 +77,28 @@ def test_a_name_its_inputs_held_is_a_restored_value_and_a_rewritten_computation_
     assert mode_of_correction(trace, 3, "The revenue of Brival Corp fell by 247.") == "C.2"
     # the correction also changes the operation: not a value carried over, a computation done again
     assert mode_of_correction(trace, 3, "The revenue of Brivel Corp fell by round(247 / 1, 1).") == "R.3"
+
+
+def gateway_call(content: str, tool: str) -> Trace:
+    """A run the gateway recorded: each model call a step whose text renders its tool calls as `[tool_call] name({...})`."""
+    steps = [Step(index=0, agent="researcher", kind=StepKind.llm_call, content="Found: gasket 12.64, hinge 2.86"),
+             Step(index=1, agent="supervisor", kind=StepKind.llm_call, content=content, tool_name=tool)]
+    return Trace(task=Task(query="What do 6 gaskets and 2 hinges cost?"), steps=steps)
+
+
+@pytest.mark.parametrize("content, corrected, mode", [
+    # the same tool with other arguments: wrong parameters
+    ('I evaluate it.\n[tool_call] calculate({"expression": "6 * 12.46"})',
+     'I evaluate it.\n[tool_call] calculate({"expression": "6 * 12.64"})', "A.2"),
+    # another tool: a wrong action
+    ('[tool_call] lookup_price({"item": "gasket"})', '[tool_call] calculate({"expression": "6 * 12.64"})', "A.1"),
+    # the tool call as it was, a value its inputs held put back in the text beside it: passed on wrongly
+    ("calculator, compute: 5 * 12.64 + 2 * 2.86.\n[tool_call] transfer_to_calculator({})",
+     "calculator, compute: 6 * 12.64 + 2 * 2.86.\n[tool_call] transfer_to_calculator({})", "C.2"),
+    # a re-run's regenerated text is kept cut short: arguments cut short are not a correction of them
+    ('Checking the price of 6 gaskets.\n[tool_call] lookup_price({"item": "gasket", "unit": "piece"})',
+     'Checking the price of 2 gaskets.\n[tool_call] lookup_price({"item": "gasket", "un', "C.2"),
+])
+def test_a_gateway_recorded_call_is_read_by_its_tool_calls(content, corrected, mode):
+    tool = content.split("[tool_call] ")[1].split("(")[0]
+    assert mode_of_correction(gateway_call(content, tool), 1, corrected) == mode

@@ -199,3 +199,17 @@ def test_a_new_draw_that_gives_the_recorded_reply_ends_the_candidate_without_rer
     trial = verdict["trials"][0]
     assert trial["outcome"] == "unchanged" and trial["reran"] is False and "not re-run" in trial["detail"]
     assert not marker.exists() and len(sim.requests) - live_before == 1  # one model call, no program run
+
+
+def test_mode_from_correction_reads_the_verified_verdicts_mode_from_what_the_new_draw_changed(tmp_path, sim):
+    command = write_program(tmp_path)
+    db, _ = record_failed_run(tmp_path, sim, command)
+    base = verify(db, command, sim.url, "--judge", f"grep -q {RIGHT}")
+    read = verify(db, command, sim.url, "--judge", f"grep -q {RIGHT}", "--mode-from", "correction")
+    assert base["verified"] and read["verified"] and read["step"] == base["step"] == 0
+    # The new draw put back a figure no input of the researcher's call held: a number worked out wrong, not blend's mode.
+    saved = open_store(db).attributions("r1")
+    assert [a.details["mode_from"] for a in saved[-2:]] == ["blend", "correction"]
+    assert read["mode"] == "R.3" != base["mode"]
+    result = CliRunner().invoke(cli, ["verify", "r1", "--db", str(db), "--rerun", command, "--upstream", "m", "--mode-from", "guess"])
+    assert result.exit_code == 2 and "--mode-from" in result.output
