@@ -9,7 +9,8 @@ difference as a person would:
 |---|---|---|
 | a tool call | called another tool | A.1 wrong tool/action |
 | a tool call | same tool, other arguments | A.2 wrong tool parameters |
-| a model call that called tools (the gateway's `[tool_call] name({...})` lines) | called another tool / the same tools with other arguments / the same calls, other text beside them | A.1 / A.2 / read as the message it is (rows below) |
+| a model call's tool calls (`[tool_call] name({...})`) | another tool / other arguments | A.1 / A.2 |
+| a model call's tool calls | the same calls, other text beside them | read as a message (rows below) |
 | a plan | brought back words or numbers the task states | R.4 task misunderstanding |
 | a plan | anything else | PL.1 ineffective plan |
 | a final answer | wrote a value the earlier steps had already worked out | A.4 output format/syntax error |
