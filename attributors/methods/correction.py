@@ -10,7 +10,7 @@ difference as a person would:
 | a tool call | called another tool | A.1 wrong tool/action |
 | a tool call | same tool, other arguments | A.2 wrong tool parameters |
 | a model call's tool calls (`[tool_call] name({...})`) | another tool / other arguments | A.1 / A.2 |
-| a model call's tool calls | the same calls, other text beside them | read as a message (rows below) |
+| a model call's tool calls | the same calls, other text beside them; other arguments of a handoff | read as a message (rows below) |
 | a plan | brought back words or numbers the task states | R.4 task misunderstanding |
 | a plan | anything else | PL.1 ineffective plan |
 | a final answer | wrote a value the earlier steps had already worked out | A.4 output format/syntax error |
@@ -84,17 +84,26 @@ def _same_arguments(before: str, after: str) -> bool:
     return before == after or (bool(after) and len(after) < len(before) and before.startswith(after))
 
 
-def _tool_call_mode(original: str, corrected: str) -> str | None:
+_HANDOFF = re.compile(r"handoff|transfer|delegate")
+
+
+def _is_handoff(tool: str, agents: set[str]) -> bool:
+    """A tool that hands the run to another agent (`handoff`, `transfer_to_agent`, `transfer_to_<agent>`): its
+    arguments are a message to that agent, so a value changed in them was passed on, not a tool misused."""
+    return bool(_HANDOFF.search(tool)) or any(agent and agent in tool for agent in agents)
+
+
+def _tool_call_mode(original: str, corrected: str, agents: set[str]) -> str | None:
     """A.1 when the correction called other tools, A.2 when the same tools with other arguments; None when the
-    step's tool calls stayed as they were (the change is in the text beside them) or either side called none."""
+    step's tool calls stayed as they were (the change is in the text beside them), only a handoff's arguments
+    changed, or either side called none."""
     before, after = _gateway_calls(original), _gateway_calls(corrected)
     if not before or not after:
         return None
     if [name for name, _ in before[: len(after)]] != [name for name, _ in after]:
         return "A.1"
-    if not all(_same_arguments(b, a) for (_, b), (_, a) in zip(before, after)):
-        return "A.2"
-    return None
+    changed = [name for (name, b), (_, a) in zip(before, after) if not _same_arguments(b, a)]
+    return "A.2" if any(not _is_handoff(name, agents) for name in changed) else None
 
 
 def _tool_name(text: str) -> str | None:
@@ -115,7 +124,7 @@ def mode_of_correction(trace: Trace, step: int, corrected: str) -> str | None:
     inputs |= _tokens(_given(original))
     numbers_added = {t for t in added if _NUMBER.match(t)}
     if _gateway_calls(original.content) and _gateway_calls(corrected):
-        called = _tool_call_mode(original.content, corrected)
+        called = _tool_call_mode(original.content, corrected, {a.name.lower() for a in trace.agents})
         if called is not None:
             return called
     elif original.kind == StepKind.tool_call or original.tool_name:

@@ -95,6 +95,10 @@ def gateway_call(content: str, tool: str) -> Trace:
     # the tool call as it was, a value its inputs held put back in the text beside it: passed on wrongly
     ("calculator, compute: 5 * 12.64 + 2 * 2.86.\n[tool_call] transfer_to_calculator({})",
      "calculator, compute: 6 * 12.64 + 2 * 2.86.\n[tool_call] transfer_to_calculator({})", "C.2"),
+    # a handoff's arguments are a message to the next agent: a value its inputs held, put back there, was passed on wrongly
+    ('[tool_call] handoff({"reason": "Compute 5 * 12.64 + 2 * 2.86", "to_agent": "calculator"})',
+     '[tool_call] handoff({"reason": "Compute 6 * 12.64 + 2 * 2.86", "to_agent": "calculator"})', "C.2"),
+    ('[tool_call] transfer_to_calculator({"brief": "5 * 12.64"})', '[tool_call] transfer_to_calculator({"brief": "6 * 12.64"})', "C.2"),
     # a re-run's regenerated text is kept cut short: arguments cut short are not a correction of them
     ('Checking the price of 6 gaskets.\n[tool_call] lookup_price({"item": "gasket", "unit": "piece"})',
      'Checking the price of 2 gaskets.\n[tool_call] lookup_price({"item": "gasket", "un', "C.2"),
