@@ -1,17 +1,21 @@
 """The replay lab's measure (issue 44, item 5): `blend` leave-one-system-out, and `verify` over it, on eight framework teams.
 
     .venv/bin/python scripts/replay_lab_eval.py --json replay_lab.json [--tasks 12] [--teams ag2_experts,chart_desk]
-        [--k 30] [--draws 2] [--workers 2] [--realdev ../shared/realdev] [--cache DIR]
+        [--k 30] [--draws 3] [--workers 2] [--adapt 3] [--own-share 0.5] [--realdev ../shared/realdev] [--cache DIR]
 
 For each team (its framework's real orchestration, `injectors.replay_lab.program`,
 run as a separate process that sends every model call over HTTP to a live
-gateway, `faultlens.gateway.build_gateway_app`, whose upstream is the team's
+gateway, `faultlens.gateway_cli.build_gateway_app`, whose upstream is the team's
 simulated agents in this process, `injectors.replay_lab.SimulatedAgents`):
 
 1. run `--tasks` fresh tasks through the gateway, each recorded as a run of the
    store; keep the failed runs in which an agent slipped. The gold is the first
-   slip (its call is the run's step), known here only: the stored run has no
-   label, and every method is given `attributor_view` of it.
+   slip that fails the run by itself (`decisive_slip`: for a run with one slip,
+   that slip; a first slip the agents recovered from is not the decisive error),
+   known here only: the stored run has no label, and every method is given
+   `attributor_view` of it. `first_slip_decisive` is the share of runs whose
+   first slip is the gold, `verified_first_slip` verify's step accuracy against
+   the first slip.
 2. `loso_*`: the verdict of `blend` whose `learned` model was trained as the
    shipped one is (`benchmark.loso.datasets`) but without a run of the team's
    framework (`benchmark.loso.score_systems`'s folds; one model per framework,
@@ -21,7 +25,8 @@ simulated agents in this process, `injectors.replay_lab.SimulatedAgents`):
    corrected (drawn anew with the verdict's lesson; `--draws` draws of a changed
    candidate), judged by the environment's evaluator on the program's stdout.
    A verdict not verified is the base's. `reruns_*` and `not_verifiable` are of
-   these verdicts.
+   these verdicts (a verdict's reruns count the program's re-runs, controls
+   included; a new draw that changes nothing is one model call, not a re-run).
 4. `adapted_*` (with `--adapt`): `faultlens adapt` on the team's own successful runs of step 1
    (errors injected by re-running its program; the failures kept with exact labels), then
    `blend` whose `learned` model is the fold's training data plus those runs, on the same
@@ -60,7 +65,7 @@ TEAMS = {"ag2_experts": "AG2", "smol_analyst": "smolagents", "magentic_team": "M
          "supervisor_team": "LangGraph supervisor", "chart_desk": "PydanticAI", "adk_team": "Google ADK",
          "workflow_team": "LlamaIndex"}
 KEYS = ("n", "loso_step", "loso_agent", "verified_step", "verified_agent", "adapted_step", "adapted_agent",
-        "reruns_median", "reruns_p90", "not_verifiable")
+        "reruns_median", "reruns_p90", "not_verifiable", "first_slip_decisive", "verified_first_slip")
 ROOT = Path(__file__).resolve().parents[1]
 SEED = 30_000  # the tasks' seed: fresh tasks, not the bundled benchmark's
 
@@ -71,9 +76,10 @@ class Case:
 
     run_id: str
     task: Task
-    gold: GoldLabel
+    gold: GoldLabel  # the first decisive slip (`decisive_slip`)
     slips: int
     calls: int
+    first_step: int  # the step of the run's first slip (the gold when it is decisive)
 
 
 @dataclass
@@ -103,6 +109,7 @@ def record_team(team: str, n: int, store: Any, *, seed: int = SEED, timeout: flo
     from faultlens.gateway_cli import build_gateway_app
     from faultlens.injectors.envs import get as get_env
     from faultlens.injectors.replay_lab import SimulatedAgents, program_command
+    from faultlens.injectors.slipping_team import first_slip
     from faultlens.middleware.capture.upstream import CallableUpstream
     from faultlens.middleware.replay.gateway_calls import call_steps
     from faultlens.server.run import ServerThread
@@ -133,16 +140,47 @@ def record_team(team: str, n: int, store: Any, *, seed: int = SEED, timeout: flo
                 out.succeeded.append(task)
                 continue
             out.failed += 1
-            gold = run.gold
+            first = run.gold
             steps = call_steps(store.get_trace(run_id))
-            if gold is None or gold.step >= len(steps) or done.returncode != 0:
-                out.failed_without_slip += gold is None
+            if first is None or first.step >= len(steps) or done.returncode != 0:
+                out.failed_without_slip += first is None
                 continue
+            gold = first_slip([decisive_slip(agents, run, store.get_trace(run_id), team, timeout)]) or first
             # Call i of the run is the run's i-th recorded call step.
-            out.cases.append(Case(run_id, task, gold.model_copy(update={"step": steps[gold.step]}), len(run.slips), run.calls))
+            out.cases.append(Case(run_id, task, gold.model_copy(update={"step": steps[gold.step]}), len(run.slips), run.calls,
+                                  steps[first.step]))
     gateway.close()
     out.seconds = time.monotonic() - started
     return out
+
+
+def decisive_slip(agents: Any, run: Any, trace: Any, team: str, timeout: float) -> Any:
+    """The run's first slip that fails it by itself, or its first slip when none does alone.
+
+    A run whose first slip was harmless (its agents recovered) failed by a later one: re-run with the recorded
+    calls replayed through a slip's call and no agent slipping after it (the lab's oracle: it can stop its agents
+    slipping, no method can), the run fails again only from a slip that decides it. A run's only slip decides it.
+    """
+    from faultlens.injectors.envs import get as get_env
+    from faultlens.injectors.replay_lab import program_command
+    from faultlens.middleware.capture.upstream import CallableUpstream
+    from faultlens.middleware.replay.gateway_calls import call_steps, recording_of
+    from faultlens.rerun.contract import Judge, Program
+    from faultlens.rerun.trial import TrialSpec, run_trial
+
+    if len(run.slips) < 2:
+        return run.slips[0]
+    env = get_env(team)
+    recording, calls = recording_of(trace), call_steps(trace)
+    judge = Judge(lambda stdout: env.evaluate(run.task, stdout.strip() or None).success)
+    program = Program(program_command(team, run.run_id), timeout=timeout)
+    for slip in run.slips:
+        agents.rerun(run.task, slips=False)
+        trial, _ = run_trial(TrialSpec(recording, slip.call, calls[slip.call], run.task.query, control=True), program, judge,
+                             CallableUpstream(agents))
+        if trial.outcome == "failure":
+            return slip
+    return run.slips[0]
 
 
 def verify_team(recorded: Recorded, base: Any, *, k: int, draws: int, timeout: float = 300.0,
@@ -166,6 +204,7 @@ def verify_team(recorded: Recorded, base: Any, *, k: int, draws: int, timeout: f
         trace = recorded.store.get_trace(case.run_id)
         base_step = verdict["base_step"]
         rows.append({"run": case.run_id, "gold_step": case.gold.step, "gold_agent": case.gold.agent, "gold_mode": case.gold.mode,
+                     "first_slip_step": case.first_step,
                      "slips": case.slips, "steps": len(trace.steps), "base_step": base_step,
                      "base_agent": trace.steps[base_step].agent if base_step is not None else None,
                      "step": verdict["step"], "agent": verdict["agent"], "verified": verdict["verified"],
@@ -332,7 +371,9 @@ def team_scores(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "adapted_step": None, "adapted_agent": None,
             "reruns_median": float(statistics.median(reruns)) if reruns else None,
             "reruns_p90": round(float(np.percentile(reruns, 90)), 2) if reruns else None,
-            "not_verifiable": _share(rows, lambda r: r["not_verifiable"])}
+            "not_verifiable": _share(rows, lambda r: r["not_verifiable"]),
+            "first_slip_decisive": _share(rows, lambda r: r["first_slip_step"] == r["gold_step"]),
+            "verified_first_slip": _share(rows, lambda r: r["step"] == r["first_slip_step"])}
 
 
 def mean_scores(teams: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -345,7 +386,8 @@ def mean_scores(teams: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 
 def markdown(teams: dict[str, dict[str, Any]], mean: dict[str, Any]) -> str:
-    head = "| team (framework) | n | loso step | loso agent | verified step | verified agent | adapted step | adapted agent | reruns median | reruns p90 | not verifiable |"
+    head = ("| team (framework) | n | loso step | loso agent | verified step | verified agent | adapted step | adapted agent | reruns median "
+            "| reruns p90 | not verifiable | first slip decisive | verified = first slip |")
     lines = [head, "|" + "|".join(["---"] * (len(KEYS) + 1)) + "|"]
 
     def cell(value: Any) -> str:

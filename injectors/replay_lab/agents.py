@@ -156,13 +156,15 @@ class SimulatedAgents:
         self.run: LabRun | None = None  # the recorded run in progress (None: answering re-runs)
         self.draws: Counter[tuple[str, str, str]] = Counter()
         self.followed = 0  # calls where a tendency was held back by a lesson
+        self.slipping = True  # False: no agent slips (`rerun(task, slips=False)`)
 
     def record(self, task: Task, run_id: str) -> LabRun:
-        self.task, self.run = task, LabRun(run_id, task)
+        self.task, self.run, self.slipping = task, LabRun(run_id, task), True
         return self.run
 
-    def rerun(self, task: Task) -> None:
-        self.task, self.run = task, None
+    def rerun(self, task: Task, *, slips: bool = True) -> None:
+        """Answer re-runs of a run of `task`; `slips=False`: with no slip at all (the lab's oracle, never a method's)."""
+        self.task, self.run, self.slipping = task, None, slips
 
     def __call__(self, agent: str, request: dict[str, Any]) -> Completion:
         task = self.task
@@ -180,7 +182,7 @@ class SimulatedAgents:
 
     def _slipped(self, agent: str, request: dict[str, Any], block: str, answer: Completion, task: Task, key: str,
                  draw: int) -> Completion:
-        for mode in sorted(self.tendencies.get(agent) or {}):
+        for mode in sorted(self.tendencies.get(agent) or {}) if self.slipping else ():
             if block and follows_lesson(block, mode, task.query):
                 self.followed += 1
                 continue

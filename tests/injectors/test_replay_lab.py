@@ -74,6 +74,12 @@ def test_slips_are_a_function_of_task_agent_request_and_draw():
     again.rerun(task)
     assert [again("concierge", request) for _ in range(8)] == first  # draw n is the same draw in any process
     assert len({str(c) for c in first}) > 1  # and the draws differ from each other
+    steady = SimulatedAgents(env, {"concierge": {"C.2": 1.0}})
+    steady.rerun(task, slips=False)  # the lab's oracle: no agent slips
+    plain = [steady("concierge", request) for _ in range(3)]
+    assert plain[0] == plain[1] == plain[2] and plain[0] in first  # the answer of every draw that did not slip
+    steady.rerun(task)
+    assert steady("concierge", request) != plain[0]  # a sure slip again
 
 
 def test_failed_runs_of_a_team_in_a_subprocess_are_verified_at_their_first_slip(tmp_path):
@@ -83,6 +89,8 @@ def test_failed_runs_of_a_team_in_a_subprocess_are_verified_at_their_first_slip(
     assert recorded.runs == 2 and recorded.crashed == 0
     assert recorded.cases, "no failed run with a slip: the test's tendencies no longer make one"
     for case in recorded.cases:
+        if case.slips == 1:
+            assert case.gold.step == case.first_step  # a run's only slip decides it
         stored = store.get_trace(case.run_id)
         assert stored.gold is None and stored.outcome is not None and not stored.outcome.success  # posted, unlabelled
     recorded.cases = recorded.cases[:1]  # one run verified keeps the test short
