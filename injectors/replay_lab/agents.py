@@ -5,9 +5,9 @@ sends every model call over HTTP to a gateway; the gateway's upstream is a
 `SimulatedAgents` in the parent, answering as the environment's simulated
 agents (its `policy`) for the task at hand. Agents slip with per-agent,
 per-mode tendencies (`LAB_TENDENCIES`; the slip is the environment's own
-error rule of that mode, `gateway_team.slip_completion`) and hold a tendency
+error rule of that mode, `slipping_team.slip_completion`) and hold a tendency
 back when the call's system message holds a lesson of that mode whose
-situation shares a word with the task (`gateway_team.follows_lesson`).
+situation shares a word with the task (`slipping_team.follows_lesson`).
 
 A slip is a function of (task, agent, request, draw): the n-th time the same
 agent is asked the same request (its lessons block aside) on a task is draw
@@ -15,7 +15,9 @@ n. A re-run that replays a call never asks the upstream; a call drawn anew, or
 asked again because an earlier correction changed it, is a new draw, as a
 sampled model's would be. So a run and its re-runs are reproducible, and the
 slips of the recorded run (`LabRun.slips`, kept here, never in the trace)
-give its exact gold: the first slip.
+give its exact gold: its first slip, or the first that fails the run by
+itself when the agents recovered from an earlier one (found by re-running with
+no slip after it: `rerun(task, slips=False)`, the lab's oracle).
 """
 
 from __future__ import annotations
@@ -56,7 +58,7 @@ LAB_TENDENCIES: dict[str, dict[str, dict[str, float]]] = {
 }
 # Request fields of transport only: a streamed and a plain request ask the same.
 _TRANSPORT = ("stream", "stream_options")
-# The lessons block as `capture.gateway.inject_lessons` appends it to a system message's text.
+# The lessons block as `capture.live_gateway.inject_lessons` appends it to a system message's text.
 _BLOCK = re.compile(r"(?:\n\n)?" + re.escape(LESSONS_BEGIN) + r"\n.*?\n" + re.escape(LESSONS_END), re.S)
 
 

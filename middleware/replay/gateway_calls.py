@@ -23,7 +23,7 @@ from .session import CallRecord, Recording
 
 __all__ = ["LESSONS_BEGIN", "LESSONS_END", "call_steps", "completion_of", "recording_of", "request_key", "request_of"]
 
-# The gateway's marks around the lessons it adds to a system message (`capture.gateway` uses the same).
+# The gateway's marks around the lessons it adds to a system message (`capture.live_gateway` uses the same).
 LESSONS_BEGIN = "<faultlens-lessons>"
 LESSONS_END = "</faultlens-lessons>"
 _BLOCK = re.compile(r"\n*" + re.escape(LESSONS_BEGIN) + r".*?" + re.escape(LESSONS_END), re.S)
