@@ -1,7 +1,7 @@
 """The measure for failure patterns (issue 45, item 5): do the patterns of a team's failed runs recover its tendencies?
 
     nice -n 10 .venv/bin/python scripts/patterns_eval.py --json patterns_eval.json [--tasks 300] [--teams ag2_experts,chart_desk]
-        [--method blend] [--workers 2]
+        [--method blend|verify] [--mode-from base|correction] [--workers 2]
 
 For each of the eight framework teams (the replay lab's, with its tendencies,
 `injectors.replay_lab.LAB_TENDENCIES`), in one process per team:
@@ -15,7 +15,15 @@ For each of the eight framework teams (the replay lab's, with its tendencies,
    stored.
 2. attribute each failed run with `--method` (default `blend`, the default
    method) through `feedback.loop.attribute_and_reflect`, as the server's
-   worker does;
+   worker does. `--method verify`: the worker of `faultlens serve --rerun CMD`,
+   a `rerun.verify.Verifier` over `blend`: every call of the run a candidate
+   (k = its calls, `--draws` 3), the team's program re-run in process as a
+   callable `Program` (its framework here, its calls over HTTP to the re-run's
+   gateway, answered by the same simulated agents, drawn anew), judged by the
+   environment's evaluator; the verdict is stored, so `find_patterns` groups
+   by it. `--mode-from correction` reads a verified verdict's mode from what
+   the correction changed (`attributors.methods.correction`), else it is
+   blend's;
 3. `feedback.patterns.find_patterns(store)` and score it against the first
    slips: a *tendency* is an (agent, mode) that is the first slip of at least
    `MIN_SLIPS` failed runs; it is recovered when a pattern among the top 5
@@ -23,8 +31,10 @@ For each of the eight framework teams (the replay lab's, with its tendencies,
    patterns of the share of a pattern's runs whose first slip is its agent and
    mode.
 
-Beside these, per team, what explains a shortfall: `agent_accuracy` and
-`mode_accuracy` of the verdicts against the first slips, and the same two
+Beside these, per team, what explains a shortfall: `agent_accuracy`,
+`mode_accuracy` and `step_accuracy` (the verdict at the first slip's own call)
+of the verdicts against the first slips, `verdicts_by_tendency` (what the
+verdicts of each tendency's runs said), and the same two
 scores for patterns found from the gold itself (`oracle_*`: each failed run's
 verdict replaced by its first slip, so only the grouping is measured).
 
@@ -52,9 +62,11 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 TEAMS = ("ag2_experts", "smol_analyst", "magentic_team", "agents_desk", "supervisor_team", "chart_desk", "adk_team", "workflow_team")
 SEED = 40_000  # the tasks' seed: fresh tasks, neither the bundled benchmark's nor the replay lab's (30_000)
+DRAWS = 3  # `--method verify`: draws of a candidate call whose new draw changed it without fixing the run
 MIN_SLIPS = 5  # first slips an (agent, mode) needs to count as a tendency
 TOP = 5
 SCORES = ("tendencies_recovered", "tendencies", "purity_top5", "runs", "failed", "attributed", "agents_named", "agent_accuracy", "mode_accuracy",
+          "step_accuracy", "verified",
           "oracle_tendencies_recovered", "oracle_purity_top5")
 
 Slip = tuple[str, str]  # (agent, mode) of a run's first slip
@@ -71,6 +83,8 @@ class TeamRuns:
     failed: list[str] = field(default_factory=list)
     first_slip: dict[str, Slip | None] = field(default_factory=dict)  # failed run -> its first slip (None: no slip)
     first_call: dict[str, int] = field(default_factory=dict)  # failed run -> the call of its first slip
+    agents: Any = None  # the team's SimulatedAgents, kept to answer the re-runs of `--method verify`
+    tasks: dict[str, Any] = field(default_factory=dict)  # failed run -> its task (what a re-run runs again)
 
 
 def run_team(team: str, tasks: int, store: Any, *, seed: int = SEED, tendencies: dict[str, dict[str, float]] | None = None,
@@ -85,7 +99,7 @@ def run_team(team: str, tasks: int, store: Any, *, seed: int = SEED, tendencies:
     env = get_env(team)
     agents = SimulatedAgents(env, tendencies)
     gateway = Gateway(CallableUpstream(agents), store)  # no lessons provider: nothing is shown, every slip is a tendency's
-    out = TeamRuns(team, store)
+    out = TeamRuns(team, store, agents=agents)
     headers: dict[str, str] = {}
 
     def through_gateway(_inner: Callable[[str, dict[str, Any]], dict[str, Any]]) -> Callable[[str, dict[str, Any]], dict[str, Any]]:
@@ -115,6 +129,7 @@ def run_team(team: str, tasks: int, store: Any, *, seed: int = SEED, tendencies:
         if outcome is None or outcome.success:
             continue
         out.failed.append(run_id)
+        out.tasks[run_id] = task
         first = run.slips[0] if run.slips else None
         out.first_slip[run_id] = (first.agent, first.mode) if first else None
         if first is not None:
@@ -123,12 +138,62 @@ def run_team(team: str, tasks: int, store: Any, *, seed: int = SEED, tendencies:
     return out
 
 
-def attribute(store: Any, run_ids: list[str], method: str = "blend") -> int:
+def attribute(store: Any, run_ids: list[str], method: str | Any = "blend") -> int:
     """Attribute each failed run with `method` as the loop's worker does; how many got a usable verdict."""
     from faultlens.feedback.loop import attribute_and_reflect
     from faultlens.middleware.model.trace import AttributionStatus
 
     return sum(attribute_and_reflect(store, run_id, method).attribution.status == AttributionStatus.ok for run_id in run_ids)
+
+
+def in_process_program(team: str, task: Any) -> Any:
+    """The team's program on `task` as a callable `Program`: its framework runs in this process, every model call sent
+    over HTTP to the re-run's gateway (`$FAULTLENS_GATEWAY`), as `replay_lab.program` does in a process of its own."""
+    import httpx
+
+    from faultlens.injectors.envs import get as get_env
+    from faultlens.injectors.envs.framework import routed_through
+    from faultlens.injectors.replay_lab.program import over_http
+    from faultlens.rerun.contract import Program
+
+    env = get_env(team)
+
+    def run(variables: Any) -> str:
+        with httpx.Client(timeout=120.0) as client, routed_through(over_http(variables["FAULTLENS_GATEWAY"].rstrip("/"), client)):
+            return env.run(task, sim={"seed": 0}, trace_id=f"{team}-{task.id}").answer or ""
+
+    return Program(run, timeout=300.0)
+
+
+def verify_runs(runs: TeamRuns, *, base: str = "blend", draws: int = DRAWS, mode_from: str = "base",
+                say: Callable[[str], None] = print) -> tuple[int, int]:
+    """Each failed run attributed by `Verifier` over `base` (as `faultlens serve --rerun CMD`'s worker does), its verdict
+    stored: the team's program re-run in process, judged by the environment's evaluator, every call a candidate
+    (`draws` draws each). (How many got a usable verdict, how many of those a re-run verified.)"""
+    from faultlens.attributors import build
+    from faultlens.feedback.patterns import latest_verdict
+    from faultlens.injectors.envs import get as get_env
+    from faultlens.middleware.capture.upstream import CallableUpstream
+    from faultlens.middleware.replay.gateway_calls import call_steps
+    from faultlens.rerun.contract import Judge
+    from faultlens.rerun.verify import Verifier
+
+    env = get_env(runs.team)
+    ranker = build(base)  # one model, loaded once, ranks every run
+    upstream = CallableUpstream(runs.agents)
+    usable = verified = 0
+    for run_id in runs.failed:
+        task = runs.tasks[run_id]
+        runs.agents.rerun(task)  # the re-runs' draws are not the recorded run's slips
+        k = max(1, len(call_steps(runs.store.get_trace(run_id))))
+        judge = Judge(lambda stdout, task=task: env.evaluate(task, stdout.strip() or None).success)
+        verifier = Verifier(in_process_program(runs.team, task), upstream, judge=judge, method=ranker, k=k, draws=draws,
+                            max_reruns=k * draws, mode_from=mode_from)
+        usable += attribute(runs.store, [run_id], verifier)
+        verdict = latest_verdict(runs.store, run_id)
+        verified += bool(verdict is not None and verdict.details.get("verified"))
+    say(f"{runs.team}: {verified} of {len(runs.failed)} failed run(s) verified by re-run")
+    return usable, verified
 
 
 def score(patterns: list[Any], first_slip: dict[str, Slip | None], *, min_slips: int = MIN_SLIPS, top: int = TOP) -> dict[str, Any]:
@@ -157,6 +222,28 @@ def verdict_accuracy(store: Any, first_slip: dict[str, Slip | None]) -> tuple[fl
     return (round(sum(v.agent == s[0] for v, s in pairs) / len(pairs), 4), round(sum(v.mode == s[1] for v, s in pairs) / len(pairs), 4))
 
 
+def slip_diagnosis(runs: TeamRuns) -> tuple[float | None, dict[str, dict[str, int]]]:
+    """The share of failed runs with a first slip whose verdict names its call (the step), and per tendency what the
+    verdicts of its runs said (`agent mode`, `+step` when at the slip's own call, `verified` when a re-run confirmed)."""
+    from faultlens.feedback.patterns import latest_verdict
+    from faultlens.middleware.replay.gateway_calls import call_steps
+
+    right, said = [], {}
+    for run_id, slip in runs.first_slip.items():
+        verdict = latest_verdict(runs.store, run_id)
+        if slip is None or verdict is None:
+            continue
+        calls = call_steps(runs.store.get_trace(run_id))
+        at = runs.first_call.get(run_id, len(calls))
+        on_slip = at < len(calls) and verdict.step == calls[at]
+        right.append(on_slip)
+        label = f"{verdict.agent} {verdict.mode}{' +step' if on_slip else ''}{' verified' if verdict.details.get('verified') else ''}"
+        tally = said.setdefault(f"{slip[0]} {slip[1]}", {})
+        tally[label] = tally.get(label, 0) + 1
+    ordered = {k: dict(sorted(v.items(), key=lambda kv: -kv[1])) for k, v in sorted(said.items())}
+    return (round(sum(right) / len(right), 4) if right else None), ordered
+
+
 def oracle_patterns(runs: TeamRuns) -> list[Any]:
     """The patterns of the team's failed runs had each verdict been its first slip (the grouping alone, measured)."""
     from faultlens.feedback.patterns import find_patterns
@@ -178,19 +265,27 @@ def oracle_patterns(runs: TeamRuns) -> list[Any]:
     return found
 
 
-def team_job(team: str, tasks: int, seed: int, method: str) -> dict[str, Any]:
+def team_job(team: str, tasks: int, seed: int, method: str, mode_from: str = "base", draws: int = DRAWS) -> dict[str, Any]:
     """One team, start to end (a worker's job): its runs, their verdicts, the patterns and their scores."""
     logging.getLogger("LiteLLM").setLevel(logging.ERROR)
     from faultlens.feedback.patterns import find_patterns
     from faultlens.middleware.store import open_store
 
+    def say(line: str) -> None:
+        print(line, flush=True)
+
     started = time.monotonic()
     store = open_store(":memory:")
-    runs = run_team(team, tasks, store, seed=seed, say=lambda line: print(line, flush=True))
+    runs = run_team(team, tasks, store, seed=seed, say=say)
     ran = time.monotonic()
-    attributed = attribute(store, runs.failed, method)
+    verified = None
+    if method == "verify":
+        attributed, verified = verify_runs(runs, draws=draws, mode_from=mode_from, say=say)
+    else:
+        attributed = attribute(store, runs.failed, method)
     result = score(find_patterns(store), runs.first_slip)
     agent_accuracy, mode_accuracy = verdict_accuracy(store, runs.first_slip)
+    step_accuracy, verdicts = slip_diagnosis(runs)
     oracle = score(oracle_patterns(runs), runs.first_slip)
     store.close()
     seconds = time.monotonic() - started
@@ -199,7 +294,8 @@ def team_job(team: str, tasks: int, seed: int, method: str) -> dict[str, Any]:
           f"{ran - started:.0f} s running, {seconds - (ran - started):.0f} s attributing", flush=True)
     return {**result, "runs": runs.runs, "crashed": runs.crashed, "failed": len(runs.failed), "attributed": attributed,
             "no_slip": sum(s is None for s in runs.first_slip.values()), "agent_accuracy": agent_accuracy,
-            "mode_accuracy": mode_accuracy, "oracle_tendencies_recovered": oracle["tendencies_recovered"],
+            "mode_accuracy": mode_accuracy, "step_accuracy": step_accuracy, "verified": verified, "verdicts_by_tendency": verdicts,
+            "oracle_tendencies_recovered": oracle["tendencies_recovered"],
             "oracle_purity_top5": oracle["purity_top5"], "oracle_top5": oracle["top5"], "seconds": round(seconds, 1)}
 
 
@@ -247,7 +343,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", dest="json_path", type=Path, default=None, help="write the scores here")
     parser.add_argument("--tasks", type=int, default=300, help="tasks per team")
     parser.add_argument("--teams", default=",".join(TEAMS), help="comma-separated teams")
-    parser.add_argument("--method", default="blend", help="the attribution method (default: blend, the default method)")
+    parser.add_argument("--method", default="blend", help="the attribution method (default: blend, the default method); "
+                        "`verify`: blend's verdict verified by re-running the team's program in process")
+    parser.add_argument("--mode-from", choices=("base", "correction"), default="base",
+                        help="with --method verify: a verified verdict's mode is blend's, or read from what the correction changed")
+    parser.add_argument("--draws", type=int, default=DRAWS, help="with --method verify: draws of each candidate call")
     parser.add_argument("--seed", type=int, default=SEED, help="the tasks' seed")
     parser.add_argument("--workers", type=int, default=2, help="processes running teams in parallel")
     args = parser.parse_args(argv)
@@ -257,10 +357,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown team(s) {', '.join(unknown)}; teams: {', '.join(TEAMS)}")
     started = time.monotonic()
     if args.workers <= 1:
-        done = {team: team_job(team, args.tasks, args.seed, args.method) for team in chosen}
+        done = {team: team_job(team, args.tasks, args.seed, args.method, args.mode_from, args.draws) for team in chosen}
     else:
         with ProcessPoolExecutor(max_workers=args.workers, mp_context=get_context("spawn")) as pool:
-            futures = {team: pool.submit(team_job, team, args.tasks, args.seed, args.method) for team in chosen}
+            futures = {team: pool.submit(team_job, team, args.tasks, args.seed, args.method, args.mode_from, args.draws) for team in chosen}
             done = {team: future.result() for team, future in futures.items()}
     seconds = time.monotonic() - started
     mean = mean_row(done)
@@ -273,7 +373,9 @@ def main(argv: list[str] | None = None) -> int:
         args.json_path.parent.mkdir(parents=True, exist_ok=True)
         args.json_path.write_text(json.dumps({"teams": done, "mean": mean, "seconds": round(seconds, 1),
                                               "settings": {"tasks": args.tasks, "seed": args.seed, "method": args.method,
-                                                           "min_slips": MIN_SLIPS, "top": TOP, "mode": "in-process gateway"}},
+                                                           "min_slips": MIN_SLIPS, "top": TOP, "mode": "in-process gateway",
+                                                           **({"mode_from": args.mode_from, "draws": args.draws, "k": "all calls",
+                                                               "base": "blend"} if args.method == "verify" else {})}},
                                              indent=2))
     return 0
 

@@ -71,3 +71,24 @@ def test_the_first_slip_of_each_failed_run_is_kept_beside_the_store_never_in_it(
         assert agent in {"triage", "refunds", "orders"} and mode == "A.2"
         assert store.get_trace(run_id).gold is None and store.get_outcome(run_id).success is False
     store.close()
+
+
+def test_method_verify_stores_each_failed_runs_verified_verdict_where_the_patterns_read_it(patterns_eval):
+    from faultlens.feedback.patterns import find_patterns, latest_verdict
+    from faultlens.middleware.replay.gateway_calls import call_steps
+    from faultlens.middleware.store import open_store
+
+    store = open_store(":memory:")
+    runs = patterns_eval.run_team("agents_desk", 12, store, say=lambda line: None)
+    usable, verified = patterns_eval.verify_runs(runs, mode_from="correction", say=lambda line: None)
+    assert usable == len(runs.failed) and 0 < verified <= usable
+    verdicts = {run_id: latest_verdict(store, run_id) for run_id in runs.failed}
+    assert all(v is not None and v.method == "verify" for v in verdicts.values())
+    # A verified verdict of a run whose first slip is a tool call's wrong arguments names that call and reads A.2 from the correction.
+    on_slip = [run_id for run_id, v in verdicts.items() if v.details.get("verified") and runs.first_slip[run_id] is not None
+               and v.step == call_steps(store.get_trace(run_id))[runs.first_call[run_id]]]
+    assert on_slip, "the re-runs confirm the first slip's own call in some failed run"
+    assert all((verdicts[r].agent, verdicts[r].mode) == runs.first_slip[r] and verdicts[r].details["mode_from"] == "correction"
+               for r in on_slip)
+    assert sum(p.count for p in find_patterns(store)) == len(runs.failed)
+    store.close()
