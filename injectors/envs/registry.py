@@ -52,8 +52,15 @@ def names(include_frameworks: bool = False) -> list[str]:
 
 
 def get(name: str) -> Environment:
-    """The environment called `name` (one shared instance per process)."""
-    _discover()
+    """The environment called `name` (one shared instance per process).
+
+    The package named as the environment is imported first, alone: a program that runs one environment (a replay
+    lab team, an injection worker) does not import every framework, and a broken neighbour does not stop it.
+    """
+    if name not in _REGISTRY and name.isidentifier() and (Path(__file__).parent / name / "__init__.py").is_file():
+        importlib.import_module(f"{_PACKAGE}.{name}")
+    if name not in _REGISTRY:
+        _discover()
     if name not in _REGISTRY:
         raise UnknownName(f"unknown environment {name!r}; known: {', '.join(sorted(_REGISTRY)) or '(none)'}")
     if name not in _INSTANCES:

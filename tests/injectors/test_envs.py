@@ -94,3 +94,17 @@ def test_real_model_path_uses_the_same_prompts(seed_runs):
     assert "metadata" not in seen[0]  # simulated-agent settings are not sent to real models
     assert result.answer == "7" and result.trace.steps[0].content == "Answer: 7"
     assert result.trace.outcome.success == (task.reference_answer == "7")
+
+
+def test_an_environment_is_got_without_importing_its_neighbours():
+    # A program that runs one environment imports its package alone: not every framework, nor a broken neighbour.
+    import ast
+    import subprocess
+    import sys
+
+    code = ("import sys; from faultlens.injectors.envs import get; get('math_react'); "
+            "print(sorted({m.split('.')[3] for m in sys.modules if m.startswith('faultlens.injectors.envs.') and m.count('.') >= 3}))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    loaded = set(ast.literal_eval(done.stdout))
+    assert "math_react" in loaded and not loaded & {"ag2_experts", "workflow_team", "supervisor_team", "web_shop"}
