@@ -127,8 +127,9 @@ def perturb_number(token: str, rng: random.Random) -> str:
     return str(int(value) + 1) if not decimals else f"{value + 1:.{decimals}f}"
 
 
-def replace_span(text: str, match: re.Match, new: str) -> str:
-    return text[: match.start()] + new + text[match.end():]
+def replace_span(text: str, match: re.Match, new: str, group: int = 0) -> str:
+    """`text` with the span of `match` (or of its `group`) replaced by `new`."""
+    return text[: match.start(group)] + new + text[match.end(group):]
 
 
 def change_a_number(text: str, rng: random.Random, avoid_years: bool = False) -> tuple[str, str, str] | None:
@@ -172,6 +173,52 @@ def with_argument(inp: GenInput, argument: str) -> str:
     assert action is not None
     code = "\n" in argument or action.tool in ("run_python",)
     return render_action(action.tool, argument, action.thought, code=code)
+
+
+# ---------------------------------------------------------------- helpers of the environments' own rules
+# For teams whose answer is an `ANSWER: <number>` line and whose agents pass figures on to each other.
+ANSWER_NUMBER = re.compile(r"^ANSWER: (\d+)$", re.M)
+
+
+def answer_line(inp: GenInput, agent: str) -> re.Match | None:
+    """The `ANSWER: <number>` line of `agent`'s final answer in the step, or None."""
+    return ANSWER_NUMBER.search(inp.text) if inp.agent == agent and inp.kind == StepKind.final_answer else None
+
+
+def guessed_answer(inp: GenInput, agent: str, excuse: str, before: str) -> Generated | None:
+    """A.5: `agent` answers a guess in its plan's step, giving `excuse`, before it has any figure (`before`: whose)."""
+    if inp.agent != agent or inp.kind != StepKind.plan:
+        return None
+    guess = inp.rng.randint(10, 300)
+    return Generated(f"{excuse}\nANSWER: {guess}", f"answers {guess} before {before}")
+
+
+def miswritten_answer(inp: GenInput, answer: re.Match, new: str) -> Generated:
+    """R.3: the answer line (`answer_line`) says `new` where the calculator gave its number."""
+    return Generated(inp.text.replace(answer.group(0), f"ANSWER: {new}"), f"answers {new} where the calculator gave "
+                     f"{answer.group(1)}")
+
+
+def answer_with_unit(inp: GenInput, answer: re.Match, units: Sequence[str]) -> Generated:
+    """A.4: the answer line (`answer_line`) carries one of `units`, not the bare number asked for."""
+    unit = inp.rng.choice(list(units))
+    return Generated(inp.text.replace(answer.group(0), f"ANSWER: {answer.group(1)} {unit}"),
+                     "gives the answer with a unit, not a bare number")
+
+
+def slipped_digits(old: str) -> str:
+    """A figure passed on with its digits slipped: reversed, or 10 more where reversing keeps it or drops a 0."""
+    return old[::-1] if len(old) > 1 and old[::-1] != old and not old.endswith("0") else str(int(old) + 10)
+
+
+def slipped_result(old: str, rng: random.Random) -> str:
+    """A result written down wrong: its digits reversed, or 1 or 10 off where reversing keeps it."""
+    return str(int(old) + rng.choice((-10, 10, 1, -1))) if len(set(old)) == 1 or old[::-1] == old else old[::-1]
+
+
+def unseen_numbers(seen: str, low: int, high: int) -> list[int]:
+    """The whole numbers from `low` to `high` (excluded) that `seen` does not state: a figure made up."""
+    return [v for v in range(low, high) if not re.search(rf"(?<!\d){v}(?!\d)", seen)]
 
 
 # ---------------------------------------------------------------- generic rules per mode

@@ -7,6 +7,12 @@ transport is `InProcessEndpoint`: each request goes to a
 replay and injection are the proxy's), and nothing opens a socket. The
 proxy's upstream is the environment's simulated policy,
 `respond(agent, request, sim) -> text`.
+
+Beside the endpoint: the team bases (`FrameworkTeam` declares its prompts,
+simulated agents and error rules as data, `ToolCallingTeam` adds tool-call
+replies and a numeric answer), what a simulated agent reads of a request
+(`chat_turn`, `noise_chance`), and tasks and outcomes (`world_tasks`,
+`numeric_outcome`).
 """
 
 from __future__ import annotations
@@ -17,9 +23,9 @@ import json
 import random
 import re
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, ClassVar
 
-from faultlens.middleware.model.trace import Outcome, Task
+from faultlens.middleware.model.trace import AgentInfo, Outcome, Task
 from faultlens.middleware.replay.endpoint import ChatProxy
 from faultlens.middleware.replay.session import CallRecord, Drift, Session, canonical
 
@@ -32,7 +38,8 @@ TEXT_ONLY_NOT_APPLICABLE = {
     "P.3": "the tasks carry no images or rendered output to misread",
 }
 
-__all__ = ["BASE_URL", "FrameworkEnvironment", "InProcessEndpoint", "completion", "message_text", "routed_through"]
+__all__ = ["BASE_URL", "FrameworkEnvironment", "FrameworkTeam", "InProcessEndpoint", "ToolCallingTeam", "chat_turn", "completion",
+           "message_text", "noise_chance", "routed_through", "team_agents", "world_tasks"]
 
 # Wrappers of every in-process endpoint's upstream, innermost first (`routed_through`).
 _ROUTES: list[Callable[[Callable[[str, dict[str, Any]], dict[str, Any]]], Callable[[str, dict[str, Any]], dict[str, Any]]]] = []
@@ -154,21 +161,86 @@ class FrameworkEnvironment(Environment):
         return endpoint(rt.session, lambda agent, request: policy.respond(agent, request, sim), reply=reply)
 
 
+class FrameworkTeam(FrameworkEnvironment):
+    """A framework environment whose prompts, simulated agents and error rules are its package's data: set
+    `instructions` (agent -> system prompt), `team_policy` (the simulated agents' class) and `rules` (`mutators`)."""
+
+    instructions: ClassVar[dict[str, str]] = {}
+    team_policy: ClassVar[type]
+    rules: ClassVar[dict[str, list[Any]]] = {}
+
+    def system_prompt(self, agent: str, task: Task) -> str:
+        return self.instructions[agent]
+
+    def policy(self) -> Any:
+        return self.team_policy()
+
+    def mutators(self) -> dict[str, list[Any]]:
+        return self.rules
+
+
+class ToolCallingTeam(FrameworkTeam):
+    """A `FrameworkTeam` whose agents reply with tool calls (chat completions by `agents_desk.wire.completion`) and
+    whose answer ends with an `ANSWER: <number>` line (`numeric_outcome`, evaluator `<name>:numeric`)."""
+
+    def injected_response(self, record: CallRecord, text: str) -> Any:
+        from .agents_desk.wire import completion  # the wire's module imports this one
+
+        return completion(record.request, text)
+
+    def evaluate(self, task: Task, answer: str | None) -> Outcome:
+        return numeric_outcome(answer, task.reference_answer or "", f"{self.name}:numeric")
+
+
+def team_agents(descriptions: dict[str, str]) -> list[AgentInfo]:
+    """A team's agents, in order, from `{name: description}` (each of role "agent")."""
+    return [AgentInfo(name=n, role="agent", description=d) for n, d in descriptions.items()]
+
+
+def noise_chance(sim: dict[str, Any], agent: str, key: str) -> Callable[[str], bool]:
+    """`chance(label)`: whether a simulated agent makes its recovered mistake `label` on the request `key`, at the
+    run's rate `sim["noise"]` (a function of the run's seed, the agent, the request and the label: replays agree)."""
+
+    def chance(label: str) -> bool:
+        noise = float(sim.get("noise", 0.0))
+        return noise > 0 and (stable_seed(sim.get("seed", 0), agent, key, label) % 10_000) / 10_000 < noise
+
+    return chance
+
+
+def chat_turn(agent: str, request: dict[str, Any], sim: dict[str, Any]) -> tuple[list[dict[str, Any]], str, Callable[[str], bool]]:
+    """What a simulated tool-calling agent reads of a chat request: its messages, its first user message's text and
+    its `noise_chance` (keyed by the messages' contents and tool calls)."""
+    messages = [dict(m) for m in request.get("messages") or []]
+    key = canonical([[m.get("content"), m.get("tool_calls")] for m in messages])
+    user = next((message_text(m.get("content")) for m in messages if m.get("role") == "user"), "")
+    return messages, user, noise_chance(sim, agent, key)
+
+
 # The last line of a team's answer that states the result: `ANSWER: <value>`.
 ANSWER_LINE = re.compile(r"^ANSWER:\s*(.+?)\s*$", re.M)
 
 
-def numeric_outcome(answer: str | None, reference: str, evaluator: str) -> Outcome:
-    """Success when the answer's last `ANSWER:` value equals the reference number (commas allowed)."""
+def answer_outcome(answer: str | None, reference: str, evaluator: str, same: Callable[[str, str], bool]) -> Outcome:
+    """Success when the answer's last `ANSWER:` value is `same(value, reference)`."""
     found = ANSWER_LINE.findall(answer or "")
     if not found:
         return Outcome(success=False, score=0.0, evaluator=evaluator, detail="no 'ANSWER:' line")
     given = found[-1]
-    try:
-        ok = abs(float(given.replace(",", "")) - float(reference)) < 1e-6
-    except ValueError:
-        ok = False
+    ok = same(given, reference)
     return Outcome(success=ok, score=1.0 if ok else 0.0, evaluator=evaluator, detail=f"answered {given!r}, expected {reference!r}")
+
+
+def _same_number(given: str, reference: str) -> bool:
+    try:
+        return abs(float(given.replace(",", "")) - float(reference)) < 1e-6
+    except ValueError:
+        return False
+
+
+def numeric_outcome(answer: str | None, reference: str, evaluator: str) -> Outcome:
+    """Success when the answer's last `ANSWER:` value equals the reference number (commas allowed)."""
+    return answer_outcome(answer, reference, evaluator, _same_number)
 
 
 def family_tasks(env: str, seed: int, n: int, families: tuple[str, ...] | list[str],
@@ -181,3 +253,16 @@ def family_tasks(env: str, seed: int, n: int, families: tuple[str, ...] | list[s
         question, reference, metadata = make(random.Random(stable_seed(seed, env, i)), family)
         out.append(Task(id=f"{env}-{seed}-{i}", query=question, reference_answer=reference, metadata={"family": family, **metadata}))
     return out
+
+
+def world_tasks(env: str, seed: int, n: int, families: tuple[str, ...] | list[str],
+                make_task: Callable[[random.Random, str], tuple[str, dict[str, Any]]],
+                answer_of: Callable[[dict[str, Any]], Any]) -> list[Task]:
+    """`family_tasks` whose `make_task(rng, family) -> (question, world)` draws a task's world: the reference is
+    `answer_of(world)` as text and the world is the task's metadata `world` (what the tools and rules read)."""
+
+    def make(rng: random.Random, family: str) -> tuple[str, str, dict[str, Any]]:
+        question, world = make_task(rng, family)
+        return question, str(answer_of(world)), {"world": world}
+
+    return family_tasks(env, seed, n, families, make)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from faultlens.middleware.model.trace import Media, Step, StepKind
@@ -50,3 +51,41 @@ class StepLog:
 
     def close(self) -> None:
         self.rt.step_calls = self.step_calls
+
+
+# `classify(call, tool_call) -> (kind, metadata)`: the step a recorded reply is (`tool_call`: its first, or None).
+Classify = Callable[[CallRecord, dict[str, Any] | None], tuple[StepKind, dict[str, Any]]]
+
+
+def record_replies(rt: Runtime, outputs: dict[str, str], classify: Classify) -> None:
+    """One step per recorded call (a model reply, as `classify` says), then the tool's result after a tool call
+    whose output `outputs` holds (by tool-call id)."""
+    steps = StepLog(rt)
+    for index, call in enumerate(rt.session.calls):
+        tc = tool_call_of(call.response)
+        kind, meta = classify(call, tc)
+        step = steps.reply(index, call, kind, meta=meta)
+        output = outputs.get(str((tc or {}).get("id"))) if kind == StepKind.tool_call else None
+        if output is not None:
+            steps.result(step, output)
+    steps.close()
+
+
+def delegating_steps(rt: Runtime, outputs: dict[str, str], leader: str, delegate: str,
+                     member: Callable[[dict[str, Any]], str]) -> None:
+    """`record_replies` of a leader delegating with its tool `delegate`: the first delegation is the leader's plan,
+    a later one a message (metadata `delegate`: `member(tool_call)`); a reply with no tool call is the leader's
+    answer, or a member's report to the leader."""
+    delegated = False
+
+    def classify(call: CallRecord, tc: dict[str, Any] | None) -> tuple[StepKind, dict[str, Any]]:
+        nonlocal delegated
+        if call.agent == leader and tc is not None and (tc.get("function") or {}).get("name") == delegate:
+            kind = StepKind.message if delegated else StepKind.plan
+            delegated = True
+            return kind, {"delegate": member(tc)}
+        if tc is not None:
+            return StepKind.tool_call, {}
+        return (StepKind.final_answer if call.agent == leader else StepKind.message), {}
+
+    record_replies(rt, outputs, classify)

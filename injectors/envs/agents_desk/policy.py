@@ -36,12 +36,10 @@ from datetime import date
 from decimal import Decimal
 from typing import Any
 
-from faultlens.middleware.replay.session import canonical
 
 from .world import CASES, TOPICS, cents, money
 from .wire import Call, history, render_call
-from ..base import stable_seed
-from ..framework import message_text
+from ..framework import chat_turn
 
 SLUGS = {"screen": "Request Screen", "triage": "Triage", "refunds": "Refunds Specialist", "orders": "Orders Specialist"}
 HANDOFF = {"Refunds Specialist": "transfer_to_refunds_specialist", "Orders Specialist": "transfer_to_orders_specialist"}
@@ -99,14 +97,7 @@ class DeskPolicy:
     """The simulated desk: `respond(agent slug, request, sim) -> text`."""
 
     def respond(self, agent: str, request: dict[str, Any], sim: dict[str, Any]) -> str:
-        messages = [dict(m) for m in request.get("messages") or []]
-        key = canonical([[m.get("content"), m.get("tool_calls")] for m in messages])
-
-        def chance(label: str) -> bool:
-            noise = float(sim.get("noise", 0.0))
-            return noise > 0 and (stable_seed(sim.get("seed", 0), agent, key, label) % 10_000) / 10_000 < noise
-
-        user = next((message_text(m.get("content")) for m in messages if m.get("role") == "user"), "")
+        messages, user, chance = chat_turn(agent, request, sim)
         calls = history(messages, Call)
         if agent == "screen":
             about = "an order" if re.search(r"\border A\d{4}\b", user) else "something"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from faultlens.middleware.replay.session import canonical
 
@@ -70,6 +70,8 @@ class Call:
     thought: str  # the content of the message that made the call
     result: str | None
     position: int  # the index of that message in the history
+    # How a failed call's result begins (a team's tools and framework word their errors their own way).
+    errors: ClassVar[tuple[str, ...]] = ("error", "not verified")
 
     @property
     def args(self) -> dict[str, Any]:
@@ -83,7 +85,7 @@ class Call:
     @property
     def ok(self) -> bool:
         """Whether it ran without an error."""
-        return self.result is not None and not self.result.startswith(("error", "not verified"))
+        return self.result is not None and not self.result.startswith(self.errors)
 
 
 C = TypeVar("C", bound=Call)

@@ -26,17 +26,16 @@ bounded by its `tool_call_limit` (Agno's own count).
 from __future__ import annotations
 
 import os
-import random
 from typing import Any, ClassVar
 
-from faultlens.middleware.model.trace import AgentInfo, Outcome, StepKind, Task
+from faultlens.middleware.model.trace import Task
 
 from .. import register
-from ..agents_desk.wire import completion, tool_call_of
+from ..agents_desk.wire import completion
 from ..base import Runtime
 from ..docs_team.calculator import calculate
-from ..framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, family_tasks, numeric_outcome
-from ..tool_steps import StepLog, tool_arguments
+from ..framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, ToolCallingTeam, team_agents, world_tasks
+from ..tool_steps import delegating_steps, tool_arguments
 from ..workflow_team.env import WorkflowEndpoint
 from .mistakes import MUTATORS
 from .policy import DELEGATE, TeamPolicy
@@ -71,30 +70,21 @@ NOT_APPLICABLE = {
 
 
 @register
-class AirlineDesk(FrameworkEnvironment):
+class AirlineDesk(ToolCallingTeam):
     name = "airline_desk"
     framework: ClassVar[str | None] = FRAMEWORK
     requires: ClassVar[tuple[str, ...]] = ("agno",)
-    modality = "text"
     topology = "multi"
-    agents = [AgentInfo(name=n, role="agent", description=d) for n, d in DESCRIPTIONS.items()]
-    tools = {}
+    agents = team_agents(DESCRIPTIONS)
     description = ("An Agno Team (coordinate mode): a coordinator with a calculator delegates to a records agent "
                    "(get_booking) and a policy agent (lookup_policy): airline customer service under fare policies.")
     not_applicable = NOT_APPLICABLE
+    instructions = INSTRUCTIONS
+    team_policy = TeamPolicy
+    rules = MUTATORS
 
     def tasks(self, seed: int, n: int) -> list[Task]:
-        def make(rng: random.Random, family: str) -> tuple[str, str, dict[str, Any]]:
-            question, world = make_task(rng, family)
-            return question, str(answer_of(world)), {"world": world}
-
-        return family_tasks(self.name, seed, n, FAMILIES, make)
-
-    def system_prompt(self, agent: str, task: Task) -> str:
-        return INSTRUCTIONS[agent]
-
-    def policy(self) -> TeamPolicy:
-        return TeamPolicy()
+        return world_tasks(self.name, seed, n, FAMILIES, make_task, answer_of)
 
     def distractor_groups(self, task: Task | None) -> list[list[str]]:
         groups = [list(FARES)]
@@ -102,20 +92,10 @@ class AirlineDesk(FrameworkEnvironment):
             groups.append([b["id"] for b in task.metadata["world"]["bookings"]])
         return groups
 
-    def mutators(self) -> dict[str, list[Any]]:
-        return MUTATORS
-
-    def injected_response(self, record: Any, text: str) -> Any:
-        return completion(record.request, text)
-
-    def evaluate(self, task: Task, answer: str | None) -> Outcome:
-        return numeric_outcome(answer, task.reference_answer or "", "airline_desk:numeric")
-
     # -- the run --------------------------------------------------------------
     def program(self, task: Task, rt: Runtime) -> str | None:
         os.environ["AGNO_TELEMETRY"] = "false"  # Agno would post usage events
         with self.framework_imports("Agno"):
-            import httpx
             from agno.agent import Agent
             from agno.models.openai.like import OpenAILike
             from agno.team import Team
@@ -155,7 +135,7 @@ class AirlineDesk(FrameworkEnvironment):
 
         def model(agent: str) -> Any:
             return OpenAILike(id=rt.model, api_key="faultlens-sim", base_url=BASE_URL.format(agent=agent), max_retries=0,
-                              http_client=httpx.Client(transport=httpx.MockTransport(endpoint.handle)))
+                              http_client=endpoint.client())
 
         def member(name: str, tool: Any) -> Any:
             return Agent(id=name, name=name, role=DESCRIPTIONS[name], model=model(name), tools=[tool],
@@ -180,27 +160,7 @@ class AirlineDesk(FrameworkEnvironment):
         A tool's output is the `role: "tool"` message of the agent's next request (Agno sends it back as is)."""
         outputs = {str(m.get("tool_call_id")): str(m.get("content")) for call in rt.session.calls
                    for m in call.request.get("messages") or [] if m.get("role") == "tool"}
-        steps = StepLog(rt)
-        delegated = False
-        for index, call in enumerate(rt.session.calls):
-            tc = tool_call_of(call.response)
-            tool = ((tc or {}).get("function") or {}).get("name")
-            meta: dict[str, Any] = {}
-            if call.agent == "coordinator" and tool == DELEGATE:
-                kind = StepKind.message if delegated else StepKind.plan
-                meta = {"delegate": _member_of(tc)}
-                delegated = True
-            elif tc is not None:
-                kind = StepKind.tool_call
-            elif call.agent == "coordinator":
-                kind = StepKind.final_answer
-            else:
-                kind = StepKind.message  # a member's report to the coordinator
-            step = steps.reply(index, call, kind, meta=meta)
-            output = outputs.get(str((tc or {}).get("id"))) if kind == StepKind.tool_call else None
-            if output is not None:
-                steps.result(step, output)
-        steps.close()
+        delegating_steps(rt, outputs, "coordinator", DELEGATE, _member_of)
 
 
 def _member_of(tool_call: Any) -> str:

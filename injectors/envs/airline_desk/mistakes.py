@@ -13,14 +13,14 @@ import re
 
 from faultlens.middleware.model.trace import StepKind
 
-from faultlens.injectors.generators import Generated, GenInput
+from faultlens.injectors.generators import (Generated, GenInput, answer_line, answer_with_unit, guessed_answer,
+                                           miswritten_answer, replace_span, slipped_digits, slipped_result, unseen_numbers)
 from .policy import _POLICY_TASK, DELEGATE, PLAN_FORMULA, REPORT_LINE, delegation, policy_task
 from .world import FARES, POLICY_ITEMS, read_booking, read_policy
 
 _LOOKUP = re.compile(r'"(booking_id|fare_class)": "([^"]+)"')
 _EXPRESSION = re.compile(r'"expression": "([^"]+)"')
 _OPERATOR = re.compile(r" ([-+*]) ")
-_ANSWER = re.compile(r"^ANSWER: (\d+)$", re.M)
 _BOOKING_ID = re.compile(r"^BK-\d{4}$")
 
 
@@ -46,11 +46,8 @@ def _r4(inp: GenInput) -> Generated | None:
 
 def _a5(inp: GenInput) -> Generated | None:
     """The coordinator answers before any member has reported."""
-    if inp.agent != "coordinator" or inp.kind != StepKind.plan:
-        return None
-    guess = inp.rng.randint(10, 300)
-    return Generated(f"Requests like this usually come to about this much.\nANSWER: {guess}",
-                     f"answers {guess} before records or policy has reported anything")
+    return guessed_answer(inp, "coordinator", "Requests like this usually come to about this much.",
+                          "records or policy has reported anything")
 
 
 def _delegated(inp: GenInput) -> tuple[dict, str] | None:
@@ -125,7 +122,7 @@ def _report_lines(inp: GenInput) -> list[re.Match] | None:
 
 
 def _with_value(inp: GenInput, m: re.Match, value: str) -> str:
-    return inp.text[: m.start(3)] + value + inp.text[m.end(3):]
+    return replace_span(inp.text, m, value, 3)
 
 
 def _r1(inp: GenInput) -> Generated | None:
@@ -136,7 +133,7 @@ def _r1(inp: GenInput) -> Generated | None:
     m = inp.rng.choice(found)
     seen = inp.prefix_text() + inp.text
     low, high = (3, 9) if m.group(2) == "free bags" else (20, 900)
-    choices = [v for v in range(low, high) if not re.search(rf"(?<!\d){v}(?!\d)", seen)]
+    choices = unseen_numbers(seen, low, high)
     if not choices:
         return None
     new = str(inp.rng.choice(choices))
@@ -151,7 +148,7 @@ def _c2(inp: GenInput) -> Generated | None:
         return None
     m = inp.rng.choice(found)
     old = m.group(3)
-    new = old[::-1] if len(old) > 1 and old[::-1] != old and not old.endswith("0") else str(int(old) + 10)
+    new = slipped_digits(old)
     return Generated(_with_value(inp, m, new), f"tells the coordinator {new} for the {m.group(2)} where the look-up says {old}")
 
 
@@ -190,34 +187,26 @@ def _r2(inp: GenInput) -> Generated | None:
     return Generated(text, f"calculates {expr} where {m.group(1)} was needed")
 
 
-def _answer(inp: GenInput) -> re.Match | None:
-    return _ANSWER.search(inp.text) if inp.agent == "coordinator" and inp.kind == StepKind.final_answer else None
-
-
 def _r3(inp: GenInput) -> Generated | None:
     """The coordinator writes the calculator's result down wrong (a digit slipped)."""
-    m = _answer(inp)
+    m = answer_line(inp, "coordinator")
     if m is None:
         return None
-    old = m.group(1)
-    new = str(int(old) + inp.rng.choice((-10, 10, 1, -1))) if len(set(old)) == 1 or old[::-1] == old else old[::-1]
+    new = slipped_result(m.group(1), inp.rng)
     if new.startswith("0") or new.startswith("-"):
-        new = str(int(old) + 10)
-    return Generated(inp.text.replace(m.group(0), f"ANSWER: {new}"), f"answers {new} where the calculator gave {old}")
+        new = str(int(m.group(1)) + 10)
+    return miswritten_answer(inp, m, new)
 
 
 def _a4(inp: GenInput) -> Generated | None:
     """The coordinator's answer line carries a unit, not the bare number asked for."""
-    m = _answer(inp)
-    if m is None:
-        return None
-    unit = inp.rng.choice(["EUR", "euros", "(approx.)"])
-    return Generated(inp.text.replace(m.group(0), f"ANSWER: {m.group(1)} {unit}"), "gives the answer with a unit, not a bare number")
+    m = answer_line(inp, "coordinator")
+    return None if m is None else answer_with_unit(inp, m, ["EUR", "euros", "(approx.)"])
 
 
 def _c3(inp: GenInput) -> Generated | None:
     """The coordinator answers with the price paid, as records reported it, instead of computing from it."""
-    m = _answer(inp)
+    m = answer_line(inp, "coordinator")
     if m is None:
         return None
     paid = [v for _, item, v in REPORT_LINE.findall(inp.prefix_text()) if item == "paid"]

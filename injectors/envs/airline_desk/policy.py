@@ -28,12 +28,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from faultlens.middleware.replay.session import canonical
-
 from ..agents_desk import wire
 from ..agents_desk.wire import render_call
-from ..base import stable_seed
-from ..framework import message_text
+from ..framework import chat_turn
 from .world import FORMULAS, POLICY_ITEMS, evaluate_formula, read_booking, read_policy
 
 AGENTS = ("coordinator", "records", "policy")
@@ -51,9 +48,7 @@ TYPO_MINUS = "\u2212"
 
 
 class Call(wire.Call):
-    @property
-    def ok(self) -> bool:
-        return self.result is not None and not self.result.startswith("error")
+    errors = ("error",)
 
 
 def history(messages: list[dict[str, Any]]) -> list[Call]:
@@ -103,14 +98,7 @@ class TeamPolicy:
     """The simulated coordinator, records and policy agents: `respond(agent, request, sim) -> text`."""
 
     def respond(self, agent: str, request: dict[str, Any], sim: dict[str, Any]) -> str:
-        messages = [dict(m) for m in request.get("messages") or []]
-        key = canonical([[m.get("content"), m.get("tool_calls")] for m in messages])
-
-        def chance(label: str) -> bool:
-            noise = float(sim.get("noise", 0.0))
-            return noise > 0 and (stable_seed(sim.get("seed", 0), agent, key, label) % 10_000) / 10_000 < noise
-
-        user = next((message_text(m.get("content")) for m in messages if m.get("role") == "user"), "")
+        messages, user, chance = chat_turn(agent, request, sim)
         calls = history(messages)
         if agent == "coordinator":
             return self.coordinator(user, calls, chance)

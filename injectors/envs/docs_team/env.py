@@ -29,20 +29,18 @@ stopped without an answer fails the task).
 from __future__ import annotations
 
 import os
-import random
 from typing import Any, ClassVar
 
-from faultlens.middleware.model.trace import AgentInfo, Outcome, StepKind, Task
+from faultlens.middleware.model.trace import Task
 
 from .. import register
-from ..agents_desk.wire import completion, tool_call_of
+from ..agents_desk.wire import completion
 from ..base import Runtime
-from ..framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, numeric_outcome, family_tasks
-from ..tool_steps import StepLog
+from ..framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, ToolCallingTeam, team_agents, world_tasks
+from ..tool_steps import delegating_steps
 from ..workflow_team.env import WorkflowEndpoint
 from .mistakes import MUTATORS
-from .policy import DELEGATE
-from .policy import TeamPolicy
+from .policy import DELEGATE, TeamPolicy
 from .world import COMPANIES, FAMILIES, YEARS, answer_of, make_task
 
 FRAMEWORK = "haystack"
@@ -67,46 +65,29 @@ NOT_APPLICABLE = {
            "replace), and a tool error is answered by a retry",
 }
 
+
 @register
-class DocsTeam(FrameworkEnvironment):
+class DocsTeam(ToolCallingTeam):
     name = "docs_team"
     framework: ClassVar[str | None] = FRAMEWORK
     requires: ClassVar[tuple[str, ...]] = ("haystack",)
-    modality = "text"
     topology = "multi"
-    agents = [AgentInfo(name=n, role="agent", description=d) for n, d in DESCRIPTIONS.items()]
-    tools = {}
+    agents = team_agents(DESCRIPTIONS)
     description = ("A Haystack Agent (the lead, with a calculator) that calls a researcher Agent as a tool "
                    "(ComponentTool), which searches annual reports with a BM25 retriever: document QA over two reports.")
     not_applicable = NOT_APPLICABLE
+    instructions = INSTRUCTIONS
+    team_policy = TeamPolicy
+    rules = MUTATORS
 
     def tasks(self, seed: int, n: int) -> list[Task]:
-        def make(rng: random.Random, family: str) -> tuple[str, str, dict[str, Any]]:
-            question, world = make_task(rng, family)
-            return question, str(answer_of(world)), {"world": world}
-
-        return family_tasks(self.name, seed, n, FAMILIES, make)
-
-    def system_prompt(self, agent: str, task: Task) -> str:
-        return INSTRUCTIONS[agent]
-
-    def policy(self) -> TeamPolicy:
-        return TeamPolicy()
+        return world_tasks(self.name, seed, n, FAMILIES, make_task, answer_of)
 
     def distractor_groups(self, task: Task | None) -> list[list[str]]:
         groups = [list(COMPANIES), [str(y) for y in YEARS]]
         if task is not None:
             groups.append([d["id"] for d in task.metadata["world"]["docs"]])
         return groups
-
-    def mutators(self) -> dict[str, list[Any]]:
-        return MUTATORS
-
-    def injected_response(self, record: Any, text: str) -> Any:
-        return completion(record.request, text)
-
-    def evaluate(self, task: Task, answer: str | None) -> Outcome:
-        return numeric_outcome(answer, task.reference_answer or "", "docs_team:numeric")
 
     # -- the run --------------------------------------------------------------
     def program(self, task: Task, rt: Runtime) -> str | None:
@@ -178,23 +159,4 @@ class DocsTeam(FrameworkEnvironment):
 
     def _steps(self, rt: Runtime, outputs: dict[str, str]) -> None:
         """One step per recorded call (a model reply), then the tool's result after a search or a calculation."""
-        steps = StepLog(rt)
-        delegated = False
-        for index, call in enumerate(rt.session.calls):
-            tc = tool_call_of(call.response)
-            tool = ((tc or {}).get("function") or {}).get("name")
-            meta: dict[str, Any] = {}
-            if call.agent == "lead" and tool == DELEGATE:
-                kind, meta = (StepKind.message if delegated else StepKind.plan), {"delegate": "researcher"}
-                delegated = True
-            elif tc is not None:
-                kind = StepKind.tool_call
-            elif call.agent == "lead":
-                kind = StepKind.final_answer
-            else:
-                kind = StepKind.message  # the researcher's report to the lead
-            step = steps.reply(index, call, kind, meta=meta)
-            output = outputs.get(str((tc or {}).get("id"))) if kind == StepKind.tool_call else None
-            if output is not None:
-                steps.result(step, output)
-        steps.close()
+        delegating_steps(rt, outputs, "lead", DELEGATE, lambda tool_call: "researcher")

@@ -12,13 +12,13 @@ import re
 
 from faultlens.middleware.model.trace import StepKind
 
-from faultlens.injectors.generators import Generated, GenInput
+from faultlens.injectors.generators import (Generated, GenInput, answer_line, answer_with_unit, guessed_answer,
+                                           miswritten_answer, replace_span, slipped_digits, slipped_result, unseen_numbers)
 from .world import COMPANIES, read_figure
 from .policy import PLAN_OP, DELEGATE, REPORT_LINE, delegation, read_items
 
 _SEARCH = re.compile(r'"query": "(\w+) annual report (\d{4})"')
 _EXPRESSION = re.compile(r'"expression": "(\d+) ([-+]) (\d+)"')
-_ANSWER = re.compile(r"^ANSWER: (\d+)$", re.M)
 _OTHER_YEAR = {"2024": "2025", "2025": "2024"}
 # A metric asked for in place of the one needed (same company and year: the lead takes the figure as it comes).
 _OTHER_METRIC = {"headcount": "offices", "revenue": "headcount", "offices": "headcount"}
@@ -52,11 +52,8 @@ def _c1(inp: GenInput) -> Generated | None:
 
 def _a5(inp: GenInput) -> Generated | None:
     """The lead answers before it has any figures."""
-    if inp.agent != "lead" or inp.kind != StepKind.plan:
-        return None
-    guess = inp.rng.randint(10, 300)
-    return Generated(f"The reports of these companies usually differ by about this much.\nANSWER: {guess}",
-                     f"answers {guess} before the researcher has found any figure")
+    return guessed_answer(inp, "lead", "The reports of these companies usually differ by about this much.",
+                          "the researcher has found any figure")
 
 
 def _a2(inp: GenInput) -> Generated | None:
@@ -96,7 +93,7 @@ def _report_line(inp: GenInput) -> tuple[re.Match, list[re.Match]] | None:
 
 
 def _with_value(inp: GenInput, m: re.Match, value: str) -> str:
-    return inp.text[: m.start(4)] + value + inp.text[m.end(4):]
+    return replace_span(inp.text, m, value, 4)
 
 
 def _r1(inp: GenInput) -> Generated | None:
@@ -106,8 +103,7 @@ def _r1(inp: GenInput) -> Generated | None:
         return None
     m, _ = picked
     seen = inp.prefix_text() + inp.text
-    choices = [v for v in range(20, 900) if not re.search(rf"(?<!\d){v}(?!\d)", seen)]
-    new = str(inp.rng.choice(choices))
+    new = str(inp.rng.choice(unseen_numbers(seen, 20, 900)))
     return Generated(_with_value(inp, m, new), f"reports {m.group(1)}'s {m.group(3)} as {new}, a figure no report states, "
                      f"instead of {m.group(4)}")
 
@@ -119,7 +115,7 @@ def _c2(inp: GenInput) -> Generated | None:
         return None
     m, _ = picked
     old = m.group(4)
-    new = old[::-1] if len(old) > 1 and old[::-1] != old and not old.endswith("0") else str(int(old) + 10)
+    new = slipped_digits(old)
     return Generated(_with_value(inp, m, new), f"tells the lead {new} where the report says {old}")
 
 
@@ -153,32 +149,21 @@ def _r2(inp: GenInput) -> Generated | None:
     return Generated(text, f"calculates {expr} where {m.group(1)} {m.group(2)} {m.group(3)} was needed")
 
 
-def _answer(inp: GenInput) -> re.Match | None:
-    return _ANSWER.search(inp.text) if inp.agent == "lead" and inp.kind == StepKind.final_answer else None
-
-
 def _r3(inp: GenInput) -> Generated | None:
     """The lead writes the calculator's result down wrong (a digit slipped)."""
-    m = _answer(inp)
-    if m is None:
-        return None
-    old = m.group(1)
-    new = str(int(old) + inp.rng.choice((-10, 10, 1, -1))) if len(set(old)) == 1 or old[::-1] == old else old[::-1]
-    return Generated(inp.text.replace(m.group(0), f"ANSWER: {new}"), f"answers {new} where the calculator gave {old}")
+    m = answer_line(inp, "lead")
+    return None if m is None else miswritten_answer(inp, m, slipped_result(m.group(1), inp.rng))
 
 
 def _a4(inp: GenInput) -> Generated | None:
     """The lead's answer line carries a unit, not the bare number asked for."""
-    m = _answer(inp)
-    if m is None:
-        return None
-    unit = inp.rng.choice(["employees", "million euros", "(approx.)"])
-    return Generated(inp.text.replace(m.group(0), f"ANSWER: {m.group(1)} {unit}"), "gives the answer with a unit, not a bare number")
+    m = answer_line(inp, "lead")
+    return None if m is None else answer_with_unit(inp, m, ["employees", "million euros", "(approx.)"])
 
 
 def _c3(inp: GenInput) -> Generated | None:
     """The lead answers with the researcher's first figure, as reported, instead of computing from it."""
-    m = _answer(inp)
+    m = answer_line(inp, "lead")
     if m is None:
         return None
     reports = [int(v) for _, _, _, v, _ in REPORT_LINE.findall(inp.prefix_text())]

@@ -25,12 +25,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from faultlens.middleware.replay.session import canonical
-
 from ..agents_desk import wire
 from ..agents_desk.wire import render_call
-from ..base import stable_seed
-from ..framework import message_text
+from ..framework import chat_turn
 from .world import OPERATIONS, Item, read_figure
 
 AGENTS = ("lead", "researcher")
@@ -45,9 +42,7 @@ TYPO_MINUS = "\u2212"
 
 
 class Call(wire.Call):
-    @property
-    def ok(self) -> bool:
-        return self.result is not None and not self.result.startswith(("error", "Failed to invoke"))
+    errors = ("error", "Failed to invoke")
 
 
 def history(messages: list[dict[str, Any]]) -> list[Call]:
@@ -116,14 +111,7 @@ class TeamPolicy:
     """The simulated lead and researcher: `respond(agent, request, sim) -> text` (an action, or a message)."""
 
     def respond(self, agent: str, request: dict[str, Any], sim: dict[str, Any]) -> str:
-        messages = [dict(m) for m in request.get("messages") or []]
-        key = canonical([[m.get("content"), m.get("tool_calls")] for m in messages])
-
-        def chance(label: str) -> bool:
-            noise = float(sim.get("noise", 0.0))
-            return noise > 0 and (stable_seed(sim.get("seed", 0), agent, key, label) % 10_000) / 10_000 < noise
-
-        user = next((message_text(m.get("content")) for m in messages if m.get("role") == "user"), "")
+        messages, user, chance = chat_turn(agent, request, sim)
         calls = history(messages)
         if agent == "lead":
             return self.lead(user, calls, chance)

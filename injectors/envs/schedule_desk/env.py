@@ -24,7 +24,6 @@ pure functions of the task. ReAct's run is bounded by `max_iters`.
 
 from __future__ import annotations
 
-import random
 from typing import Any, ClassVar
 
 from faultlens.middleware.model.trace import AgentInfo, Outcome, Step, StepKind, Task
@@ -32,7 +31,7 @@ from faultlens.middleware.model.trace import AgentInfo, Outcome, Step, StepKind,
 from .. import register
 from ..agents_desk.wire import text_of
 from ..base import Runtime
-from ..framework import ANSWER_LINE, BASE_URL, TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, family_tasks
+from ..framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, FrameworkTeam, answer_outcome, world_tasks
 from ..tool_steps import StepLog
 from .mistakes import MUTATORS
 from .policy import AGENT, SolverPolicy, fields, read_request
@@ -57,33 +56,22 @@ NOT_APPLICABLE = {
 }
 
 
-
 @register
-class ScheduleDesk(FrameworkEnvironment):
+class ScheduleDesk(FrameworkTeam):
     name = "schedule_desk"
     framework: ClassVar[str | None] = FRAMEWORK
     requires: ClassVar[tuple[str, ...]] = ("dspy",)
-    modality = "text"
-    topology = "single"
     agents = [AgentInfo(name=AGENT, role="agent", description="A DSPy ReAct program: reads the invitees' calendars, "
                         "finds the common free windows and answers the meeting's start.")]
-    tools = {}
     description = ("A DSPy ReAct program (the solver) with a calendar tool and a free-slot tool: calendar scheduling "
                    "for three people under a duration and a time-of-day constraint.")
     not_applicable = NOT_APPLICABLE
+    instructions = {AGENT: INSTRUCTIONS}
+    team_policy = SolverPolicy
+    rules = MUTATORS
 
     def tasks(self, seed: int, n: int) -> list[Task]:
-        def make(rng: random.Random, family: str) -> tuple[str, str, dict[str, Any]]:
-            question, world = make_task(rng, family)
-            return question, answer_of(world), {"world": world}
-
-        return family_tasks(self.name, seed, n, FAMILIES, make)
-
-    def system_prompt(self, agent: str, task: Task) -> str:
-        return INSTRUCTIONS
-
-    def policy(self) -> SolverPolicy:
-        return SolverPolicy()
+        return world_tasks(self.name, seed, n, FAMILIES, make_task, answer_of)
 
     def distractor_groups(self, task: Task | None) -> list[list[str]]:
         groups = [list(PEOPLE), list(DAYS)]
@@ -91,17 +79,8 @@ class ScheduleDesk(FrameworkEnvironment):
             groups.append(list(task.metadata["world"]["calendars"]))
         return groups
 
-    def mutators(self) -> dict[str, list[Any]]:
-        return MUTATORS
-
     def evaluate(self, task: Task, answer: str | None) -> Outcome:
-        found = ANSWER_LINE.findall(answer or "")
-        evaluator = "schedule_desk:time"
-        if not found:
-            return Outcome(success=False, score=0.0, evaluator=evaluator, detail="no 'ANSWER:' line")
-        ok = found[-1] == task.reference_answer
-        return Outcome(success=ok, score=1.0 if ok else 0.0, evaluator=evaluator,
-                       detail=f"answered {found[-1]!r}, expected {task.reference_answer!r}")
+        return answer_outcome(answer, task.reference_answer or "", "schedule_desk:time", str.__eq__)
 
     # -- the run --------------------------------------------------------------
     def program(self, task: Task, rt: Runtime) -> str | None:

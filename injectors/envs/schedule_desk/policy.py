@@ -30,8 +30,7 @@ from typing import Any
 
 from faultlens.middleware.replay.session import canonical
 
-from ..base import stable_seed
-from ..framework import message_text
+from ..framework import message_text, noise_chance
 from .world import GOALS, Question, busy_text, day_meetings, hhmm, intervals, pick, read_question
 
 AGENT = "solver"
@@ -121,12 +120,7 @@ class SolverPolicy:
     def respond(self, agent: str, request: dict[str, Any], sim: dict[str, Any]) -> str:
         if agent != AGENT:
             raise ValueError(f"schedule_desk: no simulated agent {agent!r}")
-        key = canonical([m.get("content") for m in request.get("messages") or []])
-
-        def chance(label: str) -> bool:
-            noise = float(sim.get("noise", 0.0))
-            return noise > 0 and (stable_seed(sim.get("seed", 0), agent, key, label) % 10_000) / 10_000 < noise
-
+        chance = noise_chance(sim, agent, canonical([m.get("content") for m in request.get("messages") or []]))
         asked = read_request(request)
         if asked.predictor == "extract":
             return self.extract(asked)

@@ -41,10 +41,11 @@ import random
 from typing import Any, ClassVar
 
 from faultlens.middleware.model.trace import AgentInfo, Outcome, StepKind, Task
+from faultlens.middleware.replay.session import CallRecord
 
 from .. import register
-from ..agents_desk.wire import completion, tool_call_of
-from ..tool_steps import StepLog
+from ..agents_desk.wire import completion
+from ..tool_steps import record_replies
 from ..base import Runtime
 from ..framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, FrameworkEnvironment, InProcessEndpoint, Reply, family_tasks
 from .mistakes import MUTATORS
@@ -252,24 +253,18 @@ class WorkflowTeam(FrameworkEnvironment):
 
     def _steps(self, rt: Runtime, outputs: dict[str, str]) -> None:
         """One step per recorded call (a model reply), then the tool's result when a function tool ran."""
-        steps = StepLog(rt)
-        for index, call in enumerate(rt.session.calls):
-            tc = tool_call_of(call.response)
-            fn = (tc or {}).get("function") or {}
-            meta: dict[str, Any] = {}
-            if tc is None:
-                kind = StepKind.final_answer
-            elif fn.get("name") == HANDOFF:
-                try:
-                    to = json.loads(fn.get("arguments") or "").get("to_agent")
-                except (json.JSONDecodeError, AttributeError):
-                    to = None
-                kind = StepKind.plan if call.agent == "concierge" else StepKind.message
-                meta = {"handoff": to}
-            else:
-                kind = StepKind.tool_call
-            step = steps.reply(index, call, kind, meta=meta)
-            output = outputs.get(str((tc or {}).get("id"))) if kind == StepKind.tool_call else None
-            if output is not None:
-                steps.result(step, output)
-        steps.close()
+        record_replies(rt, outputs, _step_of)
+
+
+def _step_of(call: CallRecord, tc: dict[str, Any] | None) -> tuple[StepKind, dict[str, Any]]:
+    """A reply without a tool call is the answer; a handoff the concierge's plan or another agent's message."""
+    fn = (tc or {}).get("function") or {}
+    if tc is None:
+        return StepKind.final_answer, {}
+    if fn.get("name") == HANDOFF:
+        try:
+            to = json.loads(fn.get("arguments") or "").get("to_agent")
+        except (json.JSONDecodeError, AttributeError):
+            to = None
+        return (StepKind.plan if call.agent == "concierge" else StepKind.message), {"handoff": to}
+    return StepKind.tool_call, {}

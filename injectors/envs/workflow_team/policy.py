@@ -33,12 +33,9 @@ import json
 import re
 from typing import Any
 
-from faultlens.middleware.replay.session import canonical
-
 from ..agents_desk import wire
 from ..agents_desk.wire import render_call
-from ..base import stable_seed
-from ..framework import message_text
+from ..framework import chat_turn
 from .world import euros
 
 AGENTS = ("concierge", "researcher", "booker", "reviewer")
@@ -168,14 +165,7 @@ class TeamPolicy:
     """The simulated agency: `respond(agent, request, sim) -> text` (an action, or the reply to the customer)."""
 
     def respond(self, agent: str, request: dict[str, Any], sim: dict[str, Any]) -> str:
-        messages = [dict(m) for m in request.get("messages") or []]
-        key = canonical([[m.get("content"), m.get("tool_calls")] for m in messages])
-
-        def chance(label: str) -> bool:
-            noise = float(sim.get("noise", 0.0))
-            return noise > 0 and (stable_seed(sim.get("seed", 0), agent, key, label) % 10_000) / 10_000 < noise
-
-        user = next((message_text(m.get("content")) for m in messages if m.get("role") == "user"), "")
+        messages, user, chance = chat_turn(agent, request, sim)
         calls = history(messages)
         handoffs = [c for c in calls if c.tool == HANDOFF and c.args.get("to_agent") == agent and c.ok]
         brief = str(handoffs[-1].args.get("reason", "")) if handoffs else ""

@@ -11,6 +11,7 @@ injected step, its agent and the mode) or still succeeds (filtered).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import random
@@ -34,6 +35,51 @@ def _seed_runs(env_name: str, sim_json: str, task_seed: int, n: int) -> tuple:
 def seed_runs(env_name: str, sim: dict[str, Any], task_seed: int = 0, n: int = 4) -> list:
     """[(task, RunResult)] of the environment's first `n` tasks of `task_seed` under simulated agents."""
     return list(_seed_runs(env_name, json.dumps(sim, sort_keys=True), task_seed, n))
+
+
+# -- a framework team's own test module: its skip mark, its seed runs, an injection at a step, the inject check --
+FRAMEWORK_SIM = {"seed": 5, "noise": 0.3, "tendencies": {}}  # the framework teams' tests' simulated agents
+
+
+def needs_framework(module: str) -> pytest.MarkDecorator:
+    """Skips a test that runs the team when its framework (`module`, of the `frameworks` extra) is not installed."""
+    return pytest.mark.skipif(importlib.util.find_spec(module) is None,
+                              reason="needs the frameworks extra: pip install 'faultlens[frameworks]'")
+
+
+def seed_runs_fixture(env_name: str, n: int, sim: dict[str, Any] = FRAMEWORK_SIM) -> Any:
+    """A module fixture `runs`: `seed_runs` of the first `n` tasks of task seed 0 (shared with test_framework_envs)."""
+
+    @pytest.fixture(scope="module", name="runs")
+    def runs() -> list:
+        return seed_runs(env_name, sim, 0, n)
+
+    return runs
+
+
+def inject_at(env_name: str, seed: Any, t: int, mode: str, generated: Any, sim: dict[str, Any] = FRAMEWORK_SIM) -> Any:
+    """The attempt of `generated` (a `Generated`) injected at step `t` of a seed run (a `RunResult`) as `mode`."""
+    from faultlens.injectors import envs
+    from faultlens.injectors.pipeline import inject_one
+
+    return inject_one(envs.get(env_name), seed.trace, seed.recording, t, mode, generated, model=None, sim=sim,
+                      trace_id="x", step_calls=seed.step_calls)
+
+
+def assert_inject_keeps_many_modes(env_name: str, modes: int = 6) -> list:
+    """`inject` of 3 seeds, 8 attempts each: every seed run succeeds, every attempt is kept or still succeeds, at
+    least `modes` modes are kept, and each kept run failed with its gold step's agent as the gold agent. Returns the
+    kept traces."""
+    from faultlens.injectors.pipeline import InjectConfig, inject
+
+    result = inject(InjectConfig(envs=[env_name], seeds=3, per_seed=8, seed=0, workers=1))
+    assert all(s.seed_success for s in result.seeds)
+    assert not [a for s in result.seeds for a in s.attempts if a.status not in ("kept", "succeeded")]
+    kept = result.traces
+    assert len({t.gold.mode for t in kept}) >= modes
+    for trace in kept:
+        assert not trace.outcome.success and trace.steps[trace.gold.step].agent == trace.gold.agent
+    return kept
 
 
 def inject_every_mode(env_name: str, runs: list, sim: dict[str, Any]) -> tuple[set[str], dict[str, int]]:

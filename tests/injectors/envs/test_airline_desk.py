@@ -8,29 +8,22 @@ skip when the `frameworks` extra (agno) is not installed; `make test` installs i
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import random
 
-import pytest
-
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from .conftest import captured_seed, seed_runs  # noqa: E402
+from .conftest import (FRAMEWORK_SIM, assert_inject_keeps_many_modes, captured_seed, inject_at,  # noqa: E402
+                       needs_framework, seed_runs_fixture)
 from faultlens.injectors import envs  # noqa: E402
 from faultlens.injectors.envs.airline_desk.world import (FAMILIES, FARES, FORMULAS, answer_of, booking_of,  # noqa: E402
                                                          evaluate_formula, make_task)
 from faultlens.middleware.model.trace import StepKind  # noqa: E402
 
 ENV = "airline_desk"
-SIM = {"seed": 5, "noise": 0.3, "tendencies": {}}
-needs_sdk = pytest.mark.skipif(importlib.util.find_spec("agno") is None,
-                               reason="needs the frameworks extra: pip install 'faultlens[frameworks]'")
-
-
-@pytest.fixture(scope="module")
-def runs():
-    return seed_runs(ENV, SIM, 0, 9)  # shared with test_framework_envs
+SIM = FRAMEWORK_SIM
+needs_sdk = needs_framework("agno")
+runs = seed_runs_fixture(ENV, 9)
 
 
 def test_every_fare_class_prices_each_item_differently_and_answers_are_positive():
@@ -94,15 +87,12 @@ def test_seeds_hold_recovered_mistakes_and_none_without_noise(runs):
 @needs_sdk
 def test_the_coordinator_follows_its_plan_so_a_plan_with_the_other_operator_fails_the_task(runs):
     from faultlens.injectors.generators import Generated
-    from faultlens.injectors.pipeline import inject_one
 
-    env = envs.get(ENV)
     task, seed = next((t, r) for t, r in runs if t.metadata["family"] == "cancel_refund")
     plan = seed.trace.steps[0].content
     changed = plan.replace("calculate: paid - cancellation fee", "calculate: paid + cancellation fee")
     assert changed != plan
-    attempt = inject_one(env, seed.trace, seed.recording, 0, "R.4", Generated(changed, "the other operator"), model=None,
-                         sim=SIM, trace_id="x", step_calls=seed.step_calls)
+    attempt = inject_at(ENV, seed, 0, "R.4", Generated(changed, "the other operator"))
     assert attempt.status == "kept" and attempt.trace.gold.agent == "coordinator"
     calc = [s for s in attempt.trace.steps if s.kind == StepKind.tool_call and s.tool_name == "calculate"][-1]
     assert " + " in calc.tool_arguments["expression"]
@@ -110,15 +100,7 @@ def test_the_coordinator_follows_its_plan_so_a_plan_with_the_other_operator_fail
 
 @needs_sdk
 def test_inject_keeps_failures_of_many_modes_each_labelled_with_its_step():
-    from faultlens.injectors.pipeline import InjectConfig, inject
-
-    result = inject(InjectConfig(envs=[ENV], seeds=3, per_seed=8, seed=0, workers=1))
-    assert all(s.seed_success for s in result.seeds)
-    assert not [a for s in result.seeds for a in s.attempts if a.status not in ("kept", "succeeded")]
-    kept = result.traces
-    assert len({t.gold.mode for t in kept}) >= 6
-    for trace in kept:
-        assert not trace.outcome.success and trace.steps[trace.gold.step].agent == trace.gold.agent
+    assert_inject_keeps_many_modes(ENV)
 
 
 @needs_sdk

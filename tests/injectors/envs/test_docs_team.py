@@ -8,29 +8,22 @@ skip when the `frameworks` extra (haystack-ai) is not installed; `make test` ins
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import random
 
-import pytest
-
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from .conftest import captured_seed, seed_runs  # noqa: E402
+from .conftest import (FRAMEWORK_SIM, assert_inject_keeps_many_modes, captured_seed, inject_at,  # noqa: E402
+                       needs_framework, seed_runs_fixture)
 from faultlens.injectors import envs  # noqa: E402
 from faultlens.injectors.envs.docs_team.calculator import calculate  # noqa: E402
 from faultlens.injectors.envs.docs_team.world import FAMILIES, answer_of, items_of, make_task  # noqa: E402
 from faultlens.middleware.model.trace import StepKind  # noqa: E402
 
 ENV = "docs_team"
-SIM = {"seed": 5, "noise": 0.3, "tendencies": {}}
-needs_sdk = pytest.mark.skipif(importlib.util.find_spec("haystack") is None,
-                               reason="needs the frameworks extra: pip install 'faultlens[frameworks]'")
-
-
-@pytest.fixture(scope="module")
-def runs():
-    return seed_runs(ENV, SIM, 0, 9)  # shared with test_framework_envs
+SIM = FRAMEWORK_SIM
+needs_sdk = needs_framework("haystack")
+runs = seed_runs_fixture(ENV, 9)
 
 
 def test_the_other_years_report_is_always_in_the_corpus_and_differs():
@@ -91,15 +84,12 @@ def test_seeds_hold_recovered_mistakes_and_none_without_noise(runs):
 
 @needs_sdk
 def test_the_lead_follows_its_plan_so_a_plan_with_the_other_operation_fails_the_task(runs):
-    from faultlens.injectors.pipeline import inject_one
     from faultlens.injectors.generators import Generated
 
-    env = envs.get(ENV)
     task, seed = runs[0]
     plan = seed.trace.steps[0].content
     changed = plan.replace(" minus ", " plus ", 1) if " minus " in plan else plan.replace(" plus ", " minus ", 1)
-    attempt = inject_one(env, seed.trace, seed.recording, 0, "R.4", Generated(changed, "the other operation"), model=None,
-                         sim=SIM, trace_id="x", step_calls=seed.step_calls)
+    attempt = inject_at(ENV, seed, 0, "R.4", Generated(changed, "the other operation"))
     assert attempt.status == "kept" and attempt.trace.gold.agent == "lead"
     calc = next(s for s in attempt.trace.steps if s.kind == StepKind.tool_call and s.tool_name == "calculate")
     assert calc.tool_arguments["expression"] != next(s for s in seed.trace.steps if s.tool_name == "calculate").tool_arguments["expression"]
@@ -107,15 +97,7 @@ def test_the_lead_follows_its_plan_so_a_plan_with_the_other_operation_fails_the_
 
 @needs_sdk
 def test_inject_keeps_failures_of_many_modes_each_labelled_with_its_step():
-    from faultlens.injectors.pipeline import InjectConfig, inject
-
-    result = inject(InjectConfig(envs=[ENV], seeds=3, per_seed=8, seed=0, workers=1))
-    assert all(s.seed_success for s in result.seeds)
-    assert not [a for s in result.seeds for a in s.attempts if a.status not in ("kept", "succeeded")]
-    kept = result.traces
-    assert len({t.gold.mode for t in kept}) >= 6
-    for trace in kept:
-        assert not trace.outcome.success and trace.steps[trace.gold.step].agent == trace.gold.agent
+    assert_inject_keeps_many_modes(ENV)
 
 
 @needs_sdk

@@ -8,15 +8,13 @@ skip when the `frameworks` extra (dspy) is not installed; `make test` installs i
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import random
 
-import pytest
-
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from .conftest import captured_seed, seed_runs  # noqa: E402
+from .conftest import (FRAMEWORK_SIM, assert_inject_keeps_many_modes, captured_seed, inject_at,  # noqa: E402
+                       needs_framework, seed_runs_fixture)
 from faultlens.injectors import envs  # noqa: E402
 from faultlens.injectors.envs.schedule_desk.tools import tools_for  # noqa: E402
 from faultlens.injectors.envs.schedule_desk.world import (  # noqa: E402
@@ -24,14 +22,9 @@ from faultlens.injectors.envs.schedule_desk.world import (  # noqa: E402
 from faultlens.middleware.model.trace import StepKind  # noqa: E402
 
 ENV = "schedule_desk"
-SIM = {"seed": 5, "noise": 0.3, "tendencies": {}}
-needs_sdk = pytest.mark.skipif(importlib.util.find_spec("dspy") is None,
-                               reason="needs the frameworks extra: pip install 'faultlens[frameworks]'")
-
-
-@pytest.fixture(scope="module")
-def runs():
-    return seed_runs(ENV, SIM, 0, 9)  # shared with test_framework_envs
+SIM = FRAMEWORK_SIM
+needs_sdk = needs_framework("dspy")
+runs = seed_runs_fixture(ENV, 9)
 
 
 def test_a_tasks_answer_changes_with_the_other_day_a_missing_invitee_or_another_duration():
@@ -101,14 +94,12 @@ def test_seeds_hold_recovered_mistakes_and_none_without_noise(runs):
 def test_the_solver_follows_its_plan_so_a_plan_for_the_other_day_fails_the_task(runs):
     from faultlens.injectors.envs.schedule_desk.mistakes import _r4
     from faultlens.injectors.generators import gen_input
-    from faultlens.injectors.pipeline import inject_one
 
     env = envs.get(ENV)
     task, seed = runs[0]
     generated = _r4(gen_input(seed.trace, 0, "R.4", random.Random(0), env))
     assert generated is not None
-    attempt = inject_one(env, seed.trace, seed.recording, 0, "R.4", generated, model=None, sim=SIM, trace_id="x",
-                         step_calls=seed.step_calls)
+    attempt = inject_at(ENV, seed, 0, "R.4", generated)
     assert attempt.status == "kept" and attempt.trace.gold.agent == "solver"
     slots = lambda t: next(s for s in t.steps if s.tool_name == "free_slots").tool_arguments["busy"]  # noqa: E731
     assert slots(attempt.trace) != slots(seed.trace)
@@ -118,29 +109,19 @@ def test_the_solver_follows_its_plan_so_a_plan_for_the_other_day_fails_the_task(
 def test_a_tool_dspy_does_not_have_ends_the_run_unanswered(runs):
     from faultlens.injectors.envs.schedule_desk.mistakes import _a3
     from faultlens.injectors.generators import gen_input
-    from faultlens.injectors.pipeline import inject_one
 
     env = envs.get(ENV)
     task, seed = runs[1]
     generated = _a3(gen_input(seed.trace, 2, "A.3", random.Random(0), env))
-    attempt = inject_one(env, seed.trace, seed.recording, 2, "A.3", generated, model=None, sim=SIM, trace_id="x",
-                         step_calls=seed.step_calls)
+    attempt = inject_at(ENV, seed, 2, "A.3", generated)
     assert attempt.status == "kept" and attempt.trace.outcome.detail == "no 'ANSWER:' line"
     assert attempt.trace.steps[-1].kind == StepKind.message and attempt.trace.steps[-1].metadata["tool"] == "find_meeting_time"
 
 
 @needs_sdk
 def test_inject_keeps_failures_of_many_modes_each_labelled_with_its_step():
-    from faultlens.injectors.pipeline import InjectConfig, inject
-
-    result = inject(InjectConfig(envs=[ENV], seeds=3, per_seed=8, seed=0, workers=1))
-    assert all(s.seed_success for s in result.seeds)
-    assert not [a for s in result.seeds for a in s.attempts if a.status not in ("kept", "succeeded")]
-    kept = result.traces
-    assert len({t.gold.mode for t in kept}) >= 6
+    kept = assert_inject_keeps_many_modes(ENV)
     assert not {t.gold.mode for t in kept} & set(envs.get(ENV).not_applicable)
-    for trace in kept:
-        assert not trace.outcome.success and trace.steps[trace.gold.step].agent == trace.gold.agent
 
 
 @needs_sdk
