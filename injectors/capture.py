@@ -44,6 +44,8 @@ INSTRUMENTORS: dict[str, tuple[str, ...]] = {
     "agno": ("openinference.instrumentation.agno:AgnoInstrumentor",),
     # DSPy's modules, predictors, LM calls and tools (the LM spans are DSPy's own; litellm is not instrumented).
     "dspy": ("openinference.instrumentation.dspy:DSPyInstrumentor",),
+    # OpenInference's span processor over Strands' own GenAI spans, wrapped as an instrumentor (code_desk.tracing).
+    "strands-agents": ("faultlens.injectors.envs.code_desk.tracing:StrandsInstrumentor",),
 }
 
 

@@ -2,7 +2,7 @@
 
 The teams: `agents_desk` (OpenAI Agents SDK), `workflow_team` (LlamaIndex),
 `chart_desk` (PydanticAI), `adk_team` (Google ADK), `supervisor_team`
-(langgraph-supervisor), `docs_team` (Haystack), `airline_desk` (Agno) and `schedule_desk` (DSPy). Each is listed only with the frameworks, names the
+(langgraph-supervisor), `docs_team` (Haystack), `airline_desk` (Agno), `schedule_desk` (DSPy) and `code_desk` (Strands Agents). Each is listed only with the frameworks, names the
 extra when its framework is missing, runs its seed tasks to success and
 replays them with zero drift, maps each step to its recorded call, treats a
 changed request on replay as drift, makes a kept failure with an exact label
@@ -51,6 +51,7 @@ TEAMS = [
     Team("docs_team", "haystack", 9),
     Team("airline_desk", "agno", 9),
     Team("schedule_desk", "dspy", 9),
+    Team("code_desk", "strands-agents", 9, rule_tries=10),
 ]
 
 

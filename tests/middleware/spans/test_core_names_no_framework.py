@@ -12,7 +12,7 @@ CORE = sorted([*(MIDDLEWARE / "spans").glob("*.py"), MIDDLEWARE / "spans" / "ada
 # a name may run on into an identifier; the short ones that are English words' prefixes must stand alone.
 FRAMEWORKS = ["ag2", "autogen", "smolagents", "openai[ _-]?agents", "magentic", "crewai", "llama[ _-]?index", "langgraph", "langchain",
               "haystack", "semantic[ _-]?kernel", "pydantic[ _-]?ai"]
-STANDALONE = ["dspy", "agno", "letta"]
+STANDALONE = ["dspy", "agno", "letta", "strands"]
 PATTERN = re.compile(r"(?<![a-z])(" + "|".join(FRAMEWORKS) + r")|\b(" + "|".join(STANDALONE) + r")\b", re.IGNORECASE)
 
 
