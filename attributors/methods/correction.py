@@ -39,6 +39,9 @@ from faultlens.middleware.spans.messages import messages_text
 
 __all__ = ["mode_of_correction"]
 
+# A trial keeps its regenerated text cut to this many characters (`Trial.regenerated`, in `faultlens.rerun.trial`
+# and `replay.rerunners`): a correction that long may end mid-word and leave out the rest of the step.
+KEPT = 300
 _TOKEN = re.compile(r"-?\d[\d,]*(?:\.\d+)?|[a-z]{3,}")
 _NUMBER = re.compile(r"-?\d")
 
@@ -51,12 +54,17 @@ def _tokens(text: str) -> set[str]:
     return set(_token_list(text))
 
 
-def _changed(old: str, new: str) -> tuple[set[str], set[str]]:
-    """(tokens the correction put in, tokens it took out), where the two token sequences differ."""
+def _changed(old: str, new: str, cut: bool = False) -> tuple[set[str], set[str]]:
+    """(tokens the correction put in, tokens it took out), where the two token sequences differ. `cut`: `new` was
+    cut short, so its last token may be a piece of one and the old text's tail past it is not taken out."""
     a, b = _token_list(old), _token_list(new)
+    if cut:
+        b = b[:-1]
     added: set[str] = set()
     removed: set[str] = set()
     for op, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if cut and op == "delete" and i2 == len(a):
+            continue
         if op != "equal":
             removed.update(a[i1:i2])
             added.update(b[j1:j2])
@@ -84,26 +92,25 @@ def _same_arguments(before: str, after: str) -> bool:
     return before == after or (bool(after) and len(after) < len(before) and before.startswith(after))
 
 
+# The frameworks' handoff tools (`handoff`, `transfer_to_agent`, `transfer_to_<agent>`): control passes to another
+# agent and the arguments are the brief it gets, so a value changed in them was passed on, not a tool misused. An
+# agent called as a tool (`ask_calculator`) answers back to its caller: its arguments are a tool call's.
 _HANDOFF = re.compile(r"handoff|transfer|delegate")
 
 
-def _is_handoff(tool: str, agents: set[str]) -> bool:
-    """A tool that hands the run to another agent (`handoff`, `transfer_to_agent`, `transfer_to_<agent>`): its
-    arguments are a message to that agent, so a value changed in them was passed on, not a tool misused."""
-    return bool(_HANDOFF.search(tool)) or any(agent and agent in tool for agent in agents)
-
-
-def _tool_call_mode(original: str, corrected: str, agents: set[str]) -> str | None:
+def _tool_call_mode(original: str, corrected: str, cut: bool = False) -> str | None:
     """A.1 when the correction called other tools, A.2 when the same tools with other arguments; None when the
     step's tool calls stayed as they were (the change is in the text beside them), only a handoff's arguments
-    changed, or either side called none."""
+    changed, or either side called none. `cut`: the correction's last call may be cut short."""
     before, after = _gateway_calls(original), _gateway_calls(corrected)
     if not before or not after:
         return None
-    if [name for name, _ in before[: len(after)]] != [name for name, _ in after]:
+    last = len(after) - 1
+    if any(b != a and not (cut and i == last and b.startswith(a))
+           for i, ((b, _), (a, _)) in enumerate(zip(before[: len(after)], after))) or len(after) > len(before):
         return "A.1"
     changed = [name for (name, b), (_, a) in zip(before, after) if not _same_arguments(b, a)]
-    return "A.2" if any(not _is_handoff(name, agents) for name in changed) else None
+    return "A.2" if any(not _HANDOFF.search(name) for name in changed) else None
 
 
 def _tool_name(text: str) -> str | None:
@@ -114,7 +121,8 @@ def _tool_name(text: str) -> str | None:
 def mode_of_correction(trace: Trace, step: int, corrected: str) -> str | None:
     """The mode that turning `trace.steps[step]` into `corrected` fixed, or None when the change says nothing."""
     original = trace.steps[step]
-    added, removed = _changed(original.content, corrected)
+    cut = len(corrected) >= KEPT
+    added, removed = _changed(original.content, corrected, cut)
     if not added and not removed:
         return None
     inputs = _tokens(trace.task.query)
@@ -124,7 +132,7 @@ def mode_of_correction(trace: Trace, step: int, corrected: str) -> str | None:
     inputs |= _tokens(_given(original))
     numbers_added = {t for t in added if _NUMBER.match(t)}
     if _gateway_calls(original.content) and _gateway_calls(corrected):
-        called = _tool_call_mode(original.content, corrected, {a.name.lower() for a in trace.agents})
+        called = _tool_call_mode(original.content, corrected, cut)
         if called is not None:
             return called
     elif original.kind == StepKind.tool_call or original.tool_name:

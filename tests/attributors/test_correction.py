@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from faultlens.attributors.methods.correction import mode_of_correction
+from faultlens.attributors.methods.correction import KEPT, mode_of_correction
 from faultlens.middleware.model.trace import Step, StepKind, Task, Trace
 
 QUESTION = "By how much did the revenue of Brival Corp change from 2018 to 2022?"
@@ -99,6 +99,8 @@ def gateway_call(content: str, tool: str) -> Trace:
     ('[tool_call] handoff({"reason": "Compute 5 * 12.64 + 2 * 2.86", "to_agent": "calculator"})',
      '[tool_call] handoff({"reason": "Compute 6 * 12.64 + 2 * 2.86", "to_agent": "calculator"})', "C.2"),
     ('[tool_call] transfer_to_calculator({"brief": "5 * 12.64"})', '[tool_call] transfer_to_calculator({"brief": "6 * 12.64"})', "C.2"),
+    # an agent called as a tool answers back to its caller: its arguments are a tool call's
+    ('[tool_call] ask_calculator({"question": "5 * 12.64"})', '[tool_call] ask_calculator({"question": "6 * 12.64"})', "A.2"),
     # a re-run's regenerated text is kept cut short: arguments cut short are not a correction of them
     ('Checking the price of 6 gaskets.\n[tool_call] lookup_price({"item": "gasket", "unit": "piece"})',
      'Checking the price of 2 gaskets.\n[tool_call] lookup_price({"item": "gasket", "un', "C.2"),
@@ -106,3 +108,15 @@ def gateway_call(content: str, tool: str) -> Trace:
 def test_a_gateway_recorded_call_is_read_by_its_tool_calls(content, corrected, mode):
     tool = content.split("[tool_call] ")[1].split("(")[0]
     assert mode_of_correction(gateway_call(content, tool), 1, corrected) == mode
+
+
+def test_a_correction_cut_short_is_read_up_to_its_cut():
+    # A trial keeps its regenerated text cut to KEPT characters, here mid-word and mid-number: the pieces are not new
+    # tokens, and what the cut left out was not taken out.
+    brief = "Trip: 3 travellers, Lisbon to Vienna, {n} nights. " + "Search the flights and choose one by the flight rule. " * 8
+    content = f'[tool_call] handoff({{"reason": "{brief.format(n=2)}", "to_agent": "researcher"}})'
+    corrected = f'[tool_call] handoff({{"reason": "{brief.format(n=4)}", "to_agent": "researcher"}})'[:KEPT - 3] + "200"
+    trace = gateway_call(content, "handoff")
+    trace = trace.model_copy(update={"task": Task(query="3 travellers, Lisbon to Vienna, 4 nights, at most 2000 EUR")})
+    assert len(corrected) == KEPT and mode_of_correction(trace, 1, corrected) == "C.2"
+    assert mode_of_correction(trace, 1, corrected[:-1]) == "R.3"  # not cut: 20 is a number no input holds
