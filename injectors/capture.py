@@ -64,6 +64,7 @@ class OpenInferenceCapture:
         self.exporter = InMemorySpanExporter()
         self.provider = TracerProvider(resource=Resource.create({"service.name": framework}))
         self.provider.add_span_processor(SimpleSpanProcessor(self.exporter))
+        self.instrumentors: list[Any] = []
         for spec in INSTRUMENTORS[framework]:
             module, name = spec.split(":")
             try:
@@ -71,7 +72,18 @@ class OpenInferenceCapture:
             except ImportError as exc:
                 raise RuntimeError(f"capturing {framework} runs needs {module.replace('.', '-')}: "
                                    "pip install 'faultlens[frameworks]'") from exc
-            instrumentor().instrument(tracer_provider=self.provider)
+            self.instrumentors.append(instrumentor())
+            self.instrumentors[-1].instrument(tracer_provider=self.provider)
+
+    def close(self) -> None:
+        """Stop instrumenting: another framework's instrumentation would otherwise wrap this one's calls in spans of
+        its own, in the same process (Agno's around DSPy's). A wrapper that only routes its framework's own spans
+        (PydanticAI's, Strands') has nothing to undo."""
+        for instrumentor in self.instrumentors:
+            undo = getattr(instrumentor, "uninstrument", None)
+            if callable(undo):
+                undo()
+        self.instrumentors = []
 
     @contextmanager
     def run(self) -> Iterator[list[Any]]:
@@ -103,7 +115,10 @@ _CAPTURES: dict[str, OpenInferenceCapture] = {}
 
 
 def capture_for(framework: str) -> OpenInferenceCapture:
-    """The process's capture for `framework` (instrumenting it on first use)."""
+    """The process's capture for `framework` (instrumenting it on first use); one framework is instrumented at a
+    time, so the capture of another one (earlier in the same process) is closed first."""
+    for other in [name for name in _CAPTURES if name != framework]:
+        _CAPTURES.pop(other).close()
     if framework not in _CAPTURES:
         _CAPTURES[framework] = OpenInferenceCapture(framework)
     return _CAPTURES[framework]

@@ -32,3 +32,8 @@ class HaystackInstrumentor:
             raise RuntimeError("capturing Haystack runs needs openinference-instrumentation-haystack: "
                                "pip install 'faultlens[frameworks]'") from exc
         OpenInference().instrument(tracer_provider=tracer_provider)
+
+    def uninstrument(self) -> None:
+        from openinference.instrumentation.haystack import HaystackInstrumentor as OpenInference
+
+        OpenInference().uninstrument()
