@@ -87,12 +87,21 @@ class OpenInferenceCapture:
 
     @contextmanager
     def run(self) -> Iterator[list[Any]]:
-        """Capture one run: the list it yields holds the run's finished spans once the block ends."""
+        """Capture one run: the list it yields holds the run's finished spans once the block ends.
+
+        The run starts from an empty OpenTelemetry context, so its outermost span is the root of its own trace
+        whatever span an earlier run left current in this thread (Agno's instrumentation leaves its Team's span
+        attached after `Team.run`: it detaches its tokens out of order); a parent outside the file would hide the
+        root that states the run's task. The caller's context is restored afterwards, leaks of the run included."""
+        from opentelemetry import context
+
         self.exporter.clear()
         spans: list[Any] = []
+        token = context.attach(context.Context())
         try:
             yield spans
         finally:
+            context.detach(token)
             self.provider.force_flush()
             spans.extend(self.exporter.get_finished_spans())
             self.exporter.clear()
