@@ -9,8 +9,8 @@ proxy's upstream is the environment's simulated policy,
 `respond(agent, request, sim) -> text`.
 
 Beside the endpoint: the team bases (`FrameworkTeam` declares its prompts,
-simulated agents and error rules as data, `ToolCallingTeam` adds tool-call
-replies and a numeric answer), what a simulated agent reads of a request
+simulated agents and error rules as data; `tool_calling.ToolCallingTeam` adds
+tool-call replies and a numeric answer), what a simulated agent reads of a request
 (`chat_turn`, `noise_chance`), and tasks and outcomes (`world_tasks`,
 `numeric_outcome`).
 """
@@ -38,7 +38,7 @@ TEXT_ONLY_NOT_APPLICABLE = {
     "P.3": "the tasks carry no images or rendered output to misread",
 }
 
-__all__ = ["BASE_URL", "FrameworkEnvironment", "FrameworkTeam", "InProcessEndpoint", "ToolCallingTeam", "chat_turn", "completion",
+__all__ = ["BASE_URL", "FrameworkEnvironment", "FrameworkTeam", "InProcessEndpoint", "chat_turn", "completion",
            "message_text", "noise_chance", "routed_through", "team_agents", "world_tasks"]
 
 # Wrappers of every in-process endpoint's upstream, innermost first (`routed_through`).
@@ -177,19 +177,6 @@ class FrameworkTeam(FrameworkEnvironment):
 
     def mutators(self) -> dict[str, list[Any]]:
         return self.rules
-
-
-class ToolCallingTeam(FrameworkTeam):
-    """A `FrameworkTeam` whose agents reply with tool calls (chat completions by `agents_desk.wire.completion`) and
-    whose answer ends with an `ANSWER: <number>` line (`numeric_outcome`, evaluator `<name>:numeric`)."""
-
-    def injected_response(self, record: CallRecord, text: str) -> Any:
-        from .agents_desk.wire import completion  # the wire's module imports this one
-
-        return completion(record.request, text)
-
-    def evaluate(self, task: Task, answer: str | None) -> Outcome:
-        return numeric_outcome(answer, task.reference_answer or "", f"{self.name}:numeric")
 
 
 def team_agents(descriptions: dict[str, str]) -> list[AgentInfo]:

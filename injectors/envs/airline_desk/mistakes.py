@@ -15,7 +15,7 @@ from faultlens.middleware.model.trace import StepKind
 
 from faultlens.injectors.generators import (Generated, GenInput, answer_line, answer_with_unit, guessed_answer,
                                            miswritten_answer, replace_span, slipped_digits, slipped_result, unseen_numbers)
-from .policy import _POLICY_TASK, DELEGATE, PLAN_FORMULA, REPORT_LINE, delegation, policy_task
+from .policy import DELEGATE, PLAN_FORMULA, POLICY_TASK, REPORT_LINE, delegation, policy_task
 from .world import FARES, POLICY_ITEMS, read_booking, read_policy
 
 _LOOKUP = re.compile(r'"(booking_id|fare_class)": "([^"]+)"')
@@ -68,7 +68,7 @@ def _c1(inp: GenInput) -> Generated | None:
     if found is None or found[0].get("member_id") != "policy":
         return None
     args, thought = found
-    fare = _POLICY_TASK.search(str(args.get("task", "")))
+    fare = POLICY_TASK.search(str(args.get("task", "")))
     asked = re.findall(r"^- (.+)$", str(args.get("task", "")), re.M)
     if fare is None or not asked:
         return None

@@ -39,7 +39,7 @@ MEMBERS = ("records", "policy")
 _BOOKING_ID = re.compile(r"\bBK-\d{4}\b")
 _QUESTION_FARE = re.compile(r"whose fare is €(\d+)")
 _QUESTION_BAGS = re.compile(r"check (\d+) bags in total")
-_POLICY_TASK = re.compile(r"fare policy of the (\w+) fare class")
+POLICY_TASK = re.compile(r"fare policy of the (\w+) fare class")
 _ASKED_ITEM = re.compile(r"^- (change fee|cancellation fee|free bags|extra bag)$", re.M)
 REPORT_LINE = re.compile(r"^(\S+) (fare class|paid|change fee|cancellation fee|free bags|extra bag): (\S+)$", re.M)
 # The plan's computation: `3. calculate: <formula>` over named quantities.
@@ -172,7 +172,7 @@ class TeamPolicy:
     # -- policy -------------------------------------------------------------------------
     @staticmethod
     def policy(task: str, calls: list[Call]) -> str:
-        fare, items = _POLICY_TASK.search(task), _ASKED_ITEM.findall(task)
+        fare, items = POLICY_TASK.search(task), _ASKED_ITEM.findall(task)
         if fare is None or not items:
             return "The task names no fare class or no policy item."
         lookups = [c for c in calls if c.tool == "lookup_policy"]

@@ -36,7 +36,8 @@ from .. import register
 from ..agents_desk.wire import completion
 from ..base import Runtime
 from ..code_team.world import run_tests
-from ..framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, ToolCallingTeam, team_agents, world_tasks
+from ..framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, team_agents, world_tasks
+from ..tool_calling import ToolCallingTeam
 from ..tool_steps import record_replies
 from ..workflow_team.env import WorkflowEndpoint
 from .mistakes import MUTATORS

@@ -36,7 +36,8 @@ from faultlens.middleware.model.trace import Task
 from .. import register
 from ..agents_desk.wire import completion
 from ..base import Runtime
-from ..framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, ToolCallingTeam, team_agents, world_tasks
+from ..framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, team_agents, world_tasks
+from ..tool_calling import ToolCallingTeam
 from ..tool_steps import delegating_steps
 from ..workflow_team.env import WorkflowEndpoint
 from .mistakes import MUTATORS
