@@ -10,9 +10,9 @@ from typing import Any
 from fastapi import FastAPI
 from pydantic import BaseModel
 
-from faultlens.middleware.capture.live_gateway import Gateway, completion_text, inject_lessons
+from faultlens.middleware.capture.live_gateway import Gateway, completion_text
 from faultlens.server.gateway_routes import gateway_router
-from faultlens.middleware.capture.rerun_upstream import RerunUpstream
+from faultlens.middleware.capture.rerun_upstream import RerunUpstream, draw
 from faultlens.middleware.capture.upstream import GatewayUpstream, UpstreamError
 from faultlens.middleware.replay.rerunners import Trial
 from faultlens.middleware.replay.session import Recording
@@ -64,7 +64,7 @@ def run_trial(spec: TrialSpec, program: Program, judge: Judge, upstream: Gateway
 
 def _run(spec: TrialSpec, program: Program, judge: Judge, upstream: GatewayUpstream) -> tuple[Trial, RerunUpstream]:
     started = time.monotonic()
-    rerun = RerunUpstream(spec.recording, spec.at, upstream, lesson=spec.lesson, control=spec.control,
+    rerun = RerunUpstream(spec.recording, spec.at, upstream, control=spec.control,
                           replacement=spec.drawn if spec.drawn is not None else spec.replacement)
     gateway = Gateway(rerun, None, default_run="rerun")
     posted: dict[str, bool] = {}
@@ -122,11 +122,8 @@ def draw_anew(spec: TrialSpec, agent: str, request: dict[str, Any], upstream: Ga
     recorded), or an upstream that failed.
     """
     started = time.monotonic()
-    asked = dict(request)
-    if spec.lesson:
-        asked["messages"] = inject_lessons(list(request.get("messages") or []), spec.lesson)
     try:
-        drawn = upstream.complete(agent, {k: v for k, v in asked.items() if k not in ("stream", "stream_options")})
+        drawn = draw(upstream, agent, request, spec.lesson)
     except UpstreamError as exc:
         return Trial(step=spec.step, success=False, outcome="upstream_error", reran=False, seconds=round(time.monotonic() - started, 4),
                      detail=f"not verifiable: the upstream failed call {spec.at}'s new draw: {exc.status}: "

@@ -35,7 +35,7 @@ from typing import Any
 
 from faultlens.middleware.capture.live_gateway import LESSONS_BEGIN, LESSONS_END, completion_text
 from faultlens.middleware.model.trace import GoldLabel, Task
-from faultlens.middleware.replay.gateway_calls import request_key
+from faultlens.middleware.replay.gateway_calls import TRANSPORT, request_key
 from faultlens.middleware.replay.session import canonical
 
 from ..envs.framework import completion as text_completion
@@ -56,8 +56,6 @@ LAB_TENDENCIES: dict[str, dict[str, dict[str, float]]] = {
     "adk_team": {"coordinator": {"C.2": 0.08}, "research_agent": {"A.2": 0.10}, "budget_agent": {"R.3": 0.10}},
     "workflow_team": {"concierge": {"C.2": 0.15}, "researcher": {"A.2": 0.12}, "booker": {"C.2": 0.15}},
 }
-# Request fields of transport only: a streamed and a plain request ask the same.
-_TRANSPORT = ("stream", "stream_options")
 # The lessons block as `capture.live_gateway.inject_lessons` appends it to a system message's text.
 _BLOCK = re.compile(r"(?:\n\n)?" + re.escape(LESSONS_BEGIN) + r"\n.*?\n" + re.escape(LESSONS_END), re.S)
 
@@ -172,7 +170,7 @@ class SimulatedAgents:
         task = self.task
         if task is None:
             raise RuntimeError("SimulatedAgents asked before record(task, run_id) or rerun(task)")
-        plain, block = without_lessons({k: v for k, v in request.items() if k not in _TRANSPORT})
+        plain, block = without_lessons({k: v for k, v in request.items() if k not in TRANSPORT})
         # What the agent is asked, in the form a re-run compares requests in (`replay.gateway_calls`).
         key = canonical(request_key(plain.get("messages"), {k: v for k, v in plain.items() if k != "model"}))
         draw = self.draws[task.id or task.query, agent, key]

@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 
 from faultlens.middleware.errors import ConfigError
+from faultlens.middleware.replay.gateway_calls import TRANSPORT
 
 from ..envs import get as get_env
 from ..envs.framework import routed_through
@@ -29,7 +30,6 @@ __all__ = ["find_task", "main", "over_http"]
 
 ENV_GATEWAY = "FAULTLENS_GATEWAY"
 Call = Callable[[str, dict[str, Any]], dict[str, Any]]
-_TRANSPORT = ("stream", "stream_options")  # the endpoint answers in one piece; the framework's client reads either
 
 
 class GatewayCallError(ConfigError):
@@ -56,7 +56,8 @@ def over_http(root: str, client: httpx.Client) -> Callable[[Call], Call]:
 
     def wrap(_inner: Call) -> Call:
         def call(agent: str, request: dict[str, Any]) -> dict[str, Any]:
-            body = {k: v for k, v in request.items() if k not in _TRANSPORT}
+            # The endpoint answers in one piece; the framework's client reads either.
+            body = {k: v for k, v in request.items() if k not in TRANSPORT}
             answer = client.post(f"{root}/agent/{agent}/v1/chat/completions", json=body)
             if answer.status_code != 200:
                 raise GatewayCallError(f"the gateway answered {answer.status_code} to {agent}'s call: {answer.text[:300]}")

@@ -8,9 +8,9 @@ model calls going through a gateway whose upstream is a `RerunUpstream`
   position (`replay.gateway_calls.request_key`) and get the recorded reply; a
   call that asks something else is *drift* (the re-run cannot show anything:
   the candidate is not verifiable), answered 409;
-- call `at` gets the correction: a new draw from the upstream with a lesson
-  added to its system message, or a given replacement text in the recorded
-  reply's place;
+- call `at` gets the correction in the recorded reply's place: a new draw
+  made beforehand (`draw`: the call asked anew with a lesson added to its
+  system message), a corrector's text, or an injected error;
 - a later call whose request equals the recorded one at its position gets the
   recorded reply (what the correction did not touch stays fixed); any other
   goes live to the upstream.
@@ -29,29 +29,38 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..replay.endpoint import error_body, sse_chunks
-from ..replay.gateway_calls import request_key
+from ..replay.gateway_calls import TRANSPORT, request_key
 from ..replay.session import CallRecord, Drift, Recording, Session
 from .live_gateway import completion_text, inject_lessons
 from .upstream import GatewayUpstream, UpstreamError
 
-__all__ = ["RerunUpstream"]
+__all__ = ["RerunUpstream", "draw"]
+
+
+def draw(live: GatewayUpstream, agent: str, request: dict[str, Any], lesson: str | None = None) -> dict[str, Any]:
+    """A new draw of a call from the upstream: `request` without its transport fields, `lesson` (when given) added
+    to its system message as the gateway's lessons block."""
+    asked = {k: v for k, v in request.items() if k not in TRANSPORT}
+    if lesson:
+        asked["messages"] = inject_lessons(list(asked.get("messages") or []), lesson)
+    return live.complete(agent, asked)
 
 
 class RerunUpstream:
     """A `GatewayUpstream` for one re-run (see the module docstring).
 
-    lesson: the text added to call `at`'s system message before it is drawn anew (None: drawn as it was asked).
-    replacement: call `at`'s reply instead of a new draw: a text (a corrector model's), or a whole chat
-        completion (a draw made beforehand, or an injected error for `faultlens adapt`).
+    replacement: call `at`'s reply: a text (a corrector model's), or a whole chat completion (a new `draw` made
+        beforehand, or an injected error for `faultlens adapt`).
     control: correct nothing; replay through call `at`, the rest live (see the module docstring).
     """
 
-    def __init__(self, recording: Recording, at: int, live: GatewayUpstream, *, lesson: str | None = None,
+    def __init__(self, recording: Recording, at: int, live: GatewayUpstream, *,
                  replacement: str | dict[str, Any] | None = None, control: bool = False):
         if not 0 <= at < len(recording):
             raise ValueError(f"call {at} is outside the recording's {len(recording)} calls")
+        if (replacement is None) != control:
+            raise ValueError("a re-run puts a replacement at call `at`, unless it is a control (which corrects nothing)")
         self.live = live
-        self.lesson = lesson
         self.replacement = replacement
         self.at = at
         if control:
@@ -61,7 +70,6 @@ class RerunUpstream:
         self.drift: Drift | None = None
         self.upstream_errors: list[str] = []
         self.corrected: str | None = None  # the reply call `at` got, as step text
-        self._asked: tuple[str, dict[str, Any]] | None = None
         self._lock = threading.Lock()  # a session is one ordered list of calls
 
     @property
@@ -74,25 +82,18 @@ class RerunUpstream:
         return len(self.session.calls) > self.at
 
     def _correct(self, record: CallRecord) -> dict[str, Any]:
-        assert self._asked is not None
-        agent, request = self._asked
         if isinstance(self.replacement, dict):
             out = copy.deepcopy(self.replacement)
-        elif self.replacement is not None:
+        else:
             out = copy.deepcopy(record.response)
             out["choices"][0]["message"] = {"role": "assistant", "content": self.replacement}
             out["choices"][0]["finish_reason"] = "stop"
-        else:
-            asked = dict(request)
-            if self.lesson:
-                asked["messages"] = inject_lessons(list(request.get("messages") or []), self.lesson)
-            out = self._live(agent, asked)
         self.corrected = completion_text(out)
         return out
 
     def _live(self, agent: str, request: dict[str, Any]) -> dict[str, Any]:
         try:
-            return self.live.complete(agent, {k: v for k, v in request.items() if k not in ("stream", "stream_options")})
+            return draw(self.live, agent, request)
         except UpstreamError as exc:
             self.upstream_errors.append(f"{exc.status}: {exc.body[:200].decode('utf-8', 'replace')}")
             raise
@@ -100,15 +101,12 @@ class RerunUpstream:
     def complete(self, agent: str, request: dict[str, Any]) -> dict[str, Any]:
         key = request_key(request.get("messages"), request)
         with self._lock:
-            self._asked = (agent, request)
             try:
                 return self.session.call("model", agent, key, lambda _key: self._live(agent, request))
             except Drift as drift:
                 self.drift = self.drift or drift
                 body = error_body(f"faultlens re-run: {drift}", "faultlens_drift", index=drift.index)
                 raise UpstreamError(409, json.dumps(body).encode()) from None
-            finally:
-                self._asked = None
 
     def stream(self, agent: str, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
         completion = self.complete(agent, request)

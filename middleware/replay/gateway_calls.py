@@ -21,13 +21,14 @@ from ..capture.instrument.chat_messages import openai_to_genai
 from ..model.trace import Step, Trace
 from .session import CallRecord, Recording
 
-__all__ = ["LESSONS_BEGIN", "LESSONS_END", "call_steps", "completion_of", "recording_of", "request_key", "request_of"]
+__all__ = ["LESSONS_BEGIN", "LESSONS_END", "TRANSPORT", "call_steps", "completion_of", "recording_of", "request_key", "request_of"]
 
 # The gateway's marks around the lessons it adds to a system message (`capture.live_gateway` uses the same).
 LESSONS_BEGIN = "<faultlens-lessons>"
 LESSONS_END = "</faultlens-lessons>"
 _BLOCK = re.compile(r"\n*" + re.escape(LESSONS_BEGIN) + r".*?" + re.escape(LESSONS_END), re.S)
-_TRANSPORT = ("stream", "stream_options")
+# Request fields of transport only: a streamed and a plain request ask the same.
+TRANSPORT = ("stream", "stream_options")
 
 
 def call_steps(trace: Trace) -> list[int]:
@@ -63,7 +64,7 @@ def request_key(messages: Any, params: Mapping[str, Any], *, genai: bool = False
     """
     converted = list(messages or []) if genai else openai_to_genai(messages)
     return {"messages": _without_lessons(converted),
-            "params": {k: v for k, v in sorted(params.items()) if k not in _TRANSPORT and k != "messages"}}
+            "params": {k: v for k, v in sorted(params.items()) if k not in TRANSPORT and k != "messages"}}
 
 
 def completion_of(step: Step) -> dict[str, Any]:
