@@ -1,7 +1,7 @@
 """The replay lab's measure (issue 44, item 5): `blend` leave-one-system-out, and `verify` over it, on eight framework teams.
 
     .venv/bin/python scripts/replay_lab_eval.py --json replay_lab.json [--tasks 12] [--teams ag2_experts,chart_desk]
-        [--k 30] [--draws 3] [--workers 2] [--adapt 3] [--own-share 0.5] [--realdev ../shared/realdev] [--cache DIR]
+        [--k 30] [--draws 3] [--controls 2] [--min-scored 8 --max-tasks 72] [--workers 2] [--adapt 3] [--own-share 0.5] [--realdev ../shared/realdev] [--cache DIR]
 
 For each team (its framework's real orchestration, `injectors.replay_lab.program`,
 run as a separate process that sends every model call over HTTP to a live
@@ -103,9 +103,12 @@ def program_env(root: str, task: Task) -> dict[str, str]:
 
 
 def record_team(team: str, n: int, store: Any, *, seed: int = SEED, timeout: float = 300.0,
-                tendencies: dict[str, dict[str, float]] | None = None, say: Callable[[str], None] = print) -> Recorded:
+                tendencies: dict[str, dict[str, float]] | None = None, min_scored: int = 0, max_tasks: int = 0,
+                say: Callable[[str], None] = print) -> Recorded:
     """Run `n` tasks of `team` as separate processes through a live gateway recording into `store`
-    (`tendencies`: the agents', default `LAB_TENDENCIES`)."""
+    (`tendencies`: the agents', default `LAB_TENDENCIES`); then more of the same seed's tasks, up to `max_tasks`
+    in all, until `min_scored` failed runs with a slip are kept (a team whose agents rarely fail is otherwise
+    scored on a handful of runs)."""
     from faultlens.gateway_cli import build_gateway_app
     from faultlens.injectors.envs import get as get_env
     from faultlens.injectors.replay_lab import SimulatedAgents, program_command
@@ -120,7 +123,9 @@ def record_team(team: str, n: int, store: Any, *, seed: int = SEED, timeout: flo
     out = Recorded(team, agents, store)
     app, gateway = build_gateway_app(store, CallableUpstream(agents), workers=0)
     with ServerThread(app) as server:
-        for task in env.tasks(seed, n):
+        for task in env.tasks(seed, max(n, max_tasks)):
+            if out.runs >= n and len(out.cases) >= min_scored:
+                break
             run_id = task.id or f"{team}-{out.runs}"
             run = agents.record(task, run_id)
             done = subprocess.run(program_command(team, run_id), shell=True, env=program_env(f"{server.url}/run/{run_id}", task),
@@ -183,7 +188,7 @@ def decisive_slip(agents: Any, run: Any, trace: Any, team: str, timeout: float) 
     return run.slips[0]
 
 
-def verify_team(recorded: Recorded, base: Any, *, k: int, draws: int, timeout: float = 300.0,
+def verify_team(recorded: Recorded, base: Any, *, k: int, draws: int, controls: int = 1, timeout: float = 300.0,
                 say: Callable[[str], None] = print) -> list[dict[str, Any]]:
     """`verify` each kept run of the team over `base`; one row per run: the gold, the base's and verify's verdicts."""
     from faultlens.injectors.envs import get as get_env
@@ -200,7 +205,8 @@ def verify_team(recorded: Recorded, base: Any, *, k: int, draws: int, timeout: f
         program = Program(program_command(recorded.team, case.run_id), timeout=timeout)
         started = time.monotonic()
         verdict = verdict_json(verify(recorded.store, case.run_id, program, CallableUpstream(recorded.agents), judge=judge,
-                                      method=base, k=k, draws=draws, max_reruns=k * draws))
+                                      method=base, k=k, draws=draws, max_reruns=k * draws + controls,
+                                      controls=controls))
         trace = recorded.store.get_trace(case.run_id)
         base_step = verdict["base_step"]
         rows.append({"run": case.run_id, "gold_step": case.gold.step, "gold_agent": case.gold.agent, "gold_mode": case.gold.mode,
@@ -268,7 +274,8 @@ def wait_for(path: Path, limit: float = 3600.0) -> Path:
 
 
 def team_job(team: str, tasks: int, seed: int, k: int, draws: int, timeout: float, model: str, scratch: str,
-             adapt_per_run: int = 0, specs: list[str] | None = None, system: str = "", own_share: float = 0.5) -> dict[str, Any]:
+             adapt_per_run: int = 0, specs: list[str] | None = None, system: str = "", own_share: float = 0.5,
+             controls: int = 1, min_scored: int = 0, max_tasks: int = 0) -> dict[str, Any]:
     """One team, start to end: its runs through the gateway, then verify over its fold's `blend` (a worker's job)."""
     import logging
 
@@ -281,13 +288,14 @@ def team_job(team: str, tasks: int, seed: int, k: int, draws: int, timeout: floa
     def say(line: str) -> None:
         print(line, flush=True)
 
-    rec = record_team(team, tasks, open_store(Path(scratch) / f"{team}.db"), seed=seed, timeout=timeout, say=say)
+    rec = record_team(team, tasks, open_store(Path(scratch) / f"{team}.db"), seed=seed, timeout=timeout, min_scored=min_scored,
+                      max_tasks=max_tasks, say=say)
     say(f"{team}: {rec.runs} runs in {rec.seconds:.0f} s, {rec.failed} failed, {len(rec.cases)} kept "
         f"({rec.failed_without_slip} failed with no slip, {rec.crashed} crashed)")
     waited = time.monotonic()
     base = Blend(model=load(wait_for(Path(model))))
     started = time.monotonic()
-    rows = verify_team(rec, base, k=k, draws=draws, timeout=timeout, say=say)
+    rows = verify_team(rec, base, k=k, draws=draws, controls=controls, timeout=timeout, say=say)
     seconds = time.monotonic() - started
     say(f"{team}: {len(rows)} run(s) verified in {seconds:.0f} s ({started - waited:.0f} s waiting for its fold model)")
     scores = team_scores(rows)
@@ -410,6 +418,12 @@ def main(argv: list[str] | None = None) -> int:
                         "in-process gateway experiment's 30: every call of these runs).")
     parser.add_argument("--draws", type=int, default=2, help="Draws of a candidate whose new draw changed it without fixing the run "
                         "(the in-process experiment's 2: a slip downstream may undo a correction).")
+    parser.add_argument("--controls", type=int, default=2, help="Re-runs with a fixing candidate kept as recorded that must all "
+                        "still fail before verify confirms it (`faultlens verify --controls`; these agents sample, so one "
+                        "control can fail by a later slip drawn again).")
+    parser.add_argument("--min-scored", type=int, default=0, help="Run more of the seed's tasks, up to --max-tasks, until a team "
+                        "has this many scored (failed, slipped) runs.")
+    parser.add_argument("--max-tasks", type=int, default=0, help="The most tasks a team runs for --min-scored.")
     parser.add_argument("--workers", type=int, default=2, help="Teams run at once (each in its own process).")
     parser.add_argument("--realdev", type=Path, default=ROOT.parent / "shared" / "realdev", help="The real datasets (TRAIL, AgentRx).")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "faultlens-replay-lab",
@@ -439,7 +453,7 @@ def main(argv: list[str] | None = None) -> int:
     with ProcessPoolExecutor(max_workers=max(1, args.workers), mp_context=context) as pool:
         jobs = {team: pool.submit(team_job, team, args.tasks, args.seed, args.k, args.draws, args.timeout,
                                   str(fold_path(args.cache, specs, systems[team])), scratch, args.adapt, specs, systems[team],
-                                  args.own_share)
+                                  args.own_share, args.controls, args.min_scored, args.max_tasks)
                 for team in teams}
         done = {team: job.result() for team, job in jobs.items()}
     folds.result()
@@ -452,7 +466,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{sum(r['runs'] for r in runs.values())} runs, {sum(len(r['rows']) for r in runs.values())} verified, "
           f"in {seconds:.0f} s ({args.workers} worker(s))")
     if args.json_path is not None:
-        settings = {"tasks": args.tasks, "seed": args.seed, "k": args.k, "draws": args.draws, "adapt_per_run": args.adapt,
+        settings = {"tasks": args.tasks, "seed": args.seed, "k": args.k, "draws": args.draws, "controls": args.controls,
+                    "min_scored": args.min_scored, "max_tasks": args.max_tasks, "adapt_per_run": args.adapt,
                     "own_share": args.own_share, "training": specs,
                     "base": "blend (learned trained without the team's framework)", "seconds": round(seconds, 1),
                     "workers": args.workers}

@@ -27,8 +27,10 @@ When the rerunner offers a *control* (`CommandRerunner` does), a candidate
 whose correction made the run succeed is confirmed only if the run re-run with
 that step as recorded (and every later call drawn anew) still fails: with
 agents that sample, a correction that changes the run may let later calls
-draw again and succeed by chance. A control that succeeds moves on to the
-next candidate; a control is a rerun.
+draw again and succeed by chance. With `controls=n`, n such re-runs must all
+fail: a control that fails only because a later call slipped again by chance
+confirms an innocent step, and two in a row do so far more rarely. A control
+that succeeds moves on to the next candidate; each control is a rerun.
 
 The budget is counted in reruns (`max_reruns` per trace, default `k`), not just
 tokens: `details["reruns"]` is what was spent, `details["trials"]` what each
@@ -67,10 +69,13 @@ class Counterfactual(BaseAttributor):
 
     def __init__(self, base: str | Attributor = "learned", k: int = 3, max_reruns: int | None = None,
                  corrector: str | None = None, rerunner: Rerunner | None = None, draws: int = 1, mode_from: str = "base",
-                 **base_options: Any):
-        k, max_reruns, draws = int(k), int(max_reruns) if max_reruns is not None else None, int(draws)
+                 controls: int = 1, **base_options: Any):
+        k, max_reruns, draws, controls = int(k), int(max_reruns) if max_reruns is not None else None, int(draws), int(controls)
         if draws < 1:
             raise FaultlensError(f"counterfactual: draws must be at least 1, not {draws}")
+        if controls < 1:
+            raise FaultlensError(f"counterfactual: controls must be at least 1, not {controls}")
+        self.controls = controls
         if mode_from not in MODE_FROM:
             raise FaultlensError(f"counterfactual: mode_from must be one of {', '.join(MODE_FROM)}, not {mode_from!r}")
         self.mode_from = mode_from
@@ -121,6 +126,16 @@ class Counterfactual(BaseAttributor):
         details["trials"].append(trial.to_json())
         return trial
 
+    def _controls_fail(self, control: Callable[..., Trial], details: dict[str, Any], trace: Trace, step: int) -> bool | None:
+        """Whether every control of `step` still failed (None: the budget ran out first). A run that also succeeds
+        with the step as it was failed by a later chance, not by this step: the first such control ends the checks."""
+        for _ in range(self.controls):
+            if details["reruns"] >= self.max_reruns:
+                return None
+            if self._trial(control, details, trace, step).success:
+                return False
+        return True
+
     # -- the method --------------------------------------------------------
     def attribute(self, trace: Trace) -> Attribution:
         started = time.monotonic()
@@ -157,11 +172,11 @@ class Counterfactual(BaseAttributor):
                         trial = self._trial(rerunner.rerun, details, trace, step, None)
                     control = getattr(rerunner, "control", None)
                     if trial.success and callable(control):
-                        if details["reruns"] >= self.max_reruns:
-                            fallback = f"rerun budget spent ({self.max_reruns}) before the control of step {step}"
+                        held = self._controls_fail(control, details, trace, step)
+                        if held is None:
+                            fallback = f"rerun budget spent ({self.max_reruns}) before the controls of step {step}"
                             break
-                        # A run that also succeeds with the step as it was failed by a later chance, not by this step.
-                        if self._trial(control, details, trace, step).success:
+                        if not held:
                             continue
                 except NotRerunnable as exc:
                     fallback = f"not re-runnable: {exc}"

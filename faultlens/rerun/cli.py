@@ -63,14 +63,17 @@ def rerun_wrapper(rerun_command: str | None, rerun_upstream: str | None, rerun_a
 @click.option("--method", default=DEFAULT_METHOD, show_default=True, help="The base method that ranks the candidate steps.")
 @click.option("-k", "k", type=click.IntRange(min=1), default=3, show_default=True, help="Candidates tried, earliest first.")
 @click.option("--draws", type=click.IntRange(min=1), default=1, show_default=True, help="New draws of a candidate call before moving on.")
-@click.option("--max-reruns", type=click.IntRange(min=0), default=None, help="At most this many re-runs [default: k × draws].")
+@click.option("--controls", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Re-runs with a fixing candidate kept as recorded (later calls drawn anew) that must all still fail "
+                   "before it is confirmed; 2 guards against later calls that slip again by chance.")
+@click.option("--max-reruns", type=click.IntRange(min=0), default=None, help="At most this many re-runs [default: k × draws + controls].")
 @click.option("--corrector", default=None, metavar="MODEL", help="Rewrite the candidate call with this litellm model instead of drawing it again with a lesson.")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=300.0, show_default=True, help="Seconds one re-run of the program may take.")
 @click.option("--judge-timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True, help="Seconds the judge may take.")
 @click.option("--mode-from", type=click.Choice(["base", "correction"]), default="base", show_default=True,
               help="The verified verdict's failure mode: the base method's, or read from what the correction changed.")
 @click.option("--json", "as_json", is_flag=True, help="Print {verified, agent, step, mode, reruns, trials: [...]} as JSON.")
-def verify_command(run, db_path, command, judge_command, upstream, api_base, upstream_timeout, method, k, draws, max_reruns, corrector,
+def verify_command(run, db_path, command, judge_command, upstream, api_base, upstream_timeout, method, k, draws, controls, max_reruns, corrector,
                    timeout, judge_timeout, mode_from, as_json):
     """Verify the decisive step of failed run RUN by re-running your program with that call corrected.
 
@@ -91,8 +94,8 @@ def verify_command(run, db_path, command, judge_command, upstream, api_base, ups
         console.print(f"step {trial.step}: {mark} in {trial.seconds:.1f} s — {trial.detail}")
 
     attribution = verify(store, run, Program(command, timeout=timeout), live, judge=Judge(judge_command, timeout=judge_timeout),
-                         method=method, k=k, draws=draws, max_reruns=max_reruns if max_reruns is not None else k * draws,
-                         corrector=corrector, on_trial=said, mode_from=mode_from)
+                         method=method, k=k, draws=draws, max_reruns=max_reruns if max_reruns is not None else k * draws + controls,
+                         corrector=corrector, on_trial=said, mode_from=mode_from, controls=controls)
     if as_json:
         click.echo(dumps(attribution))
         return

@@ -80,8 +80,10 @@ class Verifier(BaseAttributor):
 
     def __init__(self, program: Program, upstream: GatewayUpstream, *, judge: Judge | None = None,
                  method: str | Attributor = DEFAULT_METHOD, k: int = 3, draws: int = 1, max_reruns: int | None = None,
-                 corrector: str | None = None, on_trial: Callable[[Trial], None] | None = None, mode_from: str = "base"):
+                 corrector: str | None = None, on_trial: Callable[[Trial], None] | None = None, mode_from: str = "base",
+                 controls: int = 1):
         self.program, self.upstream, self.judge = program, upstream, judge or Judge()
+        self.controls = controls  # Counterfactual's: re-runs with the step as recorded that must all still fail
         self.mode_from = mode_from  # Counterfactual's: the base's mode, or one read from what the correction changed
         self.base = build(method) if isinstance(method, str) else method
         self.k, self.draws, self.max_reruns, self.corrector, self.on_trial = k, draws, max_reruns, corrector, on_trial
@@ -101,7 +103,8 @@ class Verifier(BaseAttributor):
         judge = self.judge if self.judge.reference is not None else replace(self.judge, reference=trace.task.reference_answer)
         rerunner = CommandRerunner(self.program, judge, self.upstream, lesson_for=lesson_for, on_trial=self.on_trial)
         counterfactual = Counterfactual(base=ranked, k=self.k, max_reruns=self.max_reruns, corrector=self.corrector,
-                                        rerunner=rerunner, draws=self.draws, mode_from=self.mode_from)
+                                        rerunner=rerunner, draws=self.draws, mode_from=self.mode_from,
+                                        controls=self.controls)
         attribution = counterfactual.attribute(trace)
         return attribution.model_copy(update={"method": self.name, "details": {**attribution.details, "base": ranked.name}})
 
@@ -116,7 +119,8 @@ class Verifier(BaseAttributor):
 
 def verify(store: Store, run_id: str, program: Program, upstream: GatewayUpstream, *, judge: Judge | None = None,
            method: str | Attributor = DEFAULT_METHOD, k: int = 3, draws: int = 1, max_reruns: int | None = None,
-           corrector: str | None = None, on_trial: Callable[[Trial], None] | None = None, mode_from: str = "base") -> Attribution:
+           corrector: str | None = None, on_trial: Callable[[Trial], None] | None = None, mode_from: str = "base",
+           controls: int = 1) -> Attribution:
     """Verify the decisive step of failed run `run_id` by re-running `program`; the verdict is stored and returned.
 
     `details["verified"]` says whether a re-run confirmed it; `details["trials"]` what each re-run did. The
@@ -128,7 +132,7 @@ def verify(store: Store, run_id: str, program: Program, upstream: GatewayUpstrea
         raise ConfigError(f"run {run_id} {state}: only a failed run has a decisive error to verify "
                           f"(post its outcome first: POST /api/runs/{run_id}/outcome)")
     verifier = Verifier(program, upstream, judge=judge, method=method, k=k, draws=draws, max_reruns=max_reruns,
-                        corrector=corrector, on_trial=on_trial, mode_from=mode_from)
+                        corrector=corrector, on_trial=on_trial, mode_from=mode_from, controls=controls)
     attribution = verifier.attribute(attributor_view(trace))
     store.save_attribution(attribution)
     lesson = verifier.fixing_lesson(attribution)

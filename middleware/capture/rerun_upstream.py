@@ -5,7 +5,8 @@ model calls going through a gateway whose upstream is a `RerunUpstream`
 (the proxy's session semantics, in the live gateway):
 
 - calls before `at` must ask exactly what the recording holds at the same
-  position (`replay.gateway_calls.request_key`) and get the recorded reply; a
+  position (`replay.gateway_calls.request_key`, secrets redacted as the store
+  redacted the recording) and get the recorded reply; a
   call that asks something else is *drift* (the re-run cannot show anything:
   the candidate is not verifiable), answered 409;
 - call `at` gets the correction in the recorded reply's place: a new draw
@@ -31,6 +32,7 @@ from typing import Any
 from ..replay.endpoint import error_body, sse_chunks
 from ..replay.gateway_calls import TRANSPORT, request_key
 from ..replay.session import CallRecord, Drift, Recording, Session
+from ..store.redact import redact
 from .live_gateway import completion_text, inject_lessons
 from .upstream import GatewayUpstream, UpstreamError
 
@@ -99,7 +101,8 @@ class RerunUpstream:
             raise
 
     def complete(self, agent: str, request: dict[str, Any]) -> dict[str, Any]:
-        key = request_key(request.get("messages"), request)
+        # The recording holds requests as the store kept them, secrets redacted: compare in that form.
+        key = redact(request_key(request.get("messages"), request))
         with self._lock:
             try:
                 return self.session.call("model", agent, key, lambda _key: self._live(agent, request))

@@ -108,12 +108,20 @@ class Drift(FaultlensError):
 
     def __init__(self, index: int, kind: str, expected: JSON, actual: JSON, reason: str = "request differs"):
         self.index, self.kind, self.expected, self.actual = index, kind, expected, actual
-        super().__init__(f"drift at call {index} ({kind}): {reason}; recorded {_short(expected)} but got {_short(actual)}")
+        recorded, got = _where_they_differ(canonical(expected), canonical(actual))
+        super().__init__(f"drift at call {index} ({kind}): {reason}; recorded {recorded} but got {got}")
 
 
-def _short(value: JSON, limit: int = 160) -> str:
-    text = canonical(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+def _where_they_differ(expected: str, actual: str, context: int = 60, limit: int = 160) -> tuple[str, str]:
+    """Both texts from a little before their first difference (two long requests mostly share their start)."""
+    same = next((i for i, (a, b) in enumerate(zip(expected, actual)) if a != b), min(len(expected), len(actual)))
+    start = max(0, same - context)
+
+    def part(text: str) -> str:
+        cut = text[start:start + limit]
+        return ("..." if start else "") + cut + ("..." if start + limit < len(text) else "")
+
+    return part(expected), part(actual)
 
 
 Override = Callable[[CallRecord], JSON]

@@ -311,6 +311,9 @@ def _redact(text: str) -> str:
     if not _candidate(text):
         return text
     spans = find_secrets(text)
+    if spans and ";base64," in text:
+        payloads = [m.span(1) for m in _MEDIA_DATA_URL.finditer(text)]
+        spans = [(a, b) for a, b in spans if not any(start <= a and b <= end for start, end in payloads)]
     if not spans:
         return text
     out, last = [], 0
@@ -338,6 +341,10 @@ def is_secret_key(key: str) -> bool:
 # Inline media bytes (Media.data): base64 of an image or a video frame, not
 # text; a pattern matching inside it by chance would corrupt the picture.
 _BASE64_BLOB = re.compile(r"(?:[A-Za-z0-9+/]{4}){16,}(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
+# The same bytes sent inline in a chat message (an image part's data URL): its payload is skipped too. A chance
+# match there (an AWS key id's ABIA... in a PNG's base64) corrupted the image and made a re-run's replayed request
+# differ from the stored one.
+_MEDIA_DATA_URL = re.compile(r"data:(?:image|audio|video)/[\w.+-]+;base64,([A-Za-z0-9+/]+=*)")
 
 
 # Values with nothing to redact, returned as they are without a call.

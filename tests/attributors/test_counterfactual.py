@@ -195,7 +195,36 @@ def test_a_control_that_also_succeeds_moves_on_to_the_next_candidate():
     assert a.details["reruns"] == 4
     # The control is a rerun: with no budget left for it, the step is not confirmed.
     a = get("counterfactual", base=Ranked([2]), k=1, max_reruns=1, rerunner=Sampling()).attribute(counter_run(bad=2))
-    assert not a.details["verified"] and "before the control of step 2" in a.details["fallback"]
+    assert not a.details["verified"] and "before the controls of step 2" in a.details["fallback"]
+
+
+def test_with_two_controls_a_step_is_confirmed_only_if_both_still_fail():
+    class Chance(CallableRerunner):
+        """Every new draw fixes the run. Step 0's first control fails by chance (a later call slipped again), its
+        second succeeds: step 0 decided nothing. Step 2's controls both fail: step 2 is decisive."""
+
+        def __init__(self):
+            super().__init__("counter-team", rerun_counter)
+            self.controls: list[int] = []
+
+        def rerun(self, trace, step, replacement=None):
+            return Trial(step=step, success=True, changed=True, regenerated="x")
+
+        def control(self, trace, step):
+            self.controls.append(step)
+            return Trial(step=step, success=step == 0 and self.controls.count(0) == 2, control=True)
+
+    one = get("counterfactual", base=Ranked([2, 0]), k=2, max_reruns=9, rerunner=Chance()).attribute(counter_run(bad=2))
+    assert one.details["verified"] and one.step == 0  # one control: the chance failure confirms the innocent step
+    chance = Chance()
+    two = get("counterfactual", base=Ranked([2, 0]), k=2, max_reruns=9, controls=2, rerunner=chance).attribute(counter_run(bad=2))
+    assert two.details["verified"] and two.step == 2 and chance.controls == [0, 0, 2, 2]
+    assert two.details["reruns"] == 6
+    # Every control counts against the budget: with room for one of step 2's two, it is not confirmed.
+    short = get("counterfactual", base=Ranked([2]), k=1, max_reruns=2, controls=2, rerunner=Chance()).attribute(counter_run(bad=2))
+    assert not short.details["verified"] and "before the controls of step 2" in short.details["fallback"]
+    with pytest.raises(FaultlensError, match="controls"):
+        get("counterfactual", base=Ranked([2]), controls=0)
 
 
 def test_a_trial_that_did_not_rerun_the_program_is_not_counted_as_a_rerun():

@@ -100,3 +100,12 @@ def test_reuse_unchanged_serves_recorded_answers_until_a_request_changes():
     assert c["content"] == "plan for 999"
     assert calls == {"model": 0, "tool": 0} and session.reused == 1
     assert session.calls[2].meta == {"reused": True}
+
+
+def test_drift_shows_where_two_long_requests_first_differ():
+    shared = "You are the chart reader. " * 20
+    recording = Recording([CallRecord(0, "model", "a", {"text": shared + "bars: 75, 58"}, {"ok": 1})])
+    with pytest.raises(Drift) as info:
+        Session(recording, replay_until=1).call("model", "a", {"text": shared + "bars: 75, 56"}, lambda r: {})
+    message = str(info.value)
+    assert "bars: 75, 58" in message and "bars: 75, 56" in message and message.count("...") == 2

@@ -1,0 +1,51 @@
+"""`RerunUpstream`: a re-run's prefix replays against requests as the store kept them (secrets redacted)."""
+
+from __future__ import annotations
+
+from faultlens.middleware.capture.rerun_upstream import RerunUpstream
+from faultlens.middleware.capture.upstream import CallableUpstream
+from faultlens.middleware.replay.gateway_calls import request_key
+from faultlens.middleware.replay.session import CallRecord, Recording
+from faultlens.middleware.store.redact import REDACTED, redact
+
+
+def completion(text: str) -> dict:
+    return {"id": "c", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}]}
+
+
+# A prompt that holds a key (the store redacts it), and an image whose base64 holds an AWS-key-shaped run by chance.
+SECRET_PROMPT = [{"role": "system", "content": "Use key AKIAIOSFODNN7EXAMPLE for the archive."}, {"role": "user", "content": "go"}]
+BYTES = "iVBORw0KGgoAAAANSUhEUgAAAQhABIAABCAAEQACEIAARD4FsBblRcadgNA2wDqGxAkZI4S2AXJLdE94D8CNgLugnCBTBcCNgI0Lg=="
+PICTURE = "data:image/png;base64," + BYTES
+IMAGE_PROMPT = [{"role": "user", "content": [{"type": "text", "text": "read the chart"},
+                                             {"type": "image_url", "image_url": {"url": PICTURE}}]}]
+
+
+def stored(messages: list) -> dict:
+    """The request as a recording rebuilt from the store holds it."""
+    return redact(request_key(messages, {"model": "m"}))
+
+
+def test_a_request_whose_secret_the_store_redacted_still_replays():
+    assert REDACTED in str(stored(SECRET_PROMPT))  # what the store kept differs from what the program sends
+    recording = Recording([CallRecord(0, "model", "a", stored(SECRET_PROMPT), completion("recorded")),
+                           CallRecord(1, "model", "b", request_key([{"role": "user", "content": "next"}], {"model": "m"}),
+                                      completion("wrong"))])
+    live: list[str] = []
+    rerun = RerunUpstream(recording, 1, CallableUpstream(lambda agent, request: live.append(agent) or completion("live")),
+                          replacement="corrected")
+    reply = rerun.complete("a", {"model": "m", "messages": SECRET_PROMPT})
+    assert rerun.drift is None and reply["choices"][0]["message"]["content"] == "recorded" and live == []
+    assert rerun.complete("b", {"model": "m", "messages": [{"role": "user", "content": "next"}]})["choices"][0]["message"]["content"] == "corrected"
+
+
+def test_an_inline_image_is_stored_whole_and_replays():
+    assert redact(BYTES) != BYTES  # as text, the chance run would be cut out of the picture
+    assert stored(IMAGE_PROMPT) == request_key(IMAGE_PROMPT, {"model": "m"})
+    recording = Recording([CallRecord(0, "model", "reader", stored(IMAGE_PROMPT), completion("75")),
+                           CallRecord(1, "model", "lead", request_key([{"role": "user", "content": "75"}], {"model": "m"}),
+                                      completion("wrong"))])
+    rerun = RerunUpstream(recording, 1, CallableUpstream(lambda agent, request: completion("live")), replacement="right")
+    assert rerun.complete("reader", {"model": "m", "messages": IMAGE_PROMPT})["choices"][0]["message"]["content"] == "75"
+    assert rerun.drift is None
