@@ -21,10 +21,7 @@
 
 With `draws=n`, a re-sampled candidate whose new draw changed it without
 fixing the run is drawn again, up to n draws in all (a slip downstream may
-have undone the correction); every such draw is a rerun. A new draw made as
-one model call that gave the recorded reply (`Trial.reran` false: the program
-was not re-run) is drawn again too, up to n in all: a sampled agent may repeat
-its slip by chance, and asking again costs a model call, not a rerun.
+have undone the correction); every draw is a rerun.
 
 When the rerunner offers a *control* (`CommandRerunner` does), a candidate
 whose correction made the run succeed is confirmed only if the run re-run with
@@ -168,12 +165,9 @@ class Counterfactual(BaseAttributor):
                 try:
                     trial = self._trial(rerunner.rerun, details, trace, step, replacement)
                     # A new draw that changed the step yet did not fix the run may have been undone by a slip
-                    # downstream, and one that said the same as recorded may have slipped again by chance: draw
-                    # again, up to `draws` times in all.
+                    # downstream: draw again, up to `draws` times in all.
                     for _ in range(self.draws - 1):
-                        said_the_same = trial.changed is False and trial.reran is False
-                        if trial.success or replacement is not None or not (trial.changed or said_the_same) \
-                                or details["reruns"] >= self.max_reruns:
+                        if trial.success or replacement is not None or not trial.changed or details["reruns"] >= self.max_reruns:
                             break
                         trial = self._trial(rerunner.rerun, details, trace, step, None)
                     control = getattr(rerunner, "control", None)

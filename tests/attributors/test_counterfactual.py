@@ -239,26 +239,4 @@ def test_a_trial_that_did_not_rerun_the_program_is_not_counted_as_a_rerun():
 
     a = get("counterfactual", base=Ranked([2, 0]), k=2, draws=3, max_reruns=1, rerunner=Probing()).attribute(counter_run(bad=2))
     assert a.details["verified"] and a.step == 2 and a.details["reruns"] == 1
-    # Asked again up to `draws` times (a model call each, no rerun), then the next candidate.
-    assert [t["outcome"] for t in a.details["trials"] if "outcome" in t] == ["unchanged"] * 3
-
-
-def test_a_new_draw_that_repeated_the_slip_by_chance_is_drawn_again():
-    class Repeating(CallableRerunner):
-        """The decisive call's first new draw slips the same way again (a sampled agent); its second fixes the run."""
-
-        def __init__(self):
-            super().__init__("counter-team", rerun_counter)
-            self.asked = 0
-
-        def rerun(self, trace, step, replacement=None):
-            self.asked += 1
-            if self.asked == 1:
-                return Trial(step=step, success=False, changed=False, reran=False, outcome="unchanged")
-            return Trial(step=step, success=True, changed=True, outcome="success")
-
-    a = get("counterfactual", base=Ranked([2]), k=1, draws=2, rerunner=Repeating()).attribute(counter_run(bad=2))
-    assert a.details["verified"] and a.step == 2 and a.details["reruns"] == 1
-    # One draw (the default): the repeated slip ends the candidate.
-    b = get("counterfactual", base=Ranked([2]), k=1, rerunner=Repeating()).attribute(counter_run(bad=2))
-    assert not b.details["verified"] and b.details["reruns"] == 0
+    assert [t["outcome"] for t in a.details["trials"] if "outcome" in t] == ["unchanged"]  # not drawn again either
