@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from faultlens.attributors.methods.correction import KEPT, mode_of_correction
+from faultlens.attributors.methods.correction import KEPT, _numerical_slip, mode_of_correction
 from faultlens.middleware.model.trace import Step, StepKind, Task, Trace
 
 QUESTION = "By how much did the revenue of Brival Corp change from 2018 to 2022?"
@@ -87,9 +87,12 @@ def gateway_call(content: str, tool: str) -> Trace:
 
 
 @pytest.mark.parametrize("content, corrected, mode", [
-    # the same tool with other arguments: wrong parameters
-    ('I evaluate it.\n[tool_call] calculate({"expression": "6 * 12.46"})',
+    # the same tool with other arguments (another value its inputs held): wrong parameters
+    ('I evaluate it.\n[tool_call] calculate({"expression": "6 * 2.86"})',
      'I evaluate it.\n[tool_call] calculate({"expression": "6 * 12.64"})', "A.2"),
+    # the same tool, a price copied with two digits swapped: a miscalculated number, not a wrong argument
+    ('I evaluate it.\n[tool_call] calculate({"expression": "6 * 12.46"})',
+     'I evaluate it.\n[tool_call] calculate({"expression": "6 * 12.64"})', "R.3"),
     # another tool: a wrong action
     ('[tool_call] lookup_price({"item": "gasket"})', '[tool_call] calculate({"expression": "6 * 12.64"})', "A.1"),
     # the tool call as it was, a value its inputs held put back in the text beside it: passed on wrongly
@@ -120,3 +123,82 @@ def test_a_correction_cut_short_is_read_up_to_its_cut():
     trace = trace.model_copy(update={"task": Task(query="3 travellers, Lisbon to Vienna, 4 nights, at most 2000 EUR")})
     assert len(corrected) == KEPT and mode_of_correction(trace, 1, corrected) == "C.2"
     assert mode_of_correction(trace, 1, corrected[:-1]) == "R.3"  # not cut: 20 is a number no input holds
+
+
+def test_numerical_slips_of_a_value_the_inputs_held_are_calculation_errors():
+    trace = gateway_call('[tool_call] calculate({"expression": "3 * 98.96 * 1.1"})', "calculate")
+    trace.steps[0].content = "Rates: USD 1.0807 EUR per unit; gasket 12.64"
+    # a rate rounded to one decimal in a calculation's expression: precision lost, not another input used
+    assert mode_of_correction(trace, 1, '[tool_call] calculate({"expression": "3 * 98.96 * 1.0807"})') == "R.3"
+    # a digit changed (neither rounded nor swapped) is a value the inputs held, put back: a wrong argument, as before
+    trace.steps[1].content = '[tool_call] calculate({"expression": "3 * 98.96 * 1.0817"})'
+    assert mode_of_correction(trace, 1, '[tool_call] calculate({"expression": "3 * 98.96 * 1.0807"})') == "A.2"
+    # a message, rounded: the answer rounded to a whole number where the team worked out 12.64
+    answer = Step(index=1, agent="supervisor", kind=StepKind.llm_call, content="The total is 13.\nANSWER: 13")
+    trace = trace.model_copy(update={"steps": [trace.steps[0], answer]})
+    assert mode_of_correction(trace, 1, "The total is 12.64.\nANSWER: 12.64") == "R.3"
+    assert mode_of_correction(trace, 1, "The total is 1.0807.\nANSWER: 1.0807") == "C.2"  # 13 is no rounding of it
+
+
+def test_a_swapped_input_value_stays_a_value_passed_on_wrongly_even_when_it_looks_like_a_digit_slip():
+    # 12.46 is itself a price the inputs held: the brief took another item's price, it did not miswrite this one
+    trace = gateway_call("calculator, compute: 6 * 12.46.\n[tool_call] transfer_to_calculator({})", "transfer_to_calculator")
+    trace.steps[0].content = "Found: gasket 12.64, washer 12.46"
+    assert mode_of_correction(trace, 1, "calculator, compute: 6 * 12.64.\n[tool_call] transfer_to_calculator({})") == "C.2"
+
+
+def test_a_year_or_a_date_one_off_in_a_tool_call_is_a_wrong_argument():
+    # an integer one off is no rounding and no digit swap (a neighbouring year, another day)
+    trace = gateway_call('[tool_call] open_page({"url": "https://reports.example/acme/2020"})', "open_page")
+    trace = trace.model_copy(update={"task": Task(query="Revenue of Acme in 2019?")})
+    assert mode_of_correction(trace, 1, '[tool_call] open_page({"url": "https://reports.example/acme/2019"})') == "A.2"
+    trace.steps[1].content = '[tool_call] search_flights({"date": "2026-05-13"})'
+    trace = trace.model_copy(update={"task": Task(query="Fly on 2026-05-14")})
+    assert mode_of_correction(trace, 1, '[tool_call] search_flights({"date": "2026-05-14"})') == "A.2"
+
+
+def calculated(agent: str, answered_by: str, arguments: dict) -> Trace:
+    """A run whose last call (by `agent`) states a result, given a `calculate` call made by `answered_by` and its answer."""
+    given = [{"role": "assistant", **({"name": answered_by} if answered_by else {}),
+              "parts": [{"type": "tool_call", "id": "c1", "name": "calculate", "arguments": arguments}]},
+             {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": {"result": 711.68, **arguments}}]}]
+    steps = [Step(index=0, agent="coordinator", kind=StepKind.llm_call, content="Budget brief: 1900 EUR"),
+             Step(index=1, agent=agent, kind=StepKind.llm_call, content="Result: 761.18 EUR\n[tool_call] transfer_to_agent({})",
+                  metadata={"input_messages": given})]
+    return Trace(task=Task(query="What is left of 1900 EUR?"), steps=steps)
+
+
+@pytest.mark.parametrize("agent, answered_by, arguments, mode", [
+    # the agent's own calculation said 711.68 (its model's call, unnamed): it stated its own result wrongly
+    ("budget_agent", "", {"expression": "1900.0 - 2 * 594.16"}, "R.3"),
+    ("budget_agent", "budget_agent", {"expression": "1900.0 - 2 * 594.16"}, "R.3"),
+    # another agent's calculation: the value was passed on wrongly
+    ("supervisor", "calculator", {"expression": "1900.0 - 2 * 594.16"}, "C.2"),
+    # a look-up of its own, not arithmetic (a date is no subtraction): a value it reported wrongly
+    ("budget_agent", "", {"date": "2026-05-14"}, "C.2"),
+])
+def test_a_result_of_the_agents_own_calculation_stated_wrongly_is_a_calculation_error(agent, answered_by, arguments, mode):
+    # 761.18 is no rounding and no digit swap of 711.68: only whose calculation it was tells the modes apart
+    trace = calculated(agent, answered_by, arguments)
+    assert mode_of_correction(trace, 1, "Result: 711.68 EUR\n[tool_call] transfer_to_agent({})") == mode
+
+
+@pytest.mark.parametrize("text, wrong, right, slipped", [
+    ("Result: 716.18 EUR", "716.18", "711.68", False),   # two digits swapped in a figure stated: passed on wrongly
+    ("3 * 716.18 + 1", "716.18", "711.68", True),         # the same, an operand of a calculation: a calculation error
+    ("(12.46 - 1)", "12.46", "12.64", True),
+    ("x = 12.46", "12.46", "12.64", False),
+    ("range(34, 643 + 1)", "34", "43", False),            # a call's argument, not an operand
+    ("2900 - 12.46", "12.46", "12.64", True),
+    ("2026-12-46", "-46", "-64", False),                  # a date is no subtraction
+    ("rate 1.1", "1.1", "1.0807", True),                  # rounded, wherever it stands
+    ("ANSWER: 12", "12", "12.3", True),
+    ("rate 1.0", "1.0", "1.0807", False),                 # cut, not rounded
+    ("rate 1.2", "1.2", "1.0807", False),                 # fewer decimals, but not a rounding of it
+    ("6 * 12.60", "12.60", "12.62", False),               # a digit changed
+    ("2020 * 1", "2020", "2019", False),                  # one off
+    ("3 * -41", "-41", "-14", True),
+    ("3 * 41", "41", "-14", False),
+])
+def test_what_counts_as_a_slip_of_a_number(text, wrong, right, slipped):
+    assert _numerical_slip([([wrong], [right])], text, inputs=set(), computed=set()) == slipped

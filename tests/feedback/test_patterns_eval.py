@@ -92,3 +92,25 @@ def test_method_verify_stores_each_failed_runs_verified_verdict_where_the_patter
                for r in on_slip)
     assert sum(p.count for p in find_patterns(store)) == len(runs.failed)
     store.close()
+
+
+def test_method_verify_reads_a_miscalculated_number_as_r3_in_a_tool_call_and_in_a_result_passed_on(patterns_eval):
+    # supervisor_team's calculator slips R.3: a price copied into its `calculate` expression with two digits swapped, or
+    # the result of its own calculation written wrong beside the handoff back. Read from the correction, both are R.3
+    # (not A.2 for the tool call's arguments, nor C.2 for the value its inputs held).
+    from faultlens.feedback.patterns import latest_verdict
+    from faultlens.middleware.replay.gateway_calls import call_steps
+    from faultlens.middleware.store import open_store
+
+    store = open_store(":memory:")
+    runs = patterns_eval.run_team("supervisor_team", 20, store, say=lambda line: None)
+    patterns_eval.verify_runs(runs, mode_from="correction", say=lambda line: None)
+    read = {}
+    for run_id, slip in runs.first_slip.items():
+        verdict = latest_verdict(store, run_id)
+        calls = call_steps(store.get_trace(run_id))
+        if slip == ("calculator", "R.3") and verdict.details.get("verified") and verdict.step == calls[runs.first_call[run_id]]:
+            read[run_id] = (verdict.mode, "[tool_call] calculate(" in store.get_trace(run_id).steps[verdict.step].content)
+    assert {in_call for _, in_call in read.values()} == {True, False}, "slips both in the expression and in the result"
+    assert all(mode == "R.3" for mode, _ in read.values()), read
+    store.close()
