@@ -1,7 +1,7 @@
 """The measure for failure patterns (issue 45, item 5): do the patterns of a team's failed runs recover its tendencies?
 
     nice -n 10 .venv/bin/python scripts/patterns_eval.py --json patterns_eval.json [--tasks 300] [--teams ag2_experts,chart_desk]
-        [--method blend|verify] [--mode-from base|correction] [--workers 2]
+        [--method blend|verify] [--mode-from base|correction] [--seed 40000] [--workers 2]
 
 For each of the eight framework teams (the replay lab's, with its tendencies,
 `injectors.replay_lab.LAB_TENDENCIES`), in one process per team:
