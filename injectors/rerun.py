@@ -53,7 +53,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from faultlens.middleware.replay.rerunners import NotRerunnable, Trial
+from faultlens.middleware.replay.rerunners import REGENERATED_KEPT, NotRerunnable, Trial
 from faultlens.middleware.model.trace import Lesson, Task, Trace
 from faultlens.middleware.replay.session import Drift, Recording, Session
 
@@ -227,6 +227,6 @@ class EnvironmentRerunner:
                          detail=f"the rerun crashed: {type(exc).__name__}: {exc}")
         new = result.steps[step].content if step < len(result.steps) else ""
         return Trial(step=step, success=bool(result.outcome and result.outcome.success),
-                     changed=new != trace.steps[step].content, regenerated=new[:300],
+                     changed=new != trace.steps[step].content, regenerated=new[:REGENERATED_KEPT],
                      live_calls=session.live + len(overrides), seconds=round(time.monotonic() - started, 4),
                      detail=(result.outcome.detail or "") if result.outcome else "")

@@ -41,7 +41,7 @@ from typing import Any
 from faultlens.middleware.capture.live_gateway import LESSONS_BEGIN, LESSONS_END, RUN_HEADER, TASK_HEADER, Gateway, completion_text
 from faultlens.middleware.model.trace import GoldLabel, StepKind, Task, Trace
 from faultlens.middleware.replay.session import CallRecord, Drift, Recording, Session, canonical
-from faultlens.middleware.replay.rerunners import NotRerunnable, Trial
+from faultlens.middleware.replay.rerunners import REGENERATED_KEPT, NotRerunnable, Trial
 
 from .envs.base import parse_action, render_action
 from .envs.framework import routed_through
@@ -318,5 +318,5 @@ class GatewayTeam:
         new = regenerated[0] if regenerated else ""
         outcome = result.trace.outcome
         return Trial(step=step, success=bool(outcome and outcome.success), changed=new != trace.steps[step].content,
-                     regenerated=new[:300], live_calls=session.live + 1, seconds=round(time.monotonic() - started, 4),
+                     regenerated=new[:REGENERATED_KEPT], live_calls=session.live + 1, seconds=round(time.monotonic() - started, 4),
                      detail=(outcome.detail or "") if outcome else "")

@@ -52,13 +52,14 @@ from difflib import SequenceMatcher
 from typing import Any
 
 from faultlens.middleware.model.trace import Step, StepKind, Trace
+from faultlens.middleware.replay.rerunners import REGENERATED_KEPT
 from faultlens.middleware.spans.messages import messages_text
 
 __all__ = ["mode_of_correction"]
 
-# A trial keeps its regenerated text cut to this many characters (`Trial.regenerated`, in `faultlens.rerun.trial`
-# and `replay.rerunners`): a correction that long may end mid-word and leave out the rest of the step.
-KEPT = 300
+# A trial keeps its regenerated text cut to this many characters (`Trial.regenerated`): a correction that long may
+# end mid-word and leave out the rest of the step.
+KEPT = REGENERATED_KEPT
 _TOKEN = re.compile(r"-?\d[\d,]*(?:\.\d+)?|[a-z]{3,}")
 _NUMBER = re.compile(r"-?\d")
 

@@ -14,7 +14,7 @@ from faultlens.middleware.capture.live_gateway import Gateway, completion_text
 from faultlens.server.gateway_routes import gateway_router
 from faultlens.middleware.capture.rerun_upstream import RerunUpstream, draw
 from faultlens.middleware.capture.upstream import GatewayUpstream, UpstreamError
-from faultlens.middleware.replay.rerunners import Trial
+from faultlens.middleware.replay.rerunners import REGENERATED_KEPT, Trial
 from faultlens.middleware.replay.session import Recording
 from faultlens.server.run import ServerThread
 from .contract import Judge, Program, contract_env
@@ -79,7 +79,7 @@ def _run(spec: TrialSpec, program: Program, judge: Judge, upstream: GatewayUpstr
     def trial(outcome: str, detail: str, success: bool = False) -> tuple[Trial, RerunUpstream]:
         changed = None if rerun.corrected is None else rerun.corrected != _recorded_text(spec)
         return Trial(step=spec.step, success=success, outcome=outcome, detail=detail, changed=changed, control=spec.control or None,
-                     regenerated=(rerun.corrected or "")[:300] or None, live_calls=rerun.live_calls, seconds=seconds), rerun
+                     regenerated=(rerun.corrected or "")[:REGENERATED_KEPT] or None, live_calls=rerun.live_calls, seconds=seconds), rerun
 
     if rerun.drift is not None:
         return trial("drift", f"not verifiable: the replayed prefix drifted ({rerun.drift})")
@@ -131,7 +131,7 @@ def draw_anew(spec: TrialSpec, agent: str, request: dict[str, Any], upstream: Ga
     text = completion_text(drawn)
     if text != _recorded_text(spec):
         return drawn
-    return Trial(step=spec.step, success=False, outcome="unchanged", changed=False, reran=False, regenerated=text[:300] or None,
+    return Trial(step=spec.step, success=False, outcome="unchanged", changed=False, reran=False, regenerated=text[:REGENERATED_KEPT] or None,
                  seconds=round(time.monotonic() - started, 4),
                  detail=f"call {spec.at} {_how(spec)}: the same reply as recorded, so the run fails as recorded "
                         "(one model call; the program was not re-run)")

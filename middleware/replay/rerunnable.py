@@ -57,7 +57,7 @@ from ..errors import FaultlensError
 from ..model.trace import AgentInfo, Outcome, Source, Step, StepKind, Task, Trace, new_id
 from ..store.redact import redact
 from .session import CallRecord, Drift, Recording, Session
-from .rerunners import NotRerunnable, Trial, register_rerunner
+from .rerunners import REGENERATED_KEPT, NotRerunnable, Trial, register_rerunner
 
 __all__ = ["LitellmRerunner"]
 
@@ -256,6 +256,6 @@ class LitellmRerunner:
             raise NotRerunnable(f"{self.name}: the program is not deterministic: {drift}") from drift
         outcome = self._outcome(trace.task.query, answer, error)
         new = steps[step].content if step < len(steps) else ""
-        return Trial(step=step, success=outcome.success, changed=new != trace.steps[step].content, regenerated=new[:300],
+        return Trial(step=step, success=outcome.success, changed=new != trace.steps[step].content, regenerated=new[:REGENERATED_KEPT],
                      live_calls=session.live + len(overrides), seconds=round(time.monotonic() - started, 4),
                      detail=outcome.detail or "")

@@ -43,6 +43,11 @@ class NotRerunnable(FaultlensError):
         self.trial = trial
 
 
+# A trial keeps this much of its regenerated step: enough for a long message (a Magentic-One orchestrator's ledger)
+# to show what the correction changed (`attributors.methods.correction`), short enough to store every trial.
+REGENERATED_KEPT = 2000
+
+
 @dataclass
 class Trial:
     """One rerun with step `step` regenerated, and what came of it."""
@@ -50,7 +55,7 @@ class Trial:
     step: int
     success: bool
     changed: bool | None = None  # did the regenerated step differ from the recorded one (None: unknown)
-    regenerated: str | None = None  # the new content of the step, shortened
+    regenerated: str | None = None  # the new content of the step, its first REGENERATED_KEPT characters
     live_calls: int | None = None  # calls made anew after the change (the rest were replayed or reused)
     seconds: float = 0.0
     detail: str = ""
@@ -109,7 +114,7 @@ class CallableRerunner:
         new = result.steps[step].content if step < len(result.steps) else None
         return Trial(step=step, success=result.outcome.success, seconds=seconds,
                      changed=None if new is None else new != trace.steps[step].content,
-                     regenerated=None if new is None else new[:300])
+                     regenerated=None if new is None else new[:REGENERATED_KEPT])
 
 
 _rerunners: dict[str, Rerunner] = {}

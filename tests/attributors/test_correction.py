@@ -116,7 +116,9 @@ def test_a_gateway_recorded_call_is_read_by_its_tool_calls(content, corrected, m
 def test_a_correction_cut_short_is_read_up_to_its_cut():
     # A trial keeps its regenerated text cut to KEPT characters, here mid-word and mid-number: the pieces are not new
     # tokens, and what the cut left out was not taken out.
-    brief = "Trip: 3 travellers, Lisbon to Vienna, {n} nights. " + "Search the flights and choose one by the flight rule. " * 8
+    sentence = "Search the flights and choose one by the flight rule. "
+    # Leading spaces (no tokens) put the cut at the same place in a sentence, mid-word, whatever KEPT is.
+    brief = " " * ((KEPT - 300) % len(sentence)) + "Trip: 3 travellers, Lisbon to Vienna, {n} nights. " + sentence * (KEPT // 50 + 1)
     content = f'[tool_call] handoff({{"reason": "{brief.format(n=2)}", "to_agent": "researcher"}})'
     corrected = f'[tool_call] handoff({{"reason": "{brief.format(n=4)}", "to_agent": "researcher"}})'[:KEPT - 3] + "200"
     trace = gateway_call(content, "handoff")
