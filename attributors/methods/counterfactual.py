@@ -21,7 +21,10 @@
 
 With `draws=n`, a re-sampled candidate whose new draw changed it without
 fixing the run is drawn again, up to n draws in all (a slip downstream may
-have undone the correction); every draw is a rerun.
+have undone the correction); every draw is a rerun. When no candidate fixed
+the run, the candidates whose new draw (one model call, `Trial.reran` false)
+only said what was recorded are asked again, up to n sweeps: a sampled agent
+may repeat its slip by chance, and a call that changes now is re-run.
 
 When the rerunner offers a *control* (`CommandRerunner` does), a candidate
 whose correction made the run succeed is confirmed only if the run re-run with
@@ -136,6 +139,44 @@ class Counterfactual(BaseAttributor):
                 return False
         return True
 
+    def _sweep(self, steps: list[int], trace: Trace, rerunner: Rerunner,
+               details: dict[str, Any]) -> tuple[int | None, str | None, str | None, Cost]:
+        """Try `steps` in order: (the verified step, its correction, why the search must stop (None: it may go
+        on), the corrector's cost)."""
+        cost = Cost()
+        for step in steps:
+            if details["reruns"] >= self.max_reruns:
+                return None, None, f"rerun budget spent ({self.max_reruns}) before a correction fixed the run", cost
+            replacement, spent = self._correction(trace, step)
+            cost = cost + spent
+            if self.corrector is not None and replacement is None:
+                details["trials"].append(Trial(step=step, success=False, detail="the corrector's answer was empty; not re-run").to_json())
+                continue
+            try:
+                trial = self._trial(rerunner.rerun, details, trace, step, replacement)
+                # A new draw that changed the step yet did not fix the run may have been undone by a slip
+                # downstream: draw again, up to `draws` times in all.
+                for _ in range(self.draws - 1):
+                    if trial.success or replacement is not None or not trial.changed or details["reruns"] >= self.max_reruns:
+                        break
+                    trial = self._trial(rerunner.rerun, details, trace, step, None)
+                control = getattr(rerunner, "control", None)
+                if trial.success and callable(control):
+                    held = self._controls_fail(control, details, trace, step)
+                    if held is None:
+                        return None, None, f"rerun budget spent ({self.max_reruns}) before the controls of step {step}", cost
+                    if not held:
+                        continue
+            except NotRerunnable as exc:
+                if exc.trial is not None:  # a re-run that showed nothing (drift, a timeout, ...): listed, never counted
+                    details["reruns"] += exc.trial.reran is not False
+                    details["trials"].append(exc.trial.to_json())
+                    details["not_verifiable"] = True
+                return None, None, f"not re-runnable: {exc}", cost
+            if trial.success:
+                return step, (replacement if replacement is not None else trial.regenerated), None, cost
+        return None, None, None, cost
+
     # -- the method --------------------------------------------------------
     def attribute(self, trace: Trace) -> Attribution:
         started = time.monotonic()
@@ -153,43 +194,20 @@ class Counterfactual(BaseAttributor):
             fallback = f"no rerunner can re-run this trace (source.benchmark={trace.source.benchmark!r})"
         else:
             details["rerunner"] = rerunner.name
-            for step in self._candidates(ranked):
-                if details["reruns"] >= self.max_reruns:
-                    fallback = f"rerun budget spent ({self.max_reruns}) before a correction fixed the run"
-                    break
-                replacement, spent = self._correction(trace, step)
+            steps = self._candidates(ranked)
+            for _ in range(self.draws if self.corrector is None else 1):
+                verdict, corrected, fallback, spent = self._sweep(steps, trace, rerunner, details)
                 cost = cost + spent
-                if self.corrector is not None and replacement is None:
-                    details["trials"].append(Trial(step=step, success=False, detail="the corrector's answer was empty; not re-run").to_json())
-                    continue
-                try:
-                    trial = self._trial(rerunner.rerun, details, trace, step, replacement)
-                    # A new draw that changed the step yet did not fix the run may have been undone by a slip
-                    # downstream: draw again, up to `draws` times in all.
-                    for _ in range(self.draws - 1):
-                        if trial.success or replacement is not None or not trial.changed or details["reruns"] >= self.max_reruns:
-                            break
-                        trial = self._trial(rerunner.rerun, details, trace, step, None)
-                    control = getattr(rerunner, "control", None)
-                    if trial.success and callable(control):
-                        held = self._controls_fail(control, details, trace, step)
-                        if held is None:
-                            fallback = f"rerun budget spent ({self.max_reruns}) before the controls of step {step}"
-                            break
-                        if not held:
-                            continue
-                except NotRerunnable as exc:
-                    fallback = f"not re-runnable: {exc}"
-                    if exc.trial is not None:  # a re-run that showed nothing (drift, a timeout, ...): listed, never counted
-                        details["reruns"] += exc.trial.reran is not False
-                        details["trials"].append(exc.trial.to_json())
-                        details["not_verifiable"] = True
+                if verdict is not None or fallback is not None:
                     break
-                if trial.success:
-                    verdict, corrected = step, (replacement if replacement is not None else trial.regenerated)
+                # Nothing fixed the run: ask again the calls whose every new draw said what was recorded (a model
+                # call each, not a rerun). A sampled agent may have repeated its slip by chance; asking again only
+                # when the cheap pass found nothing keeps innocent calls from drawing new slips in every run.
+                steps = [step for step in steps if _only_unchanged(details["trials"], step)]
+                if not steps:
                     break
-            else:
-                fallback = fallback or f"no correction of the top {self.k} candidate steps made the run succeed"
+            if verdict is None and fallback is None:
+                fallback = f"no correction of the top {self.k} candidate steps made the run succeed"
         if verdict is None:
             verdict = ranked.step
             details["fallback"] = fallback
@@ -210,6 +228,12 @@ class Counterfactual(BaseAttributor):
             confidence=1.0 if details["verified"] else ranked.confidence, ranking=ranking, cost=cost,
             model=self.corrector, prompt_version=PROMPT_VERSION, raw=ranked.raw, details=details,
         )
+
+
+def _only_unchanged(trials: list[dict[str, Any]], step: int) -> bool:
+    """Did every trial of `step` end at a new draw that said what was recorded (the program never re-run)?"""
+    mine = [t for t in trials if t.get("step") == step]
+    return bool(mine) and all(t.get("reran") is False and t.get("changed") is False for t in mine)
 
 
 @register("counterfactual")

@@ -240,3 +240,31 @@ def test_a_trial_that_did_not_rerun_the_program_is_not_counted_as_a_rerun():
     a = get("counterfactual", base=Ranked([2, 0]), k=2, draws=3, max_reruns=1, rerunner=Probing()).attribute(counter_run(bad=2))
     assert a.details["verified"] and a.step == 2 and a.details["reruns"] == 1
     assert [t["outcome"] for t in a.details["trials"] if "outcome" in t] == ["unchanged"]  # not drawn again either
+
+
+def test_when_nothing_fixed_the_run_the_calls_that_said_the_same_are_asked_again():
+    class Repeating(CallableRerunner):
+        """Step 0 is decisive, but its first new draw repeats the slip (a model call, no re-run); step 2 is innocent:
+        its new draws change it and the run still fails."""
+
+        def __init__(self):
+            super().__init__("counter-team", rerun_counter)
+            self.asked: list[int] = []
+
+        def rerun(self, trace, step, replacement=None):
+            self.asked.append(step)
+            if step == 0 and self.asked.count(0) == 1:
+                return Trial(step=0, success=False, changed=False, reran=False, outcome="unchanged")
+            return Trial(step=step, success=step == 0, changed=True, outcome="success" if step == 0 else "failure")
+
+        def control(self, trace, step):
+            return Trial(step=step, success=False, control=True, outcome="failure")
+
+    repeating = Repeating()
+    a = get("counterfactual", base=Ranked([2, 0]), k=2, draws=2, max_reruns=9, rerunner=repeating).attribute(counter_run(bad=2))
+    # The first sweep: step 0 said the same, step 2 drawn twice without a fix. The second asks step 0 alone again.
+    assert repeating.asked == [0, 2, 2, 0]
+    assert a.details["verified"] and a.step == 0 and a.details["reruns"] == 4  # two of step 2, step 0's, its control
+    one = Repeating()
+    b = get("counterfactual", base=Ranked([2, 0]), k=2, draws=1, max_reruns=9, rerunner=one).attribute(counter_run(bad=2))
+    assert not b.details["verified"] and one.asked == [0, 2]  # one draw: one sweep
