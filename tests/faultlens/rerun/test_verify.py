@@ -103,6 +103,16 @@ def test_verify_confirms_the_decisive_call_by_rerunning_the_program(tmp_path, si
     assert len(fixed) == 1 and fixed[0].agent == "researcher" and fixed[0].attribution_id == saved.id
 
 
+def test_with_two_controls_the_decisive_call_is_confirmed_by_two_failing_re_runs(tmp_path, sim):
+    command = write_program(tmp_path)
+    db, _ = record_failed_run(tmp_path, sim, command)
+    verdict = verify(db, command, sim.url, "--judge", f"grep -q {RIGHT}", "--controls", "2")
+    assert verdict["verified"] is True and verdict["step"] == 0
+    assert [(t["outcome"], t.get("control", False)) for t in verdict["trials"]] == [
+        ("success", False), ("failure", True), ("failure", True)]
+    assert verdict["reruns"] == 3
+
+
 def test_the_reference_answer_or_a_posted_outcome_judges_when_no_judge_command_is_given(tmp_path, sim):
     command = write_program(tmp_path)
     db, _ = record_failed_run(tmp_path, sim, command)
