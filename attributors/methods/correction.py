@@ -57,9 +57,6 @@ from faultlens.middleware.spans.messages import messages_text
 
 __all__ = ["mode_of_correction"]
 
-# A trial keeps its regenerated text cut to this many characters (`Trial.regenerated`): a correction that long may
-# end mid-word and leave out the rest of the step.
-KEPT = REGENERATED_KEPT
 _TOKEN = re.compile(r"-?\d[\d,]*(?:\.\d+)?|[a-z]{3,}")
 _NUMBER = re.compile(r"-?\d")
 
@@ -80,12 +77,6 @@ def _blocks(old: str, new: str, cut: bool = False) -> list[tuple[list[str], list
         b = b[:-1]
     return [(a[i1:i2], b[j1:j2]) for op, i1, i2, j1, j2 in SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
             if op != "equal" and not (cut and op == "delete" and i2 == len(a))]
-
-
-def _changed(old: str, new: str, cut: bool = False) -> tuple[set[str], set[str]]:
-    """(tokens the correction put in, tokens it took out), where the two token sequences differ (`_blocks`)."""
-    blocks = _blocks(old, new, cut)
-    return {t for _, put in blocks for t in put}, {t for out, _ in blocks for t in out}
 
 
 def _given(step: Step) -> str:
@@ -185,7 +176,7 @@ def _numerical_slip(blocks: list[tuple[list[str], list[str]]], text: str, inputs
 
 
 # A tool call as a gateway-recorded step renders it (`spans.messages._part_text`). The closing parenthesis may be
-# missing: a re-run's regenerated text is kept cut to a few hundred characters.
+# missing: a re-run's regenerated text is kept cut (`REGENERATED_KEPT`).
 _GATEWAY_CALL = re.compile(r"^\[tool_call\] ([^\s(]+)\((.*?)\)?$", re.M)
 
 
@@ -228,11 +219,13 @@ def _tool_name(text: str) -> str | None:
 def mode_of_correction(trace: Trace, step: int, corrected: str) -> str | None:
     """The mode that turning `trace.steps[step]` into `corrected` fixed, or None when the change says nothing."""
     original = trace.steps[step]
-    cut = len(corrected) >= KEPT
+    # A trial keeps its regenerated text cut to REGENERATED_KEPT characters: one that long may end mid-word and
+    # leave out the rest of the step.
+    cut = len(corrected) >= REGENERATED_KEPT
     blocks = _blocks(original.content, corrected, cut)
     if not blocks:
         return None
-    added, _ = _changed(original.content, corrected, cut)
+    added = {t for _, put in blocks for t in put}
     inputs = _tokens(trace.task.query)
     task_words = set(inputs)
     for earlier in trace.steps[:step]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from faultlens.attributors.methods.correction import KEPT, _numerical_slip, mode_of_correction
+from faultlens.attributors.methods.correction import _numerical_slip, mode_of_correction
+from faultlens.middleware.replay.rerunners import REGENERATED_KEPT as KEPT
 from faultlens.middleware.model.trace import Step, StepKind, Task, Trace
 
 QUESTION = "By how much did the revenue of Brival Corp change from 2018 to 2022?"
