@@ -125,10 +125,11 @@ def check_envs(envs: Iterable[str] | None) -> list[str]:
     unknown = [n for n in names if n not in known]
     if unknown:
         raise UnknownName(f"unknown environment(s) {unknown}; known: {', '.join(known)}")
-    missing = [f"{n} needs {' and '.join(absent)}" for n in names if (absent := registry.get(n).missing())]
+    missing = [f"{n} needs {' and '.join(absent)}: pip install 'faultlens[{registry.get(n).extra}]'"
+               for n in names if (absent := registry.get(n).missing())]
     if missing:
         raise ConfigError("environments on real agent frameworks need their optional extra, not installed here "
-                          f"({'; '.join(missing)}): pip install 'faultlens[frameworks]', or choose environments with --env")
+                          f"({'; '.join(missing)}), or choose environments with --env")
     return names
 
 

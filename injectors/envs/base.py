@@ -157,6 +157,9 @@ class Environment:
     framework: ClassVar[str | None] = None
     # The Python modules the framework needs (its optional extra); `missing()` says which are not installed.
     requires: ClassVar[tuple[str, ...]] = ()
+    # The optional extra that installs them: `frameworks`, or `frameworks2` for frameworks that cannot share its
+    # resolve (they live in their own virtualenv; `benchmark.shards` builds their shards with its interpreter).
+    extra: ClassVar[str] = "frameworks"
 
     def missing(self) -> list[str]:
         """The modules of `requires` that cannot be imported here (the optional extra is not installed)."""

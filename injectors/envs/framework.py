@@ -150,7 +150,7 @@ class FrameworkEnvironment(Environment):
         try:
             yield
         except ImportError as exc:  # the optional extra is not installed
-            raise RuntimeError(f"{self.name} needs {framework}: pip install 'faultlens[frameworks]'") from exc
+            raise RuntimeError(f"{self.name} needs {framework}: pip install 'faultlens[{self.extra}]'") from exc
 
     def simulated_endpoint(self, rt: Runtime, reply: Reply | None = None,
                            endpoint: type[InProcessEndpoint] = InProcessEndpoint) -> InProcessEndpoint:

@@ -41,10 +41,10 @@ def seed_runs(env_name: str, sim: dict[str, Any], task_seed: int = 0, n: int = 4
 FRAMEWORK_SIM = {"seed": 5, "noise": 0.3, "tendencies": {}}  # the framework teams' tests' simulated agents
 
 
-def needs_framework(module: str) -> pytest.MarkDecorator:
-    """Skips a test that runs the team when its framework (`module`, of the `frameworks` extra) is not installed."""
+def needs_framework(module: str, extra: str = "frameworks") -> pytest.MarkDecorator:
+    """Skips a test that runs the team when its framework (`module`, of the optional `extra`) is not installed."""
     return pytest.mark.skipif(importlib.util.find_spec(module) is None,
-                              reason="needs the frameworks extra: pip install 'faultlens[frameworks]'")
+                              reason=f"needs the {extra} extra: pip install 'faultlens[{extra}]'")
 
 
 def seed_runs_fixture(env_name: str, n: int, sim: dict[str, Any] = FRAMEWORK_SIM) -> Any:

@@ -55,13 +55,20 @@ TEAMS = [
 ]
 
 
-def _installed(team: Team) -> pytest.MarkDecorator:
-    return pytest.mark.skipif(bool(envs.get(team.env).missing()),
-                              reason="needs the frameworks extra: pip install 'faultlens[frameworks]'")
+def _installed(team: Team) -> list[pytest.MarkDecorator]:
+    """Skip without the team's framework; a `frameworks2` team's cases also carry that mark (`make test` runs them in
+    .venv-frameworks2, the virtualenv of that extra)."""
+    env = envs.get(team.env)
+    marks = [pytest.mark.skipif(bool(env.missing()), reason=f"needs the {env.extra} extra: pip install 'faultlens[{env.extra}]'")]
+    return marks + [pytest.mark.frameworks2] if env.extra == "frameworks2" else marks
 
 
 def teams(with_framework: bool = True) -> list:
-    return [pytest.param(t, id=t.env, marks=[_installed(t)] if with_framework else []) for t in TEAMS]
+    return [pytest.param(t, id=t.env, marks=_installed(t) if with_framework else _extra_mark(t)) for t in TEAMS]
+
+
+def _extra_mark(team: Team) -> list[pytest.MarkDecorator]:
+    return [pytest.mark.frameworks2] if envs.get(team.env).extra == "frameworks2" else []
 
 
 def runs_of(team: Team) -> list:
@@ -83,7 +90,7 @@ def test_without_its_framework_a_run_names_the_extra(team, monkeypatch):
             monkeypatch.delitem(sys.modules, name)
         monkeypatch.setitem(sys.modules, package, None)
     task = env.tasks(0, 1)[0]  # tasks need no framework
-    with pytest.raises(RuntimeError, match=r"faultlens\[frameworks\]"):
+    with pytest.raises(RuntimeError, match=rf"faultlens\[{env.extra}\]"):
         env.run(task, sim={"seed": 0, "noise": 0.0})
 
 
@@ -128,7 +135,7 @@ def test_a_changed_request_on_replay_is_drift_not_a_crash(team):
 
 
 def _rules() -> list:
-    return [pytest.param(team, mode, rule, id=f"{team.env}-{mode}-{rule.__name__}", marks=[_installed(team)])
+    return [pytest.param(team, mode, rule, id=f"{team.env}-{mode}-{rule.__name__}", marks=_installed(team))
             for team in TEAMS for mode, rules in envs.get(team.env).mutators().items() for rule in rules]
 
 
