@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 PYTHON ?= python3
 export LITELLM_LOCAL_MODEL_COST_MAP := True
 
-.PHONY: demo test test-postgres lint install install-dev phoenix bench clean
+.PHONY: demo test test-postgres lint install install-dev phoenix frameworks2 bench clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -33,9 +33,19 @@ $(PHOENIX_VENV)/.installed:
 	$(PHOENIX_VENV)/bin/python -m pip install -q "arize-phoenix==20.26.1"
 	touch $@
 
+# CrewAI, Semantic Kernel and CAMEL (the frameworks2 extra) pin pydantic and OpenTelemetry versions the frameworks
+# extra excludes: they get a venv of their own. Their tests run there (marked frameworks2), and `faultlens bench
+# build` builds their environments' shards with its python (benchmark/shard_elsewhere.py).
+FRAMEWORKS2_VENV ?= .venv-frameworks2
+$(FRAMEWORKS2_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(FRAMEWORKS2_VENV)
+	$(FRAMEWORKS2_VENV)/bin/python -m pip install -q -e ".[all,dev,frameworks2]"
+	touch $@
+
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 phoenix: $(PHOENIX_VENV)/.installed
+frameworks2: $(FRAMEWORKS2_VENV)/.installed
 
 demo: $(VENV)/.installed
 	$(VENV)/bin/faultlens demo
@@ -47,9 +57,10 @@ demo: $(VENV)/.installed
 # and skips those cases when they are not.
 PG_CTL := $(firstword $(wildcard /usr/lib/postgresql/*/bin/pg_ctl) $(shell command -v pg_ctl 2>/dev/null))
 
-test: $(VENV)/.installed-dev $(PHOENIX_VENV)/.installed
+test: $(VENV)/.installed-dev $(PHOENIX_VENV)/.installed $(FRAMEWORKS2_VENV)/.installed
 	@$(if $(PG_CTL),echo "PostgreSQL: $(PG_CTL) (the store tests run on SQLite and PostgreSQL)",echo "PostgreSQL not installed (apt-get install postgresql): its store tests are skipped")
 	$(PY) -m pytest -q
+	$(FRAMEWORKS2_VENV)/bin/python -m pytest -q -m frameworks2 tests/injectors/envs tests/middleware/spans/adapters
 
 # Only the tests that run on PostgreSQL, and fail (not skip) without it.
 test-postgres: $(VENV)/.installed-dev
@@ -66,4 +77,4 @@ lint: $(VENV)/.installed-dev
 	$(VENV)/bin/mypy
 
 clean:
-	rm -rf $(VENV) $(PHOENIX_VENV) .faultlens .lint
+	rm -rf $(VENV) $(PHOENIX_VENV) $(FRAMEWORKS2_VENV) .faultlens .lint

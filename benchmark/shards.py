@@ -126,11 +126,22 @@ def check_envs(envs: Iterable[str] | None) -> list[str]:
     if unknown:
         raise UnknownName(f"unknown environment(s) {unknown}; known: {', '.join(known)}")
     missing = [f"{n} needs {' and '.join(absent)}: pip install 'faultlens[{registry.get(n).extra}]'"
-               for n in names if (absent := registry.get(n).missing())]
+               for n in names if (absent := registry.get(n).missing()) and elsewhere(n) is None]
     if missing:
         raise ConfigError("environments on real agent frameworks need their optional extra, not installed here "
                           f"({'; '.join(missing)}), or choose environments with --env")
     return names
+
+
+def elsewhere(env_name: str) -> Path | None:
+    """The interpreter that builds `env_name`'s shard when its framework is not installed here but in the virtualenv
+    of its extra (`benchmark.shard_elsewhere`); None when it builds here, or cannot be built at all."""
+    from faultlens.injectors import envs as registry
+
+    from .shard_elsewhere import interpreter
+
+    env = registry.get(env_name)
+    return interpreter(env.extra) if env.missing() else None
 
 
 # ---------------------------------------------------------------- the digest
@@ -510,9 +521,15 @@ def build_shards(envs: list[str], params: ShardParams, cache: Path | None = None
                  force: bool = False, progress: Progress | None = None) -> dict[str, Shard]:
     """Each environment's shard: from `cache` when its digest is unchanged (unless `force`), else built (and stored
     in `cache`, when given). Environments are built one after another, each stored as soon as it is done, so an
-    interrupted build keeps the shards it finished."""
+    interrupted build keeps the shards it finished. An environment whose framework lives in another virtualenv is
+    built by that virtualenv's interpreter (`elsewhere`), in the same cache."""
+    from .shard_elsewhere import build_elsewhere
+
     out: dict[str, Shard] = {}
     for env in envs:
+        if (python := elsewhere(env)) is not None:
+            out[env] = build_elsewhere(env, params, python, cache, workers=workers, force=force, progress=progress)
+            continue
         parts = digest_parts(env, params)
         digest = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
         shard = None if cache is None or force else read_shard(cache, params, env, digest)
@@ -530,6 +547,6 @@ def build_shards(envs: list[str], params: ShardParams, cache: Path | None = None
     return out
 
 
-__all__ = ["DEFAULT_CACHE", "Shard", "ShardParams", "build_shard", "build_shards", "check_envs", "digest_parts",
+__all__ = ["DEFAULT_CACHE", "Shard", "ShardParams", "build_shard", "build_shards", "check_envs", "digest_parts", "elsewhere",
            "read_shard", "shard_digest", "shard_paths", "stale_reason", "topup_groups", "topup_tasks", "trace_line", "write_lines",
            "write_shard"]
