@@ -266,13 +266,14 @@ def datasheet(build: BuildResult, args: dict[str, Any], command: str) -> str:
         env = info.get(n)
         mine = [t for t in every if t.source.benchmark == n]
         lengths = [len(t.steps) for t in mine]
-        rows.append([f"`{n}`", env.modality if env else "?", env.topology if env else "?",
+        rows.append([f"`{n}`", (env.stands_in_for or "-") if env else "?", env.modality if env else "?", env.topology if env else "?",
                      len([t for t in build.traces["dev"] if t.source.benchmark == n]),
                      len([t for t in build.traces["test"] if t.source.benchmark == n]),
                      len({t.task.id for t in mine}),
                      f"{min(lengths)}–{max(lengths)}" if lengths else "-",
                      f"{sum(lengths) / len(lengths):.1f}" if lengths else "-"])
-    out.append(_table(["environment", "modality", "topology", "dev", "test", "tasks", "steps (min–max)", "steps (mean)"], rows))
+    out.append(_table(["environment", "stands in for", "modality", "topology", "dev", "test", "tasks", "steps (min–max)",
+                       "steps (mean)"], rows))
 
     for title, key in (("Modality", lambda t: t.source.modality or "?"),
                        ("Topology", lambda t: "multi-agent" if t.multi_agent else "single-agent"),

@@ -150,6 +150,9 @@ class Environment:
     agents: ClassVar[list[AgentInfo]] = []
     tools: ClassVar[dict[str, ToolSpec]] = {}
     description: ClassVar[str] = ""
+    # The task family and the public benchmark it stands in for, as the datasheet names it ("code with tests
+    # (HumanEval, MBPP)"): the bundled benchmark's spread beside Who&When Pro's 26 scenario benchmarks.
+    stands_in_for: ClassVar[str] = ""
     # Modes whose injected errors essentially never make this environment's task fail (yield under 5% of
     # attempts), each with a one-line reason. Injection skips them here; the datasheet lists them.
     not_applicable: ClassVar[dict[str, str]] = {}

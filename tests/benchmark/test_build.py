@@ -104,6 +104,7 @@ def test_the_datasheet_has_counts_the_rebuild_command_and_calibration(built):
                     "## Calibration (test split)"):
         assert heading in sheet
     assert "| environment | traces | heuristic |" in sheet
+    assert "| `chart_qa` | chart QA (ChartQA) | image |" in sheet  # the family each environment stands in for
     assert "baseline:first-step" in sheet and "baseline:majority-agent" in sheet
     assert f"{result.total} failure traces" in sheet
     assert set(result.calibration) >= {"heuristic", "baseline:first-step", "baseline:random-step"}

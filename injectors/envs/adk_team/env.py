@@ -77,6 +77,7 @@ NOT_APPLICABLE = {
 @register
 class AdkTeam(FrameworkEnvironment):
     name = "adk_team"
+    stands_in_for = "travel quotes on a budget (TravelPlanner)"
     framework: ClassVar[str | None] = FRAMEWORK
     requires: ClassVar[tuple[str, ...]] = ("google.adk",)
     modality = "text"

@@ -221,6 +221,7 @@ def _interpreter_dir() -> Path:
 @register
 class Ag2Experts(FrameworkEnvironment):
     name = "ag2_experts"
+    stands_in_for = "number theory with code (MATH)"
     framework: ClassVar[str | None] = FRAMEWORK
     requires: ClassVar[tuple[str, ...]] = ("autogen",)
     modality = "text"

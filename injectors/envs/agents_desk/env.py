@@ -124,6 +124,7 @@ NOT_APPLICABLE = {
 @register
 class AgentsDesk(FrameworkEnvironment):
     name = "agents_desk"
+    stands_in_for = "retail customer service under policies (tau-bench retail)"
     framework: ClassVar[str | None] = FRAMEWORK
     requires: ClassVar[tuple[str, ...]] = ("agents",)
     modality = "text"

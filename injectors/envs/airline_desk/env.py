@@ -73,6 +73,7 @@ NOT_APPLICABLE = {
 @register
 class AirlineDesk(ToolCallingTeam):
     name = "airline_desk"
+    stands_in_for = "airline service under fare policies (tau-bench airline)"
     framework: ClassVar[str | None] = FRAMEWORK
     requires: ClassVar[tuple[str, ...]] = ("agno",)
     topology = "multi"

@@ -126,6 +126,7 @@ def _deterministic() -> Any:
 @register
 class ChartDesk(FrameworkEnvironment):
     name = "chart_desk"
+    stands_in_for = "chart QA with tools (ChartQA)"
     framework: ClassVar[str | None] = FRAMEWORK
     requires: ClassVar[tuple[str, ...]] = ("pydantic_ai",)
     modality = "image"

@@ -274,6 +274,7 @@ _PROMPTS = {
 @register
 class ChartQA(Environment):
     name = "chart_qa"
+    stands_in_for = "chart QA (ChartQA)"
     modality = "image"
     topology = "multi"
     description = "analyst, perceiver and answerer answer questions about bar and line charts rendered with matplotlib"

@@ -75,6 +75,7 @@ NOT_APPLICABLE = {
 @register
 class CodeDesk(ToolCallingTeam):
     name = "code_desk"
+    stands_in_for = "code with tests (HumanEval, MBPP)"
     framework: ClassVar[str | None] = FRAMEWORK
     requires: ClassVar[tuple[str, ...]] = ("strands",)
     modality = "text"

@@ -437,6 +437,7 @@ _PROMPTS = {
 @register
 class CodeTeam(Environment):
     name = "code_team"
+    stands_in_for = "code with tests (HumanEval, MBPP)"
     modality = "text"
     topology = "multi"
     description = "a LangGraph team (architect, coder, tester) writes a Python function from a spec; hidden tests judge it"

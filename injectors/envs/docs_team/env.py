@@ -70,6 +70,7 @@ NOT_APPLICABLE = {
 @register
 class DocsTeam(ToolCallingTeam):
     name = "docs_team"
+    stands_in_for = "document QA over reports (FinanceBench)"
     framework: ClassVar[str | None] = FRAMEWORK
     requires: ClassVar[tuple[str, ...]] = ("haystack",)
     topology = "multi"

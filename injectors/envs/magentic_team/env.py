@@ -91,6 +91,7 @@ def use_bundled_tiktoken() -> None:
 @register
 class MagenticTeam(FrameworkEnvironment):
     name = "magentic_team"
+    stands_in_for = "web research with a coder (GAIA)"
     framework: ClassVar[str | None] = FRAMEWORK
     requires: ClassVar[tuple[str, ...]] = ("autogen_agentchat", "autogen_ext")
     modality = "text"

@@ -370,6 +370,7 @@ PROMPT = (
 @register
 class MathReact(Environment):
     name = "math_react"
+    stands_in_for = "math word problems with tools (GSM8K)"
     modality = "text"
     topology = "single"
     description = "one ReAct agent with a calculator and a unit converter solves word problems that mix units"

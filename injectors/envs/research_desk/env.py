@@ -425,6 +425,7 @@ _PROMPTS = {
 @register
 class ResearchDesk(Environment):
     name = "research_desk"
+    stands_in_for = "numeric QA over a registry (FRAMES)"
     modality = "text"
     topology = "multi"
     description = "a LangGraph team (planner, researcher, analyst, reviewer, reporter) answering numeric questions over a registry"

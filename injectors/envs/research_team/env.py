@@ -393,6 +393,7 @@ _PROMPTS = {
 @register
 class ResearchTeam(Environment):
     name = "research_team"
+    stands_in_for = "multi-hop QA over documents (HotpotQA)"
     modality = "text"
     topology = "multi"
     description = "planner, searcher, reader, calculator, verifier and answerer answer multi-hop questions over a fictional corpus"

@@ -59,6 +59,7 @@ NOT_APPLICABLE = {
 @register
 class ScheduleDesk(FrameworkTeam):
     name = "schedule_desk"
+    stands_in_for = "calendar scheduling (NATURAL PLAN)"
     framework: ClassVar[str | None] = FRAMEWORK
     requires: ClassVar[tuple[str, ...]] = ("dspy",)
     agents = [AgentInfo(name=AGENT, role="agent", description="A DSPy ReAct program: reads the invitees' calendars, "

@@ -167,6 +167,7 @@ class SmolPolicy:
 @register
 class SmolAnalyst(FrameworkEnvironment):
     name = "smol_analyst"
+    stands_in_for = "data analysis with code (InfiAgent-DABench)"
     framework: ClassVar[str | None] = "smolagents"
     requires: ClassVar[tuple[str, ...]] = ("smolagents",)
     modality = "text"

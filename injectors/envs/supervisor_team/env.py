@@ -71,6 +71,7 @@ NOT_APPLICABLE = {
 @register
 class SupervisorTeam(FrameworkEnvironment):
     name = "supervisor_team"
+    stands_in_for = "price research with a calculator (AssistantBench)"
     framework: ClassVar[str | None] = FRAMEWORK
     requires: ClassVar[tuple[str, ...]] = ("langgraph_supervisor", "langchain_openai")
     modality = "text"

@@ -311,6 +311,7 @@ def _plan_from_question(question: str):
 @register
 class TableQA(Environment):
     name = "table_qa"
+    stands_in_for = "table QA with code (WikiTableQuestions)"
     modality = "text"
     topology = "single"
     description = "one analyst writes Python (SQL over SQLite) to answer questions about a generated sales table"

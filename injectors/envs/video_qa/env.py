@@ -310,6 +310,7 @@ PROMPT = ("You are the watcher of a video question-answering system. You cannot 
 @register
 class VideoQA(Environment):
     name = "video_qa"
+    stands_in_for = "video QA (Video-MME)"
     modality = "video"
     topology = "single"
     description = "one watcher answers questions about order, counts, first appearances and motion in short rendered clips"

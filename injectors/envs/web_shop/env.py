@@ -457,6 +457,7 @@ PROMPT = (
 @register
 class WebShop(Environment):
     name = "web_shop"
+    stands_in_for = "shopping on a web GUI (WebShop)"
     modality = "text"
     topology = "single"
     description = "one shopper buys a product under constraints on a simulated web shop seen as accessibility trees (GUI)"

@@ -128,6 +128,7 @@ class WorkflowEndpoint(InProcessEndpoint):
 @register
 class WorkflowTeam(FrameworkEnvironment):
     name = "workflow_team"
+    stands_in_for = "travel booking with a reviewer (TravelPlanner)"
     framework: ClassVar[str | None] = FRAMEWORK
     requires: ClassVar[tuple[str, ...]] = ("llama_index",)
     modality = "text"
