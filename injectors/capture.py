@@ -46,6 +46,8 @@ INSTRUMENTORS: dict[str, tuple[str, ...]] = {
     "dspy": ("openinference.instrumentation.dspy:DSPyInstrumentor",),
     # OpenInference's span processor over Strands' own GenAI spans, wrapped as an instrumentor (code_desk.tracing).
     "strands-agents": ("faultlens.injectors.envs.code_desk.tracing:StrandsInstrumentor",),
+    # OpenInference over CrewAI's event bus: an AGENT span per agent execution, delegated ones included (search_crew.tracing).
+    "crewai": ("faultlens.injectors.envs.search_crew.tracing:CrewAIInstrumentor",),
 }
 
 
