@@ -46,6 +46,9 @@ INSTRUMENTORS: dict[str, tuple[str, ...]] = {
     "dspy": ("openinference.instrumentation.dspy:DSPyInstrumentor",),
     # OpenInference's span processor over Strands' own GenAI spans, wrapped as an instrumentor (code_desk.tracing).
     "strands-agents": ("faultlens.injectors.envs.code_desk.tracing:StrandsInstrumentor",),
+    # No CAMEL instrumentation exists: openinference-instrumentation-openai's LLM spans on the client each model backend
+    # holds, plus the run's and the tools' spans in its conventions (math_society.tracing); the adapter names the agents.
+    "camel": ("faultlens.injectors.envs.math_society.tracing:CamelInstrumentor",),
     # OpenInference over CrewAI's event bus: an AGENT span per agent execution, delegated ones included (search_crew.tracing).
     "crewai": ("faultlens.injectors.envs.search_crew.tracing:CrewAIInstrumentor",),
 }

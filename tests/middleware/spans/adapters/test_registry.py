@@ -10,7 +10,7 @@ from faultlens.middleware.spans.adapters import SpanAdapter, adapters, hooks
 
 
 def test_the_first_party_adapters_are_registered_in_name_order():
-    assert [a.name for a in adapters()] == ["ag2", "autogen", "dspy", "haystack", "langgraph", "llama_index", "openai_agents", "smolagents"]
+    assert [a.name for a in adapters()] == ["ag2", "autogen", "camel", "dspy", "haystack", "langgraph", "llama_index", "openai_agents", "smolagents"]
 
 
 def test_loaded_once_and_cached():
@@ -20,7 +20,7 @@ def test_loaded_once_and_cached():
 def test_hooks_hold_only_the_adapters_that_have_them():
     gathered = hooks()
     assert gathered.helper_agents == frozenset({"checking_agent", "speaker_selection_agent"})
-    assert {op: len(namers) for op, namers in gathered.agent_names.items()} == {"chain": 5, "invoke_agent": 2, "chat": 1, "execute_tool": 1} and len(gathered.listed_agents) == 2
+    assert {op: len(namers) for op, namers in gathered.agent_names.items()} == {"chain": 5, "invoke_agent": 2, "chat": 2, "execute_tool": 1} and len(gathered.listed_agents) == 2
     assert len(gathered.whole_conversation) == 2 and len(gathered.call_arguments) == 1 and len(gathered.machinery) == 2 and len(gathered.tool_results) == 3
 
 
