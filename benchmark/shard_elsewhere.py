@@ -57,19 +57,21 @@ def build_elsewhere(env: str, params: ShardParams, python: Path, cache: Path | N
                 event = json.loads(line)
             except ValueError:  # a framework printing to stdout: not ours
                 continue
-            cached = cached or event.get("stage") == "cached"
-            if progress and isinstance(event, dict) and {"env", "stage", "done", "total"} <= set(event):
+            if not isinstance(event, dict) or not {"env", "stage", "done", "total"} <= set(event):
+                continue
+            cached = cached or event["stage"] == "cached"
+            if progress:
                 progress(event["env"], event["stage"], event["done"], event["total"])
         errors = child.stderr.read()
     if child.returncode:
         last = errors.strip().splitlines()[-1] if errors.strip() else f"exit status {child.returncode}"
         raise ConfigError(f"{env}: its shard is built by {python} (its framework's virtualenv), which failed: {last}")
     meta = json.loads(shard_paths(cache, params, env)[1].read_text())
-    shard = read_shard(cache, params, env, meta["digest"])
-    if shard is None:
+    made = read_shard(cache, params, env, meta["digest"])
+    if made is None:
         raise ConfigError(f"{env}: {python} reported its shard built, but {shard_paths(cache, params, env)[0]} does not read")
-    shard.cached = cached
-    return shard
+    made.cached = cached
+    return made
 
 
 @click.command()

@@ -37,6 +37,8 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
+from concurrent.futures import Executor
+from contextlib import nullcontext
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -401,6 +403,15 @@ def topup_groups(needs: dict[tuple[str, str], int]) -> list[tuple[str, list[str]
 def build_shard(env: str, params: ShardParams, *, workers: int = 2, digest: str = "",
                 progress: Progress | None = None) -> Shard:
     """Run one environment through the pipeline: the first pass, then its top-up rounds (see `benchmark.build`)."""
+    from faultlens.injectors.pipeline import worker_pool
+
+    # One pool for the first pass and every top-up run: its workers import the framework once, not once per run.
+    with nullcontext(None) if workers <= 1 else worker_pool(workers) as pool:
+        return _build_shard(env, params, workers, digest, progress, pool)
+
+
+def _build_shard(env: str, params: ShardParams, workers: int, digest: str, progress: Progress | None,
+                 pool: Executor | None) -> Shard:
     from faultlens.injectors.pipeline import InjectConfig, InjectResult, inject
 
     started = time.time()
@@ -411,7 +422,7 @@ def build_shard(env: str, params: ShardParams, *, workers: int = 2, digest: str 
     p = params
     config = InjectConfig(envs=[env], seeds=p.seeds, per_seed=p.per_seed, seed=p.seed, agent_model=p.agent_model,
                           generator=p.generator, noise=p.noise, workers=workers)
-    result = inject(config, progress=report("pass 1"))
+    result = inject(config, progress=report("pass 1"), pool=pool)
     traces = list(result.traces)
     phases = [len(traces)]
     seed_results = list(result.seeds)
@@ -439,7 +450,7 @@ def build_shard(env: str, params: ShardParams, *, workers: int = 2, digest: str 
             top = InjectConfig(envs=[env], seeds=tasks, per_seed=TOPUP_ATTEMPTS * len(modes),
                                seed=p.seed + TOPUP_STRIDE * round_no, agent_model=p.agent_model, generator=p.generator,
                                noise=p.noise, workers=workers, modes=modes, measure_recovered=False)
-            extra = inject(top, progress=report(f"top-up {round_no} {'/'.join(modes)}"))
+            extra = inject(top, progress=report(f"top-up {round_no} {'/'.join(modes)}"), pool=pool)
             added: Counter = Counter()
             for trace in extra.traces:
                 key = (env, (trace.gold.mode if trace.gold else "") or "")

@@ -32,9 +32,9 @@ from __future__ import annotations
 import random
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -328,8 +328,21 @@ def _run_seed_job(args: tuple[str, int, Task, InjectConfig]) -> SeedResult:
 
 # ---------------------------------------------------------------- many seeds
 
-def inject(config: InjectConfig, progress: Callable[[int, int], None] | None = None) -> InjectResult:
-    """Run the pipeline over `config.seeds` tasks of each environment."""
+def worker_pool(workers: int) -> ProcessPoolExecutor:
+    """A pool of `workers` processes for `inject` runs.
+
+    Not "fork": the caller may run threads (litellm's logging pool, span processors), and a forked child can
+    inherit one of their locks held and hang at exit. Forkserver workers start clean. A caller that runs several
+    `inject`s over one environment (a shard's top-up rounds) passes one pool to all, so its workers import the
+    framework once.
+    """
+    return ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("forkserver"))
+
+
+def inject(config: InjectConfig, progress: Callable[[int, int], None] | None = None,
+           pool: Executor | None = None) -> InjectResult:
+    """Run the pipeline over `config.seeds` tasks of each environment (in `pool` when given, else in a pool of
+    `config.workers` processes made for this run, or in this process for one worker)."""
     jobs: list[tuple[str, int, Task, InjectConfig]] = []
     for env_name in config.envs:
         env = envs.get(env_name)
@@ -337,18 +350,15 @@ def inject(config: InjectConfig, progress: Callable[[int, int], None] | None = N
             jobs.append((env_name, index, task, config))
     results: dict[tuple[str, int], SeedResult] = {}
     done = 0
-    if config.workers <= 1:
+    if pool is None and config.workers <= 1:
         for job in jobs:
             results[(job[0], job[1])] = _run_seed_job(job)
             done += 1
             if progress:
                 progress(done, len(jobs))
     else:
-        # Not "fork": the caller may run threads (litellm's logging pool, span processors), and a
-        # forked child can inherit one of their locks held and hang at exit. Forkserver workers start clean.
-        ctx = mp.get_context("forkserver")
-        with ProcessPoolExecutor(max_workers=config.workers, mp_context=ctx) as pool:
-            futures = {pool.submit(_run_seed_job, job): (job[0], job[1]) for job in jobs}
+        with nullcontext(pool) if pool is not None else worker_pool(config.workers) as running:
+            futures = {running.submit(_run_seed_job, job): (job[0], job[1]) for job in jobs}
             for future in as_completed(futures):
                 results[futures[future]] = future.result()
                 done += 1
@@ -364,4 +374,4 @@ def kept_traces(results: Iterable[SeedResult]) -> list[Trace]:
 
 
 __all__ = ["Attempt", "InjectConfig", "InjectResult", "SeedResult", "candidates", "choose_pairs", "inject", "inject_one",
-           "run_seed", "write_native_log"]
+           "run_seed", "worker_pool", "write_native_log"]
