@@ -46,6 +46,8 @@ INSTRUMENTORS: dict[str, tuple[str, ...]] = {
     "dspy": ("openinference.instrumentation.dspy:DSPyInstrumentor",),
     # OpenInference's span processor over Strands' own GenAI spans, wrapped as an instrumentor (code_desk.tracing).
     "strands-agents": ("faultlens.injectors.envs.code_desk.tracing:StrandsInstrumentor",),
+    # Semantic Kernel's own agent and tool spans, and OpenInference's OpenAI spans of its clients (ledger_chat.tracing).
+    "semantic-kernel": ("faultlens.injectors.envs.ledger_chat.tracing:SemanticKernelInstrumentor",),
     # No CAMEL instrumentation exists: openinference-instrumentation-openai's LLM spans on the client each model backend
     # holds, plus the run's and the tools' spans in its conventions (math_society.tracing); the adapter names the agents.
     "camel": ("faultlens.injectors.envs.math_society.tracing:CamelInstrumentor",),
