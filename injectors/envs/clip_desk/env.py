@@ -82,6 +82,7 @@ _SHOWN = re.compile(r"^Clip clip_desk-\d+-\d+: frames ([\d, ]+) of \d+", re.M)
 @register
 class ClipDesk(ToolCallingTeam):
     name = "clip_desk"
+    stands_in_for = "video QA on a conveyor clip (Video-MME)"
     framework: ClassVar[str | None] = FRAMEWORK
     requires: ClassVar[tuple[str, ...]] = ("agno",)
     modality = "video"
