@@ -131,6 +131,7 @@ class MathSociety(ToolCallingTeam):
     description = ("A CAMEL RolePlaying society: a task specifier restates a word problem, an instructor (the AI user) "
                    "instructs step by step, a solver (the AI assistant) carries out with lookup and calculate "
                    "FunctionTools until CAMEL_TASK_DONE.")
+    stands_in_for = "math word problems with tools (GSM8K, MATH)"
     not_applicable = NOT_APPLICABLE
     instructions = INSTRUCTIONS
     team_policy = TeamPolicy
