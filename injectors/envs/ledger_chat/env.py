@@ -104,6 +104,7 @@ class StreamingEndpoint(WorkflowEndpoint):
 @register
 class LedgerChat(ToolCallingTeam):
     name = "ledger_chat"
+    stands_in_for = "data analysis over an expense ledger (InfiAgent-DABench)"
     framework: ClassVar[str | None] = FRAMEWORK
     requires: ClassVar[tuple[str, ...]] = ("semantic_kernel",)
     extra: ClassVar[str] = "frameworks2"

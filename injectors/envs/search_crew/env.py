@@ -83,6 +83,7 @@ NOT_APPLICABLE = {
 @register
 class SearchCrew(ToolCallingTeam):
     name = "search_crew"
+    stands_in_for = "web search with a computed answer (GAIA, AssistantBench)"
     framework: ClassVar[str | None] = FRAMEWORK
     requires: ClassVar[tuple[str, ...]] = ("crewai",)
     extra: ClassVar[str] = "frameworks2"

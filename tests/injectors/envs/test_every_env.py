@@ -72,6 +72,14 @@ def test_declared_not_applicable_modes_are_real_modes_with_a_reason(name):
         assert len(reason.split()) >= 5, (code, reason)
 
 
+def test_every_environment_names_the_family_it_stands_in_for():
+    """The datasheet's "stands in for" column: a task family and the public benchmark in parentheses, each."""
+    every = envs.names(include_frameworks=True)
+    missing = [n for n in every if not envs.get(n).stands_in_for.endswith(")") or "(" not in envs.get(n).stands_in_for]
+    assert not missing, f"set `stands_in_for` on {missing}"
+    assert len({envs.get(n).stands_in_for.split(" (")[1] for n in every}) >= 14  # the spread the datasheet claims
+
+
 @pytest.mark.parametrize("name", [n for n in ALL if envs.get(n).modality in ("image", "video")])
 def test_media_are_step_media_and_traces_show_renders_them(name, tmp_path):
     from click.testing import CliRunner

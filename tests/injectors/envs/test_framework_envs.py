@@ -53,7 +53,6 @@ TEAMS = [
     Team("schedule_desk", "dspy", 9),
     Team("code_desk", "strands-agents", 9, rule_tries=10),
     Team("ledger_chat", "semantic-kernel", 9),
-    Team("ledger_chat", "semantic-kernel", 9),
     Team("search_crew", "crewai", 8),
     Team("math_society", "camel", 9),
     Team("clip_desk", "agno", 10, rule_tries=8),
