@@ -67,6 +67,15 @@ INSTRUCTIONS = {
 NOT_APPLICABLE = {
     **TEXT_ONLY_NOT_APPLICABLE,
     "V.3": "test runs happen inside the run (the tester's run_tests in a subprocess: no recorded call to replace)",
+    "A.1": "the only tool call is the tester's run_tests, its one tool: there is no other tool to call (the lead's "
+           "calls of the coder and the tester are its delegations)",
+    "A.2": "run_tests' arguments only decide the tester's verdict: a working version run with wrong tests is sent back "
+           "and passes its next, fresh run, and a seed's broken version does not load whatever it is run with (0 of "
+           "173 kept in the shard's build)",
+    "C.1": "a brief sent to the wrong member (the tester before any code, the coder for a test run) gets a reply that "
+           "sends the lead back to its plan's next step: it costs a round, never the task",
+    "PL.3": "the plan's one goal is the spec's function and the lead follows it to the answer; a plan for another "
+            "function leaves the coder nothing to implement from the design (a brief it cannot read), not a drift",
     "A.6": "a repeated brief, hand-over or test run gets the same answer and the agent moves on at its next reply: a "
            "repetition costs a call, never the task (0 kept in a 12-seed check)",
 }
