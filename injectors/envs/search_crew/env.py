@@ -77,6 +77,9 @@ NOT_APPLICABLE = {
     **TEXT_ONLY_NOT_APPLICABLE,
     "V.3": "tool results come from the task's web and the calculator inside the run (no recorded call to replace), "
            "and a tool error is answered by a retry",
+    "A.1": "the searcher's two tools feed each other (a search where an open was due lists the page it opens next, an "
+           "open where a search was due fails and it searches), the analyst has one tool, and the manager's "
+           "delegations are messages (C.1): a wrong tool costs a call, never the task",
 }
 
 

@@ -17,7 +17,7 @@ from faultlens.middleware.model.trace import StepKind
 from faultlens.injectors.generators import (Generated, GenInput, answer_line, answer_with_unit, guessed_answer,
                                            miswritten_answer, replace_span, slipped_digits, slipped_result, unseen_numbers)
 from ..agents_desk.wire import render_call
-from .policy import COMPUTE_TASK, DELEGATE, PLAN_FORMULA, REPORT_LINE, RESULT, SEARCH_TASK, compute_task, delegation, search_task
+from .policy import COMPUTE_TASK, DELEGATE, PLAN_FORMULA, PLAN_SEARCH, REPORT_LINE, RESULT, SEARCH_TASK, compute_task, delegation, search_task
 from .world import KINDS, read_page, results
 
 _EXPRESSION = re.compile(r'"expression": "([^"]+)"')
@@ -59,6 +59,69 @@ def _r4(inp: GenInput) -> Generated | None:
         return None
     context = context.replace(m.group(0), f"3. analyst: {swapped[0]}")
     return Generated(_redelegate(*found, context=context), f"plans to compute {swapped[0]} where the question needs {m.group(1)}")
+
+
+def _plan_of(inp: GenInput) -> tuple[tuple[dict[str, Any], str], str, list[re.Match]] | None:
+    """The manager's plan in the step: (its delegation, the plan's context, its searcher steps), or None."""
+    found = _delegated(inp) if inp.kind == StepKind.plan else None
+    context = str(found[0].get("context", "")) if found else ""
+    steps = list(PLAN_SEARCH.finditer(context))
+    return (found, context, steps) if found and len(steps) == 2 and PLAN_FORMULA.search(context) else None
+
+
+def _pl1(inp: GenInput) -> Generated | None:
+    """The manager's plan computes the answer after the first figure only: the second figure's step is left out."""
+    plan = _plan_of(inp)
+    if plan is None:
+        return None
+    found, context, steps = plan
+    lines = [line for line in context.splitlines() if line != steps[1].group(0)]
+    numbered, n = [], 0
+    for line in lines:
+        m = re.match(r"^\d+\. (.+)$", line)
+        n += m is not None
+        numbered.append(f"{n}. {m.group(1)}" if m else line)
+    return Generated(_redelegate(*found, context="\n".join(numbered)), f"the plan leaves out finding the "
+                     f"{steps[1].group(1)} and computes the answer without it")
+
+
+# A figure no page publishes, for each figure a question needs (what a plan may count on that the web does not have).
+UNPUBLISHED = {"founded": "charter year", "opened": "inauguration date", "height": "roof height",
+               "capacity": "seated capacity", "adult ticket": "family ticket"}
+
+
+def _pl2(inp: GenInput) -> Generated | None:
+    """The manager's plan counts on a figure no page publishes (the 'roof height' where pages state the height)."""
+    plan = _plan_of(inp)
+    if plan is None:
+        return None
+    found, context, steps = plan
+    wanted = steps[1].group(1)
+    figure = next((f for f in sorted(UNPUBLISHED, key=len, reverse=True) if wanted.endswith(" " + f)), None)
+    if figure is None:
+        return None
+    name = wanted[: -len(figure) - 1]
+    other = f"{name} {UNPUBLISHED[figure]}"
+    context = context.replace(steps[1].group(0), steps[1].group(0).replace(wanted, other))
+    m = PLAN_FORMULA.search(context)
+    if m is None or wanted not in m.group(1):
+        return None
+    context = context[: m.start(1)] + m.group(1).replace(wanted, other) + context[m.end(1):]
+    return Generated(_redelegate(*found, context=context), f"the plan counts on the {other}, a figure no page "
+                     f"publishes, where the pages state the {figure}")
+
+
+def _pl3(inp: GenInput) -> Generated | None:
+    """Once both figures are in, the manager turns to another goal: their average instead of what the question asks."""
+    found = _delegated(inp) if inp.kind == StepKind.message else None
+    asked = COMPUTE_TASK.search(str(found[0].get("task", ""))) if found and found[0].get("coworker") == "analyst" else None
+    figures = re.findall(r"\b\d+\b", asked.group(1)) if asked else []
+    if found is None or asked is None or len(figures) < 2:
+        return None
+    a, b = figures[-2:]
+    return Generated(_redelegate(found[0], "The figures are in; what tells these two landmarks apart best is their "
+                                 "average, so the analyst computes that.", task=compute_task(f"({a} + {b}) / 2")),
+                     f"turns from the question ({asked.group(1)}) to the two figures' average")
 
 
 def _a5(inp: GenInput) -> Generated | None:
@@ -253,5 +316,5 @@ def _c3(inp: GenInput) -> Generated | None:
                      "passes the searcher's figure on as the answer without the computation the question asks")
 
 
-MUTATORS = {"R.1": [_r1], "R.2": [_r2_analyst, _r2_manager], "R.3": [_r3], "R.4": [_r4], "A.2": [_a2], "A.3": [_a3],
+MUTATORS = {"PL.1": [_pl1], "PL.2": [_pl2], "PL.3": [_pl3], "R.1": [_r1], "R.2": [_r2_analyst, _r2_manager], "R.3": [_r3], "R.4": [_r4], "A.2": [_a2], "A.3": [_a3],
             "A.4": [_a4], "A.5": [_a5], "V.1": [_v1], "V.2": [_v2], "C.1": [_c1], "C.2": [_c2], "C.3": [_c3]}

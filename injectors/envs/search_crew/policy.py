@@ -8,9 +8,9 @@ results. CrewAI sends an assistant turn that called a tool back with no text,
 so what an agent must remember travels in the tool arguments. A competent crew:
 
 - **manager** plans (the figures to find, the computation, the answer) and
-  puts the plan in the context of its first delegation; it delegates each
-  figure to `searcher`, one at a time, reads each answered delegation's figure
-  in the order of its plan, delegates its plan's computation to `analyst` and
+  puts the plan in the context of its first delegation; it follows that plan:
+  it delegates each figure of its plan to `searcher`, one at a time, reads
+  each answered delegation's figure in the order of its plan, delegates its plan's computation to `analyst` and
   answers with the analyst's result on an `ANSWER:` line. It asks again for a
   figure a report lacks;
 - **searcher** searches the web for the landmark (`web_search`), opens the
@@ -44,7 +44,8 @@ COMPUTE_TASK = re.compile(r"Compute (.+) with calculate")
 # A worker's report: `<landmark> <figure>: <n>` from the searcher, `result: <n>` from the analyst.
 REPORT_LINE = re.compile(rf"^(.+?) ({_FIGURE}): (-?\d+)$", re.M)
 RESULT = re.compile(r"^result: (-?[\d.]+)$", re.M)
-PLAN_FORMULA = re.compile(r"^3\. analyst: (.+)$", re.M)
+PLAN_FORMULA = re.compile(r"^\d+\. analyst: (.+)$", re.M)
+PLAN_SEARCH = re.compile(r"^\d+\. searcher: (.+)$", re.M)
 _CURRENT = re.compile(r"Current Task: (.+)")
 TYPO_MINUS = "\u2212"
 TRIES = 3  # asks, searches or opens of one thing before an agent gives up
@@ -81,6 +82,17 @@ def delegation(coworker: str, task: str, context: str, thought: str = "") -> str
     return render_call(DELEGATE, {"task": task, "context": context, "coworker": coworker}, thought)
 
 
+def planned_facts(context: str, names: list[str]) -> list[tuple[str, str]]:
+    """The (landmark, figure) steps of a plan, in its order (a step naming none of the question's landmarks is left
+    out); [] when the context holds no plan."""
+    out = []
+    for m in PLAN_SEARCH.finditer(context):
+        name = next((n for n in sorted(names, key=len, reverse=True) if m.group(1).startswith(n + " ")), None)
+        if name is not None:
+            out.append((name, m.group(1)[len(name) + 1:].strip()))
+    return out
+
+
 def report_value(call: Call) -> str | None:
     """The figure a searcher's report gives (its first report line), or None."""
     m = REPORT_LINE.search(call.result or "") if call.result is not None else None
@@ -112,8 +124,10 @@ class CrewPolicy:
         if not delegations:
             plan = plan_text(facts, formula(family, facts, adults), question)
             return delegation("searcher", search_task(*facts[0]), plan, "I start with the first figure of my plan.")
-        plan_formula = PLAN_FORMULA.search(str(delegations[0].args.get("context", "")))
+        plan = str(delegations[0].args.get("context", ""))
+        plan_formula = PLAN_FORMULA.search(plan)
         computation = plan_formula.group(1) if plan_formula else formula(family, facts, adults)  # the plan is followed
+        facts = planned_facts(plan, [name for name, _ in facts]) or facts  # its figures too, in its order
         to_searcher = [c for c in delegations if c.args.get("coworker") == "searcher"]
         found = [v for v in (report_value(c) for c in to_searcher) if v is not None]  # in the order of the plan
         if len(found) < len(facts):
