@@ -102,6 +102,26 @@ def test_a_design_error_passes_the_teams_tests_and_fails_the_hidden_ones(runs):
 
 
 @needs_sdk
+def test_a_handed_on_slip_is_one_the_listed_tests_miss_so_the_tester_passes_it_and_the_hidden_tests_fail(runs):
+    from faultlens.injectors.envs.code_desk.mistakes import _c2_code
+    from faultlens.injectors.generators import gen_input
+
+    env = envs.get(ENV)
+    kept = 0
+    for _, seed in runs:
+        handover = next(s.index for s in seed.trace.steps if s.agent == "lead" and s.metadata.get("delegate") == "tester")
+        made = _c2_code(gen_input(seed.trace, handover, "C.2", random.Random(handover), env))
+        if made is None:
+            continue
+        attempt = inject_at(ENV, seed, handover, "C.2", made)
+        assert attempt.status == "kept", made.reason  # the slip changes what the function does
+        verdicts = [s.content for s in attempt.trace.steps if s.agent == "tester" and s.kind == StepKind.message]
+        assert verdicts[-1].rstrip().endswith("VERDICT: pass")  # ... and the four listed calls miss it
+        kept += 1
+    assert kept >= 3
+
+
+@needs_sdk
 def test_inject_keeps_failures_of_many_modes_each_labelled_with_its_step():
     assert_inject_keeps_many_modes(ENV, modes=4)
 
