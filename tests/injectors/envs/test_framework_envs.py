@@ -56,6 +56,7 @@ TEAMS = [
     Team("search_crew", "crewai", 8),
     Team("math_society", "camel", 9),
     Team("clip_desk", "agno", 10, rule_tries=8),
+    Team("sql_desk", "haystack", 10),
 ]
 
 
