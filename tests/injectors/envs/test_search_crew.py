@@ -122,6 +122,22 @@ def test_the_manager_follows_its_plan_so_a_plan_with_the_other_operator_fails_th
 
 
 @needs_crewai
+def test_the_manager_follows_its_plans_figures_so_a_plan_counting_on_an_unpublished_one_fails(runs):
+    from faultlens.injectors.envs.search_crew.mistakes import UNPUBLISHED, _pl2
+    from faultlens.injectors.generators import gen_input
+
+    _, seed = runs[0]
+    made = _pl2(gen_input(seed.trace, 0, "PL.2", random.Random(0), envs.get(ENV)))
+    assert made is not None
+    attempt = inject_at(ENV, seed, 0, "PL.2", made)
+    assert attempt.status == "kept" and attempt.trace.gold.agent == "manager"
+    asked = [s.content for s in attempt.trace.steps if s.agent == "manager" and s.metadata.get("delegate") == "searcher"]
+    # it asked the searcher for the figure its plan named, which the searcher cannot find
+    assert any(f"'{figure}' figure" in text for text in asked[1:] for figure in UNPUBLISHED.values())
+    assert "ANSWER:" not in (attempt.trace.steps[-1].content or "")
+
+
+@needs_crewai
 def test_a_run_opens_no_socket_and_sends_nothing_home(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError(f"network call: {args[1:]}")
