@@ -1,10 +1,11 @@
 """The measure for failure patterns (issue 45, item 5): do the patterns of a team's failed runs recover its tendencies?
 
-    nice -n 10 .venv/bin/python scripts/patterns_eval.py --json patterns_eval.json [--tasks 300] [--teams ag2_experts,chart_desk]
+    nice -n 10 .venv/bin/python scripts/patterns_eval.py --json patterns_eval.json [--tasks 300] [--teams ag2_experts,chart_desk | new | all]
         [--method blend|verify] [--mode-from base|correction] [--seed 40000] [--workers 2]
 
 For each of the eight framework teams (the replay lab's, with its tendencies,
-`injectors.replay_lab.LAB_TENDENCIES`), in one process per team:
+`injectors.replay_lab.LAB_TENDENCIES`; `--teams new` the frameworks added since, whose `frameworks2` teams run their
+program in their virtualenv's interpreter, every call over HTTP to a gateway served here), in one process per team:
 
 1. run `--tasks` fresh tasks in process with every model call through a
    gateway (`middleware.capture.live_gateway.Gateway`, recording each call as a
@@ -60,7 +61,14 @@ from typing import Any
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-TEAMS = ("ag2_experts", "smol_analyst", "magentic_team", "agents_desk", "supervisor_team", "chart_desk", "adk_team", "workflow_team")
+# The replay lab's eight teams (the default, issue 45's measure), then the frameworks added since (issue 47: `--teams new`
+# or by name, `--teams all` for both). A team whose framework is not importable here (the `frameworks2` extra: CrewAI,
+# Semantic Kernel, CAMEL) runs its program in its virtualenv's interpreter, through a gateway served over HTTP.
+RECORD_TEAMS = ("ag2_experts", "smol_analyst", "magentic_team", "agents_desk", "supervisor_team", "chart_desk", "adk_team",
+                "workflow_team")
+NEW_TEAMS = ("docs_team", "airline_desk", "schedule_desk", "code_desk", "clip_desk", "search_crew", "ledger_chat", "math_society")
+TEAMS = RECORD_TEAMS + NEW_TEAMS
+SHORTHANDS = {"record": RECORD_TEAMS, "new": NEW_TEAMS, "all": TEAMS}
 SEED = 40_000  # the tasks' seed: fresh tasks, neither the bundled benchmark's nor the replay lab's (30_000)
 DRAWS = 3  # `--method verify`: draws of a candidate call whose new draw changed it without fixing the run
 MIN_SLIPS = 5  # first slips an (agent, mode) needs to count as a tendency
@@ -111,6 +119,8 @@ def run_team(team: str, tasks: int, store: Any, *, seed: int = SEED, tendencies:
 
         return call
 
+    if env.missing():  # its framework runs in another interpreter: its program in a process of its own
+        return run_team_elsewhere(env, agents, tasks, store, seed=seed, say=say)
     for task in env.tasks(seed, tasks):
         run_id = task.id or f"{team}-{out.runs}"
         run = agents.record(task, run_id)
@@ -126,18 +136,52 @@ def run_team(team: str, tasks: int, store: Any, *, seed: int = SEED, tendencies:
         gateway.flush(30)  # the run's steps are in the store before its outcome arrives
         outcome = result.trace.outcome
         store.set_outcome(run_id, outcome)  # what POST /api/runs/{id}/outcome does
-        if outcome is None or outcome.success:
-            continue
-        out.failed.append(run_id)
-        out.tasks[run_id] = task
-        first = run.slips[0] if run.slips else None
-        out.first_slip[run_id] = (first.agent, first.mode) if first else None
-        if first is not None:
-            out.first_call[run_id] = first.call
+        tally_run(out, run_id, task, run, outcome)
     gateway.close()
     return out
 
 
+def tally_run(out: TeamRuns, run_id: str, task: Any, run: Any, outcome: Any) -> None:
+    """Keep a finished run's failure and its first slip."""
+    if outcome is None or outcome.success:
+        return
+    out.failed.append(run_id)
+    out.tasks[run_id] = task
+    first = run.slips[0] if run.slips else None
+    out.first_slip[run_id] = (first.agent, first.mode) if first else None
+    if first is not None:
+        out.first_call[run_id] = first.call
+
+
+def run_team_elsewhere(env: Any, agents: Any, tasks: int, store: Any, *, seed: int, say: Callable[[str], None]) -> TeamRuns:
+    """`run_team` for a team whose framework is another interpreter's: each task its program
+    (`replay_lab.program_command`) in a process of its own, its calls over HTTP to a gateway served here."""
+    import subprocess
+
+    from faultlens.gateway_cli import build_gateway_app
+    from faultlens.injectors.replay_lab import program_command
+    from faultlens.middleware.capture.upstream import CallableUpstream
+    from faultlens.server.run import ServerThread
+
+    out = TeamRuns(env.name, store, agents=agents)
+    app, gateway = build_gateway_app(store, CallableUpstream(agents), workers=0)  # no worker: attributed below
+    with ServerThread(app) as server:
+        for task in env.tasks(seed, tasks):
+            run_id = task.id or f"{env.name}-{out.runs}"
+            run = agents.record(task, run_id)
+            out.runs += 1
+            done = subprocess.run(program_command(env.name, run_id), shell=True, capture_output=True, text=True, timeout=300,
+                                  env={**os.environ, "FAULTLENS_GATEWAY": f"{server.url}/run/{run_id}", "FAULTLENS_TASK": task.query})
+            gateway.flush(30)
+            if done.returncode != 0:
+                out.crashed += 1
+                say(f"  {run_id}: the program exited {done.returncode}: {done.stderr.strip()[-200:]}")
+                continue
+            outcome = env.evaluate(task, done.stdout.strip() or None)  # the environment's evaluator, as in process
+            store.set_outcome(run_id, outcome)
+            tally_run(out, run_id, task, run, outcome)
+    gateway.close()
+    return out
 def attribute(store: Any, run_ids: list[str], method: str | Any = "blend") -> int:
     """Attribute each failed run with `method` as the loop's worker does; how many got a usable verdict."""
     from faultlens.feedback.loop import attribute_and_reflect
@@ -157,6 +201,10 @@ def in_process_program(team: str, task: Any) -> Any:
     from faultlens.rerun.contract import Program
 
     env = get_env(team)
+    if env.missing():  # its framework is another interpreter's: the program in a process of its own
+        from faultlens.injectors.replay_lab import program_command
+
+        return Program(program_command(team, str(task.id)), timeout=300.0)
 
     def run(variables: Any) -> str:
         with httpx.Client(timeout=120.0) as client, routed_through(over_http(variables["FAULTLENS_GATEWAY"].rstrip("/"), client)):
@@ -336,13 +384,20 @@ def markdown(teams: dict[str, dict[str, Any]], mean: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def chosen_teams(spec: str) -> list[str]:
+    """The teams `--teams` names: comma-separated names or shorthands (`SHORTHANDS`), each team once, in order."""
+    names = [t.strip() for t in spec.split(",") if t.strip()]
+    return list(dict.fromkeys(team for name in names for team in SHORTHANDS.get(name, (name,))))
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--json", dest="json_path", type=Path, default=None, help="write the scores here")
     parser.add_argument("--tasks", type=int, default=300, help="tasks per team")
-    parser.add_argument("--teams", default=",".join(TEAMS), help="comma-separated teams")
+    parser.add_argument("--teams", default="record", help="comma-separated teams, or `record` (the replay lab's eight, the "
+                        "default), `new` (the frameworks added since) or `all`")
     parser.add_argument("--method", default="blend", help="the attribution method (default: blend, the default method); "
                         "`verify`: blend's verdict verified by re-running the team's program in process")
     parser.add_argument("--mode-from", choices=("base", "correction"), default="base",
@@ -351,10 +406,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=SEED, help="the tasks' seed")
     parser.add_argument("--workers", type=int, default=2, help="processes running teams in parallel")
     args = parser.parse_args(argv)
-    chosen = [t.strip() for t in args.teams.split(",") if t.strip()]
+    chosen = chosen_teams(args.teams)
     unknown = [t for t in chosen if t not in TEAMS]
     if unknown:
-        parser.error(f"unknown team(s) {', '.join(unknown)}; teams: {', '.join(TEAMS)}")
+        parser.error(f"unknown team(s) {', '.join(unknown)}; teams: {', '.join(TEAMS)} (or {', '.join(SHORTHANDS)})")
     started = time.monotonic()
     if args.workers <= 1:
         done = {team: team_job(team, args.tasks, args.seed, args.method, args.mode_from, args.draws) for team in chosen}

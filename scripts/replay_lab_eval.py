@@ -1,6 +1,6 @@
 """The replay lab's measure (issue 44, item 5): `blend` leave-one-system-out, and `verify` over it, on eight framework teams.
 
-    .venv/bin/python scripts/replay_lab_eval.py --json replay_lab.json [--tasks 12] [--teams ag2_experts,chart_desk]
+    .venv/bin/python scripts/replay_lab_eval.py --json replay_lab.json [--tasks 12] [--teams ag2_experts,chart_desk | new | all]
         [--k 30] [--draws 3] [--controls 2] [--min-scored 8 --max-tasks 72] [--workers 2] [--adapt 3] [--own-share 0.5] [--realdev ../shared/realdev] [--cache DIR]
 
 For each team (its framework's real orchestration, `injectors.replay_lab.program`,
@@ -61,9 +61,16 @@ import numpy as np  # noqa: E402
 from faultlens.attributors.learned.model import OWN_SHARE  # noqa: E402
 from faultlens.middleware.model.trace import GoldLabel, Task  # noqa: E402
 
-TEAMS = {"ag2_experts": "AG2", "smol_analyst": "smolagents", "magentic_team": "Magentic-One", "agents_desk": "OpenAI Agents SDK",
-         "supervisor_team": "LangGraph supervisor", "chart_desk": "PydanticAI", "adk_team": "Google ADK",
-         "workflow_team": "LlamaIndex"}
+# The eight teams of issue 44's measure of record (the default), then the frameworks added since (issue 47), run with
+# `--teams new` (or by name; `--teams all`: both). CrewAI, Semantic Kernel and CAMEL run in the `frameworks2`
+# virtualenv's interpreter (`replay_lab.program_command`), the lab itself in this one.
+RECORD_TEAMS = {"ag2_experts": "AG2", "smol_analyst": "smolagents", "magentic_team": "Magentic-One", "agents_desk": "OpenAI Agents SDK",
+                "supervisor_team": "LangGraph supervisor", "chart_desk": "PydanticAI", "adk_team": "Google ADK",
+                "workflow_team": "LlamaIndex"}
+NEW_TEAMS = {"docs_team": "Haystack", "airline_desk": "Agno", "schedule_desk": "DSPy", "code_desk": "Strands Agents",
+             "clip_desk": "Agno, video", "search_crew": "CrewAI", "ledger_chat": "Semantic Kernel", "math_society": "CAMEL"}
+TEAMS = {**RECORD_TEAMS, **NEW_TEAMS}
+SHORTHANDS = {"record": list(RECORD_TEAMS), "new": list(NEW_TEAMS), "all": list(TEAMS)}
 KEYS = ("n", "loso_step", "loso_agent", "verified_step", "verified_agent", "adapted_step", "adapted_agent",
         "reruns_median", "reruns_p90", "not_verifiable", "first_slip_decisive", "verified_first_slip")
 ROOT = Path(__file__).resolve().parents[1]
@@ -406,12 +413,19 @@ def markdown(teams: dict[str, dict[str, Any]], mean: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def chosen_teams(spec: str) -> list[str]:
+    """The teams `--teams` names: comma-separated names or shorthands (`SHORTHANDS`), each team once, in order."""
+    names = [t.strip() for t in spec.split(",") if t.strip()]
+    return list(dict.fromkeys(team for name in names for team in SHORTHANDS.get(name, [name])))
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", dest="json_path", type=Path, default=None, help="Write the scores here.")
-    parser.add_argument("--teams", default=",".join(TEAMS), help="Comma-separated framework environments.")
+    parser.add_argument("--teams", default="record", help="Comma-separated framework environments, or `record` (the eight of "
+                        "issue 44's measure, the default), `new` (the frameworks added since) or `all`.")
     parser.add_argument("--tasks", type=int, default=12, help="Tasks run per team (only failed runs with a slip are scored).")
     parser.add_argument("--seed", type=int, default=SEED, help="The tasks' seed.")
     parser.add_argument("--k", type=int, default=30, help="Candidates verify tries, earliest first (the base's top k; the "
@@ -437,10 +451,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from faultlens.injectors.envs import get as get_env
 
-    teams = [t.strip() for t in args.teams.split(",") if t.strip()]
+    teams = chosen_teams(args.teams)
     unknown = [t for t in teams if t not in TEAMS]
     if unknown:
-        parser.error(f"unknown team(s) {', '.join(unknown)}; teams: {', '.join(TEAMS)}")
+        parser.error(f"unknown team(s) {', '.join(unknown)}; teams: {', '.join(TEAMS)} (or {', '.join(SHORTHANDS)})")
     started = time.monotonic()
     systems = {t: get_env(t).framework for t in teams}
     specs = training_specs(args.realdev)

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from faultlens.middleware.capture.live_gateway import LESSONS_BEGIN, LESSONS_END, completion_text
+from faultlens.middleware.errors import ConfigError
 from faultlens.middleware.model.trace import GoldLabel, Task
 from faultlens.middleware.replay.gateway_calls import TRANSPORT, request_key
 from faultlens.middleware.replay.session import canonical
@@ -46,6 +47,23 @@ __all__ = ["LAB_TENDENCIES", "LabRun", "SimulatedAgents", "program_command"]
 
 Completion = dict[str, Any]
 
+# The framework teams added after the gateway experiment (issue 47), chosen the same way: on 12 tasks each (seed 77000),
+# one agent at a time made to slip at every call in one mode with the generic rules switched off, so a slip is the
+# team's own rule (its `mistakes.py`) made at that agent's call as the gateway sees it. Every mode kept slipped in
+# at least 7 of the 12 runs and failed at least 6 of them (no run failed with no slip). Where no rule of R.3, C.2 or
+# A.2 applies at an agent's calls, the mode is another its rules make there (code_desk's lead: A.4, its answer's
+# code loses its indentation; math_society's instructor: R.2, a wrong step in its instruction); code_desk's tester
+# has none (its rules read a failing verdict, which a slip-free run never gives), so it never slips.
+NEW_TEAMS_TENDENCIES: dict[str, dict[str, dict[str, float]]] = {
+    "docs_team": {"lead": {"R.3": 0.15}, "researcher": {"A.2": 0.08}},
+    "airline_desk": {"coordinator": {"R.3": 0.12}, "records": {"A.2": 0.25}, "policy": {"C.2": 0.12}},
+    "schedule_desk": {"solver": {"A.2": 0.10, "R.3": 0.08}},
+    "code_desk": {"lead": {"A.4": 0.10}, "coder": {"R.3": 0.20}},
+    "clip_desk": {"lead": {"R.3": 0.15}, "watcher": {"C.2": 0.15}},
+    "search_crew": {"manager": {"R.3": 0.12}, "searcher": {"C.2": 0.08}, "analyst": {"C.2": 0.10}},
+    "ledger_chat": {"analyst": {"A.2": 0.06}, "reviewer": {"C.2": 0.12}, "reporter": {"R.3": 0.12}},
+    "math_society": {"task_specifier": {"C.2": 0.12}, "instructor": {"R.2": 0.12}, "solver": {"A.2": 0.06}},
+}
 # The gateway experiment's tendencies, and the four teams it did not run. As there, the modes are ones a gateway
 # step shows and the team's own rules make at that agent's calls (checked on 12 tasks each with every agent given
 # R.3, C.2 and A.2): A.2 a tool call's wrong arguments, R.3 a miscalculated number, C.2 a value passed on wrongly.
@@ -55,6 +73,7 @@ LAB_TENDENCIES: dict[str, dict[str, dict[str, float]]] = {
     "chart_desk": {"lead": {"A.2": 0.12}, "reader": {"R.3": 0.15}, "calculator": {"A.2": 0.15}},
     "adk_team": {"coordinator": {"C.2": 0.08}, "research_agent": {"A.2": 0.10}, "budget_agent": {"R.3": 0.10}},
     "workflow_team": {"concierge": {"C.2": 0.15}, "researcher": {"A.2": 0.12}, "booker": {"C.2": 0.15}},
+    **NEW_TEAMS_TENDENCIES,
 }
 # The lessons block as `capture.live_gateway.inject_lessons` appends it to a system message's text.
 _BLOCK = re.compile(r"(?:\n\n)?" + re.escape(LESSONS_BEGIN) + r"\n.*?\n" + re.escape(LESSONS_END), re.S)
@@ -112,7 +131,7 @@ def _reply_of(env_name: str) -> Callable[[dict[str, Any], Any], Completion]:
         from ..envs.magentic_team.wire import completion_of
 
         return completion_of
-    if env_name in ("ag2_experts", "smol_analyst"):
+    if env_name in ("ag2_experts", "smol_analyst", "schedule_desk"):
         return text_completion
     from ..envs.agents_desk.wire import completion
 
@@ -120,8 +139,33 @@ def _reply_of(env_name: str) -> Callable[[dict[str, Any], Any], Completion]:
 
 
 def program_command(env_name: str, task_id: str, python: str | None = None) -> str:
-    """The shell command that runs the team on one task as a separate process (the re-run contract's program)."""
-    return shlex.join([python or sys.executable, "-m", "faultlens.injectors.replay_lab.program", env_name, task_id])
+    """The shell command that runs the team on one task as a separate process (the re-run contract's program).
+
+    By default this interpreter, or, when the team's framework cannot be imported here, the interpreter of the
+    virtualenv of its extra (`frameworks2`: frameworks that cannot share this one's resolve).
+    """
+    return shlex.join([python or team_python(env_name), "-m", "faultlens.injectors.replay_lab.program", env_name, task_id])
+
+
+def team_python(env_name: str) -> str:
+    """The interpreter that can run `env_name`'s framework: this one, else its extra's virtualenv's (as its shard is
+    built: `benchmark.shard_elsewhere.interpreter`); a `ConfigError` naming both ways when neither can."""
+    from ..envs import get as get_env
+
+    env = get_env(env_name)
+    absent = env.missing()
+    if not absent:
+        return sys.executable
+    # The one rule of where an extra's virtualenv is, shared with the shards' builder (imported lazily: only a
+    # team whose framework lives elsewhere needs it).
+    from faultlens.benchmark.shard_elsewhere import interpreter
+
+    elsewhere = interpreter(env.extra)
+    if elsewhere is None:
+        raise ConfigError(f"{env_name} needs {' and '.join(absent)}, not importable by {sys.executable}, and there is no "
+                          f"virtualenv of its extra: make one at .venv-{env.extra} (`make test` does) or set "
+                          f"FAULTLENS_{env.extra.upper()}_PYTHON to a Python that has pip install 'faultlens[{env.extra}]'")
+    return str(elsewhere)
 
 
 @dataclass
