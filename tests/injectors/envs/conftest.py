@@ -131,10 +131,12 @@ def every_mode():
 
 def assert_rule_fails_the_task(env_name: str, runs: list, mode: str, rule: Any, sim: dict[str, Any], *,
                                tries: int = 6, max_steps: int | None = None) -> None:
-    """One error rule of a framework environment, at the steps with a recorded call: within `tries` applications
-    it makes a kept failure labelled with the injected step, its agent and the mode (a run may also still succeed:
-    a caught error); never a drift or a crash."""
+    """One error rule of a framework environment, at the steps with a recorded call where the pipeline injects its
+    mode (`applicable_modes`: a rule that works only where the build never uses it is no rule): within `tries`
+    applications it makes a kept failure labelled with the injected step, its agent and the mode (a run may also
+    still succeed: a caught error); never a drift or a crash."""
     from faultlens.injectors import envs
+    from faultlens.injectors.applicability import applicable_modes
     from faultlens.injectors.generators import announces, gen_input
     from faultlens.injectors.pipeline import inject_one
 
@@ -142,7 +144,7 @@ def assert_rule_fails_the_task(env_name: str, runs: list, mode: str, rule: Any, 
     tried = []
     for task, result in runs:
         for t, call in enumerate(result.step_calls):
-            if call is None:
+            if call is None or mode not in applicable_modes(result.trace.steps[t], result.trace):
                 continue
             inp = gen_input(result.trace, t, mode, random.Random(t), env)
             generated = rule(inp)
