@@ -216,6 +216,18 @@ def slipped_result(old: str, rng: random.Random) -> str:
     return str(int(old) + rng.choice((-10, 10, 1, -1))) if len(set(old)) == 1 or old[::-1] == old else old[::-1]
 
 
+def slipped_answer(inp: GenInput, agent: str) -> Generated | None:
+    """R.3: `agent`'s answer line (`answer_line`) writes the calculator's result down wrong, as `slipped_result` does,
+    kept a positive number without a leading zero (10 more where the slip would give one)."""
+    m = answer_line(inp, agent)
+    if m is None:
+        return None
+    new = slipped_result(m.group(1), inp.rng)
+    if new.startswith("0") or new.startswith("-"):
+        new = str(int(m.group(1)) + 10)
+    return miswritten_answer(inp, m, new)
+
+
 def unseen_numbers(seen: str, low: int, high: int) -> list[int]:
     """The whole numbers from `low` to `high` (excluded) that `seen` does not state: a figure made up."""
     return [v for v in range(low, high) if not re.search(rf"(?<!\d){v}(?!\d)", seen)]

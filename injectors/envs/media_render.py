@@ -22,7 +22,7 @@ CHART_SIZE = (320, 240)
 FRAME_SIZE = (96, 72)
 
 
-def _palette_png(image) -> bytes:
+def palette_png(image) -> bytes:
     """Re-encode a Pillow image as a small palette PNG (deterministic bytes)."""
     from PIL import Image
 
@@ -88,7 +88,7 @@ def render_chart(kind: str, title: str, labels: tuple[str, ...], series: tuple[t
             columns.append((max(0, int(left) - 10), min(width, int(right) + 10)))
         rgba = bytes(canvas.buffer_rgba())
         image = Image.frombuffer("RGBA", (width, height), rgba, "raw", "RGBA", 0, 1)
-        return _palette_png(image), tuple(columns)
+        return palette_png(image), tuple(columns)
 
 
 @lru_cache(maxsize=2048)
@@ -99,21 +99,15 @@ def crop_columns(png: bytes, left: int, right: int) -> bytes:
     image = Image.open(io.BytesIO(png)).convert("RGB")
     strip = image.crop((left, 0, right, image.height))
     strip = strip.resize((strip.width * 2, strip.height * 2), Image.Resampling.NEAREST)
-    return _palette_png(strip)
+    return palette_png(strip)
 
 
 COLOURS = {"red": (214, 39, 40), "blue": (31, 119, 180), "green": (44, 160, 44), "yellow": (230, 200, 30),
            "purple": (148, 103, 189), "orange": (255, 127, 14)}
 
 
-@lru_cache(maxsize=4096)
-def render_frame(objects: tuple[tuple[str, str, int, int], ...]) -> bytes:
-    """One clip frame: `(colour, shape, x, y)` objects on a light background, as PNG bytes."""
-    from PIL import Image, ImageDraw
-
-    image = Image.new("RGB", FRAME_SIZE, (245, 245, 240))
-    draw = ImageDraw.Draw(image)
-    r = 7
+def draw_shapes(draw: Any, objects: Sequence[tuple[str, str, int, int]], r: int = 7) -> None:
+    """Draw `(colour, shape, x, y)` objects (circle, square or triangle of radius `r`) with a Pillow `ImageDraw`."""
     for colour, shape, x, y in objects:
         fill = COLOURS[colour]
         if shape == "circle":
@@ -122,7 +116,16 @@ def render_frame(objects: tuple[tuple[str, str, int, int], ...]) -> bytes:
             draw.rectangle((x - r, y - r, x + r, y + r), fill=fill)
         else:
             draw.polygon([(x, y - r), (x - r, y + r), (x + r, y + r)], fill=fill)
-    return _palette_png(image)
+
+
+@lru_cache(maxsize=4096)
+def render_frame(objects: tuple[tuple[str, str, int, int], ...]) -> bytes:
+    """One clip frame: `(colour, shape, x, y)` objects on a light background, as PNG bytes."""
+    from PIL import Image, ImageDraw
+
+    image = Image.new("RGB", FRAME_SIZE, (245, 245, 240))
+    draw_shapes(ImageDraw.Draw(image), objects)
+    return palette_png(image)
 
 
 def png_media(png: bytes, caption: str, frame_index: int | None = None, timestamp_s: float | None = None) -> Media:

@@ -14,7 +14,7 @@ import re
 from faultlens.middleware.model.trace import StepKind
 
 from faultlens.injectors.generators import (Generated, GenInput, answer_line, answer_with_unit, guessed_answer,
-                                           miswritten_answer, replace_span, slipped_digits, slipped_result, unseen_numbers)
+                                           replace_span, slipped_answer, slipped_digits, unseen_numbers)
 from .policy import DELEGATE, PLAN_FORMULA, POLICY_TASK, REPORT_LINE, delegation, policy_task
 from .world import FARES, POLICY_ITEMS, read_booking, read_policy
 
@@ -189,13 +189,7 @@ def _r2(inp: GenInput) -> Generated | None:
 
 def _r3(inp: GenInput) -> Generated | None:
     """The coordinator writes the calculator's result down wrong (a digit slipped)."""
-    m = answer_line(inp, "coordinator")
-    if m is None:
-        return None
-    new = slipped_result(m.group(1), inp.rng)
-    if new.startswith("0") or new.startswith("-"):
-        new = str(int(m.group(1)) + 10)
-    return miswritten_answer(inp, m, new)
+    return slipped_answer(inp, "coordinator")
 
 
 def _a4(inp: GenInput) -> Generated | None:

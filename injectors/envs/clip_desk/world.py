@@ -15,7 +15,6 @@ to B, a whole number), `count` (in how many frames a parcel is visible) and
 
 from __future__ import annotations
 
-import io
 import random
 import re
 from functools import lru_cache
@@ -24,8 +23,8 @@ from typing import Any
 from faultlens.middleware.model.trace import Media
 
 from ..base import stable_seed
-from ..media_render import COLOURS as RGB
-from ..media_render import png_media
+from ..media_render import draw_shapes, palette_png, png_media
+from ..video_qa.world import parse_frames as parse_frame_list
 
 ENV = "clip_desk"
 FAMILIES = ("reading", "change", "rate", "count", "order")
@@ -132,19 +131,8 @@ def _render(counter: int, parcels: tuple[tuple[str, str, int, int], ...]) -> byt
     draw.rectangle((0, 12, FRAME_SIZE[0], FRAME_SIZE[1] - 4), fill=(200, 200, 190))  # the belt
     draw.rectangle((FRAME_SIZE[0] - 40, 0, FRAME_SIZE[0] - 1, 11), fill=(20, 20, 20))  # the counter display
     draw.text((FRAME_SIZE[0] - 36, 0), f"{counter:04d}", fill=(255, 190, 40), font=ImageFont.load_default(size=10))
-    r = 7
-    for colour, shape, x, y in parcels:
-        fill = RGB[colour]
-        if shape == "circle":
-            draw.ellipse((x - r, y - r, x + r, y + r), fill=fill)
-        elif shape == "square":
-            draw.rectangle((x - r, y - r, x + r, y + r), fill=fill)
-        else:
-            draw.polygon([(x, y - r), (x - r, y + r), (x + r, y + r)], fill=fill)
-    small = image.quantize(colors=32, method=Image.Quantize.MEDIANCUT, dither=Image.Dither.NONE)
-    buf = io.BytesIO()
-    small.save(buf, format="PNG", optimize=True)
-    return buf.getvalue()
+    draw_shapes(draw, parcels)
+    return palette_png(image)
 
 
 def frame_png(world: dict[str, Any], f: int) -> bytes:
@@ -165,16 +153,10 @@ def frame_media(png: bytes, clip_id: str, f: int) -> Media:
 
 
 def parse_frames(argument: str, n: int) -> list[int] | None:
-    """Frame numbers of a `get_frames` argument (`0-3`, `5` or `2,6`), or None if it is malformed."""
-    out: list[int] = []
-    for part in argument.replace(" ", "").split(","):
-        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
-        if m is None:
-            return None
-        a = int(m.group(1))
-        b = int(m.group(2)) if m.group(2) else a
-        out.extend(range(a, b + 1))
-    return sorted({f for f in out if 0 <= f < n}) if out else None
+    """Frame numbers of a `get_frames` argument (`0-3`, `5` or `2,6`), each once and in order, or None if it is
+    malformed."""
+    frames = parse_frame_list(argument, n)
+    return None if frames is None else sorted(set(frames))
 
 
 def frames_text(frames: list[int]) -> str:

@@ -15,7 +15,8 @@ from typing import Any
 from faultlens.middleware.model.trace import StepKind
 
 from faultlens.injectors.generators import (Generated, GenInput, answer_line, answer_with_unit, guessed_answer,
-                                           miswritten_answer, replace_span, slipped_digits, slipped_result, unseen_numbers)
+                                           replace_span, slipped_answer, slipped_digits, slipped_result,
+                                           unseen_numbers)
 from ..agents_desk.wire import render_call
 from .policy import COMPUTE_TASK, DELEGATE, PLAN_FORMULA, PLAN_SEARCH, REPORT_LINE, RESULT, SEARCH_TASK, compute_task, delegation, search_task
 from .world import KINDS, read_page, results
@@ -289,13 +290,7 @@ def _v1(inp: GenInput) -> Generated | None:
 
 def _r3(inp: GenInput) -> Generated | None:
     """The manager writes the analyst's result down wrong (a digit slipped)."""
-    m = answer_line(inp, "manager")
-    if m is None:
-        return None
-    new = slipped_result(m.group(1), inp.rng)
-    if new.startswith("0") or new.startswith("-"):
-        new = str(int(m.group(1)) + 10)
-    return miswritten_answer(inp, m, new)
+    return slipped_answer(inp, "manager")
 
 
 def _a4(inp: GenInput) -> Generated | None:
