@@ -47,13 +47,15 @@ __all__ = ["LAB_TENDENCIES", "LabRun", "SimulatedAgents", "program_command"]
 
 Completion = dict[str, Any]
 
-# The framework teams added after the gateway experiment (issue 47), chosen the same way: on 12 tasks each (seed 77000),
-# one agent at a time made to slip at every call in one mode with the generic rules switched off, so a slip is the
-# team's own rule (its `mistakes.py`) made at that agent's call as the gateway sees it. Every mode kept slipped in
-# at least 7 of the 12 runs and failed at least 6 of them (no run failed with no slip). Where no rule of R.3, C.2 or
-# A.2 applies at an agent's calls, the mode is another its rules make there (code_desk's lead: A.4, its answer's
-# code loses its indentation; math_society's instructor: R.2, a wrong step in its instruction); code_desk's tester
-# has none (its rules read a failing verdict, which a slip-free run never gives), so it never slips.
+# The framework teams added after the gateway experiment (issue 47), chosen the same way: on 12 tasks each (seed
+# 77000), one agent at a time made to slip at every call in one mode with the generic rules switched off, so a slip
+# is the team's own rule (its `mistakes.py`) made at that agent's call as the gateway sees it. Every mode kept slipped
+# in at least 7 of the 12 runs and failed at least 7 (no run failed with no slip). Where no rule of R.3, C.2 or A.2
+# applies at an agent's calls, the mode is another its rules make there (code_desk's lead: A.4, its answer's code
+# loses its indentation; math_society's instructor: R.2, a wrong step in its instruction); code_desk's tester has
+# none (its rules read a failing verdict, which a slip-free run never gives), so it never slips. The rates, within
+# the others' range, spread the failed runs' first slips over the agents (40 tasks of seed 31000 run in process);
+# code_desk's coder's slips are mostly caught by its tester and fixed, as a team recovers.
 NEW_TEAMS_TENDENCIES: dict[str, dict[str, dict[str, float]]] = {
     "docs_team": {"lead": {"R.3": 0.15}, "researcher": {"A.2": 0.08}},
     "airline_desk": {"coordinator": {"R.3": 0.12}, "records": {"A.2": 0.25}, "policy": {"C.2": 0.12}},
