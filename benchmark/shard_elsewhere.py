@@ -1,10 +1,12 @@
-"""Build one environment's shard with another virtualenv's interpreter: the frameworks that cannot share this one's resolve.
+"""The child's side of a shard built by another virtualenv's interpreter: the frameworks that cannot share this one's resolve.
 
 CrewAI, Semantic Kernel and CAMEL (the `frameworks2` extra) pin pydantic and
 OpenTelemetry versions the `frameworks` extra excludes, so they are installed
 into a virtualenv of their own (`make test` makes `.venv-frameworks2`). When
-an environment's framework cannot be imported here but that virtualenv exists,
-`benchmark.shards.build_shards` hands the environment to its interpreter:
+an environment's framework cannot be imported here but that virtualenv exists
+(`Environment.elsewhere`),
+`benchmark.shards.build_shards` hands the environment to its interpreter
+(`shards.build_elsewhere`), which runs this module:
 
     PYTHON -m faultlens.benchmark.shard_elsewhere ENV --cache DIR --params JSON [--workers N] [--force]
 
@@ -18,60 +20,14 @@ depend on which interpreter built what.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
-import tempfile
-from dataclasses import asdict
 from pathlib import Path
 
 import click
 
-from faultlens.middleware.errors import ConfigError, FaultlensError
+from faultlens.middleware.errors import FaultlensError
 
-from .shards import Progress, Shard, ShardParams, build_shards, read_shard, shard_paths
-
-
-def interpreter(extra: str) -> Path | None:
-    """The Python of the virtualenv that holds `extra`: $FAULTLENS_<EXTRA>_PYTHON, else `.venv-<extra>/bin/python`
-    under the working folder (where `make test` puts it); None when neither exists."""
-    named = os.environ.get(f"FAULTLENS_{extra.upper()}_PYTHON")
-    path = Path(named) if named else Path(f".venv-{extra}") / "bin" / "python"
-    return path.absolute() if path.is_file() else None  # not resolve(): a venv's python is a symlink out of it
-
-
-def build_elsewhere(env: str, params: ShardParams, python: Path, cache: Path | None, *, workers: int = 2,
-                    force: bool = False, progress: Progress | None = None) -> Shard:
-    """`env`'s shard built (or found cached) by `python` in `cache` (a throwaway folder when None)."""
-    if cache is None:
-        with tempfile.TemporaryDirectory(prefix="faultlens-shard-") as folder:
-            shard = build_elsewhere(env, params, python, Path(folder), workers=workers, force=force, progress=progress)
-            return shard
-    command = [str(python), "-m", "faultlens.benchmark.shard_elsewhere", env, "--cache", str(cache),
-               "--params", json.dumps(asdict(params), sort_keys=True), "--workers", str(workers)] + (["--force"] if force else [])
-    cached = False
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as child:
-        assert child.stdout is not None and child.stderr is not None
-        for line in child.stdout:
-            try:
-                event = json.loads(line)
-            except ValueError:  # a framework printing to stdout: not ours
-                continue
-            if not isinstance(event, dict) or not {"env", "stage", "done", "total"} <= set(event):
-                continue
-            cached = cached or event["stage"] == "cached"
-            if progress:
-                progress(event["env"], event["stage"], event["done"], event["total"])
-        errors = child.stderr.read()
-    if child.returncode:
-        last = errors.strip().splitlines()[-1] if errors.strip() else f"exit status {child.returncode}"
-        raise ConfigError(f"{env}: its shard is built by {python} (its framework's virtualenv), which failed: {last}")
-    meta = json.loads(shard_paths(cache, params, env)[1].read_text())
-    made = read_shard(cache, params, env, meta["digest"])
-    if made is None:
-        raise ConfigError(f"{env}: {python} reported its shard built, but {shard_paths(cache, params, env)[0]} does not read")
-    made.cached = cached
-    return made
+from .shards import ShardParams, build_shards
 
 
 @click.command()

@@ -33,7 +33,9 @@ import json
 import math
 import os
 import re
+import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -128,22 +130,11 @@ def check_envs(envs: Iterable[str] | None) -> list[str]:
     if unknown:
         raise UnknownName(f"unknown environment(s) {unknown}; known: {', '.join(known)}")
     missing = [f"{n} needs {' and '.join(absent)}: pip install 'faultlens[{registry.get(n).extra}]'"
-               for n in names if (absent := registry.get(n).missing()) and elsewhere(n) is None]
+               for n in names if (absent := registry.get(n).missing()) and registry.get(n).elsewhere() is None]
     if missing:
         raise ConfigError("environments on real agent frameworks need their optional extra, not installed here "
                           f"({'; '.join(missing)}), or choose environments with --env")
     return names
-
-
-def elsewhere(env_name: str) -> Path | None:
-    """The interpreter that builds `env_name`'s shard when its framework is not installed here but in the virtualenv
-    of its extra (`benchmark.shard_elsewhere`); None when it builds here, or cannot be built at all."""
-    from faultlens.injectors import envs as registry
-
-    from .shard_elsewhere import interpreter
-
-    env = registry.get(env_name)
-    return interpreter(env.extra) if env.missing() else None
 
 
 # ---------------------------------------------------------------- the digest
@@ -533,12 +524,12 @@ def build_shards(envs: list[str], params: ShardParams, cache: Path | None = None
     """Each environment's shard: from `cache` when its digest is unchanged (unless `force`), else built (and stored
     in `cache`, when given). Environments are built one after another, each stored as soon as it is done, so an
     interrupted build keeps the shards it finished. An environment whose framework lives in another virtualenv is
-    built by that virtualenv's interpreter (`elsewhere`), in the same cache."""
-    from .shard_elsewhere import build_elsewhere
+    built by that virtualenv's interpreter (`Environment.elsewhere`), in the same cache."""
+    from faultlens.injectors import envs as registry
 
     out: dict[str, Shard] = {}
     for env in envs:
-        if (python := elsewhere(env)) is not None:
+        if (python := registry.get(env).elsewhere()) is not None:
             out[env] = build_elsewhere(env, params, python, cache, workers=workers, force=force, progress=progress)
             continue
         parts = digest_parts(env, params)
@@ -558,6 +549,43 @@ def build_shards(envs: list[str], params: ShardParams, cache: Path | None = None
     return out
 
 
-__all__ = ["DEFAULT_CACHE", "Shard", "ShardParams", "build_shard", "build_shards", "check_envs", "digest_parts", "elsewhere",
+# ---------------------------------------------------------------- a shard built by another interpreter
+
+def build_elsewhere(env: str, params: ShardParams, python: Path, cache: Path | None, *, workers: int = 2,
+                    force: bool = False, progress: Progress | None = None) -> Shard:
+    """`env`'s shard built (or found cached) by `python`, another virtualenv's interpreter, in `cache` (a throwaway folder
+    when None): it runs `benchmark.shard_elsewhere` (its progress relayed to `progress`) and the shard it wrote is read."""
+    if cache is None:
+        with tempfile.TemporaryDirectory(prefix="faultlens-shard-") as folder:
+            shard = build_elsewhere(env, params, python, Path(folder), workers=workers, force=force, progress=progress)
+            return shard
+    command = [str(python), "-m", "faultlens.benchmark.shard_elsewhere", env, "--cache", str(cache),
+               "--params", json.dumps(asdict(params), sort_keys=True), "--workers", str(workers)] + (["--force"] if force else [])
+    cached = False
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as child:
+        assert child.stdout is not None and child.stderr is not None
+        for line in child.stdout:
+            try:
+                event = json.loads(line)
+            except ValueError:  # a framework printing to stdout: not ours
+                continue
+            if not isinstance(event, dict) or not {"env", "stage", "done", "total"} <= set(event):
+                continue
+            cached = cached or event["stage"] == "cached"
+            if progress:
+                progress(event["env"], event["stage"], event["done"], event["total"])
+        errors = child.stderr.read()
+    if child.returncode:
+        last = errors.strip().splitlines()[-1] if errors.strip() else f"exit status {child.returncode}"
+        raise ConfigError(f"{env}: its shard is built by {python} (its framework's virtualenv), which failed: {last}")
+    meta = json.loads(shard_paths(cache, params, env)[1].read_text())
+    made = read_shard(cache, params, env, meta["digest"])
+    if made is None:
+        raise ConfigError(f"{env}: {python} reported its shard built, but {shard_paths(cache, params, env)[0]} does not read")
+    made.cached = cached
+    return made
+
+
+__all__ = ["DEFAULT_CACHE", "Shard", "ShardParams", "build_elsewhere", "build_shard", "build_shards", "check_envs", "digest_parts",
            "read_shard", "shard_digest", "shard_paths", "stale_reason", "topup_groups", "topup_tasks", "trace_line", "write_lines",
            "write_shard"]

@@ -68,9 +68,11 @@ the agent's thought.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from faultlens.middleware.model.trace import AgentInfo, Lesson, Modality, Outcome, Source, Step, StepKind, Task, Trace
@@ -169,6 +171,12 @@ class Environment:
         import importlib.util
 
         return [m for m in self.requires if importlib.util.find_spec(m) is None]
+
+    def elsewhere(self) -> Path | None:
+        """The interpreter that runs this environment when its framework is not installed here but in the virtualenv
+        of its extra (`extra_python`): a shard's builder and a replay lab team's program use it. None when it runs
+        here, or nowhere."""
+        return extra_python(self.extra) if self.missing() else None
 
     # -- to implement -------------------------------------------------------
     def tasks(self, seed: int, n: int) -> list[Task]:
@@ -420,3 +428,11 @@ class Conversation:
     def assistant(self, text: str) -> Conversation:
         self.messages.append({"role": "assistant", "content": text})
         return self
+
+
+def extra_python(extra: str) -> Path | None:
+    """The Python of the virtualenv that holds the optional `extra`: $FAULTLENS_<EXTRA>_PYTHON, else
+    `.venv-<extra>/bin/python` under the working folder (where `make test` puts it); None when neither exists."""
+    named = os.environ.get(f"FAULTLENS_{extra.upper()}_PYTHON")
+    path = Path(named) if named else Path(f".venv-{extra}") / "bin" / "python"
+    return path.absolute() if path.is_file() else None  # not resolve(): a venv's python is a symlink out of it

@@ -151,18 +151,14 @@ def program_command(env_name: str, task_id: str, python: str | None = None) -> s
 
 def team_python(env_name: str) -> str:
     """The interpreter that can run `env_name`'s framework: this one, else its extra's virtualenv's (as its shard is
-    built: `benchmark.shard_elsewhere.interpreter`); a `ConfigError` naming both ways when neither can."""
+    built: `Environment.elsewhere`); a `ConfigError` naming both ways when neither can."""
     from ..envs import get as get_env
 
     env = get_env(env_name)
     absent = env.missing()
     if not absent:
         return sys.executable
-    # The one rule of where an extra's virtualenv is, shared with the shards' builder (imported lazily: only a
-    # team whose framework lives elsewhere needs it).
-    from faultlens.benchmark.shard_elsewhere import interpreter
-
-    elsewhere = interpreter(env.extra)
+    elsewhere = env.elsewhere()  # the one rule of where an extra's virtualenv is, shared with the shards' builder
     if elsewhere is None:
         raise ConfigError(f"{env_name} needs {' and '.join(absent)}, not importable by {sys.executable}, and there is no "
                           f"virtualenv of its extra: make one at .venv-{env.extra} (`make test` does) or set "

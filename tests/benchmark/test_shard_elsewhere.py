@@ -15,9 +15,9 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from faultlens.benchmark import shards as shards_module  # noqa: E402
-from faultlens.benchmark.shard_elsewhere import interpreter  # noqa: E402
 from faultlens.benchmark.shards import ShardParams, build_shard, build_shards, check_envs  # noqa: E402
 from faultlens.injectors import envs  # noqa: E402
+from faultlens.injectors.envs.base import extra_python  # noqa: E402
 from faultlens.middleware.errors import ConfigError  # noqa: E402
 
 ENV = "chart_qa"
@@ -37,12 +37,12 @@ def framework_elsewhere(monkeypatch):
 def test_the_interpreter_of_an_extra_is_found_only_where_it_exists(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("FAULTLENS_FRAMEWORKS2_PYTHON", raising=False)
-    assert interpreter("frameworks2") is None
+    assert extra_python("frameworks2") is None
     (tmp_path / ".venv-frameworks2" / "bin").mkdir(parents=True)
     (tmp_path / ".venv-frameworks2" / "bin" / "python").write_text("")
-    assert interpreter("frameworks2") == tmp_path / ".venv-frameworks2" / "bin" / "python"
+    assert extra_python("frameworks2") == tmp_path / ".venv-frameworks2" / "bin" / "python"
     monkeypatch.setenv("FAULTLENS_FRAMEWORKS2_PYTHON", str(tmp_path / "nowhere"))
-    assert interpreter("frameworks2") is None
+    assert extra_python("frameworks2") is None
 
 
 def test_a_missing_framework_without_its_virtualenv_names_the_extra(monkeypatch):
