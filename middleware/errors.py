@@ -66,6 +66,8 @@ EXTRAS = {
     "sklearn": "learned", "joblib": "learned", "numpy": "learned",
     "matplotlib": "plots",
     "phoenix": "phoenix",
+    # The frameworks that live in a virtualenv of their own (their environments' modules import them at the top).
+    "crewai": "frameworks2", "semantic_kernel": "frameworks2", "camel": "frameworks2",
 }
 
 
