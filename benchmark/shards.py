@@ -562,8 +562,11 @@ def build_elsewhere(env: str, params: ShardParams, python: Path, cache: Path | N
     command = [str(python), "-m", "faultlens.benchmark.shard_elsewhere", env, "--cache", str(cache),
                "--params", json.dumps(asdict(params), sort_keys=True), "--workers", str(workers)] + (["--force"] if force else [])
     cached = False
-    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as child:
-        assert child.stdout is not None and child.stderr is not None
+    # stderr to a file, not a pipe: the framework and the workers log there, and a full pipe nobody reads would
+    # stall the child.
+    with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as log, \
+            subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True) as child:
+        assert child.stdout is not None
         for line in child.stdout:
             try:
                 event = json.loads(line)
@@ -574,7 +577,9 @@ def build_elsewhere(env: str, params: ShardParams, python: Path, cache: Path | N
             cached = cached or event["stage"] == "cached"
             if progress:
                 progress(event["env"], event["stage"], event["done"], event["total"])
-        errors = child.stderr.read()
+        child.wait()
+        log.seek(0)
+        errors = log.read()
     if child.returncode:
         last = errors.strip().splitlines()[-1] if errors.strip() else f"exit status {child.returncode}"
         raise ConfigError(f"{env}: its shard is built by {python} (its framework's virtualenv), which failed: {last}")

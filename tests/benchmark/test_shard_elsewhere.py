@@ -67,7 +67,9 @@ def test_the_other_interpreter_builds_the_same_shard_and_the_cache_serves_it_aga
 
 def test_a_failing_child_is_one_error_naming_the_environment_and_the_interpreter(framework_elsewhere, monkeypatch, tmp_path):
     fake = tmp_path / "python"
-    fake.write_text("#!/bin/sh\necho 'Traceback (most recent call last):' >&2\necho 'ModuleNotFoundError: No module named crewai' >&2\nexit 1\n")
+    # 200 KB of logging first: more than a pipe holds, so a parent that left stderr unread would wait for ever.
+    fake.write_text("#!/bin/sh\nhead -c 200000 /dev/zero | tr '\\0' 'x' >&2\necho >&2\n"
+                    "echo 'Traceback (most recent call last):' >&2\necho 'ModuleNotFoundError: No module named crewai' >&2\nexit 1\n")
     fake.chmod(0o755)
     monkeypatch.setenv("FAULTLENS_FRAMEWORKS9_PYTHON", str(fake))
     with pytest.raises(ConfigError, match=r"chart_qa: its shard is built by .*python .*failed: ModuleNotFoundError: No module named crewai"):
