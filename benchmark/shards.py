@@ -123,14 +123,15 @@ class Shard:
 def check_envs(envs: Iterable[str] | None) -> list[str]:
     """The environments to build (all registered when None), after checking each is known and can run here."""
     from faultlens.injectors import envs as registry
+    from faultlens.injectors.envs.base import extra_python
 
     known = registry.names(include_frameworks=True)
     names = list(envs) if envs else known
     unknown = [n for n in names if n not in known]
     if unknown:
         raise UnknownName(f"unknown environment(s) {unknown}; known: {', '.join(known)}")
-    missing = [f"{n} needs {' and '.join(absent)}: pip install 'faultlens[{registry.get(n).extra}]'"
-               for n in names if (absent := registry.get(n).missing()) and registry.get(n).elsewhere() is None]
+    missing = [f"{n} needs {' and '.join(absent)}: pip install 'faultlens[{env.extra}]'"
+               for n in names if (absent := (env := registry.get(n)).missing()) and extra_python(env.extra) is None]
     if missing:
         raise ConfigError("environments on real agent frameworks need their optional extra, not installed here "
                           f"({'; '.join(missing)}), or choose environments with --env")

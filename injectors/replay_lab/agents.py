@@ -153,12 +153,13 @@ def team_python(env_name: str) -> str:
     """The interpreter that can run `env_name`'s framework: this one, else its extra's virtualenv's (as its shard is
     built: `Environment.elsewhere`); a `ConfigError` naming both ways when neither can."""
     from ..envs import get as get_env
+    from ..envs.base import extra_python
 
     env = get_env(env_name)
     absent = env.missing()
     if not absent:
         return sys.executable
-    elsewhere = env.elsewhere()  # the one rule of where an extra's virtualenv is, shared with the shards' builder
+    elsewhere = extra_python(env.extra)  # the one rule of where an extra's virtualenv is, shared with the shards' builder
     if elsewhere is None:
         raise ConfigError(f"{env_name} needs {' and '.join(absent)}, not importable by {sys.executable}, and there is no "
                           f"virtualenv of its extra: make one at .venv-{env.extra} (`make test` does) or set "
