@@ -5,35 +5,43 @@ run only if the task now fails). A detector needs the other side too, and the
 hard part of it: the seed runs the pipeline starts from (tasks of seed 0, the
 first pass of `faultlens bench build`) and injected runs that still succeeded
 (a verifier caught the error, or it did no harm), which look like failures and
-are not. Both are made here, offline, with the same simulated teams:
+are not. Both are made here, offline, with the same simulated teams, for every
+environment of the bundled benchmark by default:
 
     python scripts/detect_data.py --tasks 48 --per-seed 3 --out benchmark/data/succeeded.jsonl.gz
 
-The same arguments make the same runs (seeded simulated agents). Injection records stay
-under `metadata["injection"]` (an answer key: hidden from every detector).
+An environment whose framework is not installed here but in its extra's
+virtualenv (CrewAI, Semantic Kernel, CAMEL: `make frameworks2` makes
+.venv-frameworks2) is run by this script under that virtualenv's python, and
+its runs are merged in place, as `faultlens bench build` does with its shards.
+The same arguments make the same bytes (seeded simulated agents). Injection
+records stay under `metadata["injection"]` (an answer key: hidden from every detector).
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
+import json
 import multiprocessing as mp
 import random
+import subprocess
 import sys
+import tempfile
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from faultlens.benchmark.build import write_sorted
+from faultlens.benchmark.shards import trace_line, write_lines
 from faultlens.injectors import envs
-from faultlens.injectors.envs.base import stable_seed
+from faultlens.injectors.envs.base import extra_python, stable_seed
 from faultlens.injectors.generators import gen_input, get_generator
 from faultlens.injectors.pipeline import candidates
 from faultlens.injectors.sim import SimConfig, ensure_registered
 from faultlens.middleware.model.trace import Trace
 from faultlens.middleware.replay.session import Drift, Session
 
-ENVS = ["adk_team", "ag2_experts", "agents_desk", "chart_desk", "chart_qa", "code_team", "magentic_team", "math_react",
-        "research_desk", "research_team", "smol_analyst", "supervisor_team", "table_qa", "video_qa", "web_shop",
-        "workflow_team"]
+# How to make the virtualenv of an extra that cannot share this one's resolve (the Makefile's targets).
+MAKE = {"frameworks2": "`make frameworks2` (it makes .venv-frameworks2)"}
 
 
 def _still_succeeded(env, seed, task, t: int, mode: str, text: str, sim: dict, trace_id: str) -> Trace | None:
@@ -83,23 +91,58 @@ def runs_of(args: tuple[str, int, int]) -> list[Trace]:
     return out
 
 
+def interpreter(name: str) -> Path | None:
+    """The python that runs environment `name`: None for this one, else its extra's virtualenv's (which must exist)."""
+    env = envs.get(name)
+    absent = env.missing()
+    if not absent:
+        return None
+    python = extra_python(env.extra)
+    if python is None:
+        how = MAKE.get(env.extra, f"pip install 'faultlens[{env.extra}]'")
+        raise SystemExit(f"{name} runs on {env.framework}, whose {', '.join(absent)} is not installed here nor in a "
+                         f"virtualenv of the {env.extra} extra: make it with {how}, or set "
+                         f"FAULTLENS_{env.extra.upper()}_PYTHON to its python, or leave {name} out (--envs)")
+    return python
+
+
+def lines_elsewhere(name: str, python: Path, args: argparse.Namespace) -> list[str]:
+    """Environment `name`'s lines, made by this script under `python` (its progress and errors go to our stderr)."""
+    print(f"{name}: run by {python}", file=sys.stderr, flush=True)
+    with tempfile.TemporaryDirectory(prefix="faultlens-detect-") as folder:
+        out = Path(folder) / f"{name}.jsonl.gz"
+        command = [str(python), str(Path(__file__).resolve()), "--here", "--envs", name, "--tasks", str(args.tasks),
+                   "--per-seed", str(args.per_seed), "--workers", str(args.workers), "--out", str(out)]
+        if subprocess.run(command, stdout=subprocess.DEVNULL).returncode:
+            raise SystemExit(f"{name}: {python} failed to make its runs (its error is above)")
+        with gzip.open(out, "rt", encoding="utf-8") as fh:
+            return fh.read().splitlines()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=48, help="tasks per environment (seed 0)")
     parser.add_argument("--per-seed", type=int, default=3, help="injections tried per successful seed run")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--envs", nargs="*", default=ENVS)
+    parser.add_argument("--envs", nargs="*", default=envs.names(include_frameworks=True))
     parser.add_argument("--out", default="benchmark/data/succeeded.jsonl.gz")
+    parser.add_argument("--here", action="store_true", help="run every environment in this interpreter (the child's side)")
     args = parser.parse_args(argv)
-    jobs = [(env, i, args.per_seed) for env in args.envs for i in range(args.tasks)]
-    traces: list[Trace] = []
+    where = {name: None if args.here else interpreter(name) for name in args.envs}
+    lines: dict[str, list[str]] = {name: [] for name in args.envs}
+    jobs = [(name, i, args.per_seed) for name in args.envs if where[name] is None for i in range(args.tasks)]
     with ProcessPoolExecutor(max_workers=args.workers, mp_context=mp.get_context("forkserver")) as pool:
-        for done, found in enumerate(pool.map(runs_of, jobs, chunksize=4), 1):
-            traces.extend(found)
+        for done, (job, found) in enumerate(zip(jobs, pool.map(runs_of, jobs, chunksize=4)), 1):
+            lines[job[0]].extend(trace_line(t) for t in found)
             if done % 50 == 0:
-                print(f"{done}/{len(jobs)} tasks, {len(traces)} successful runs", file=sys.stderr, flush=True)
-    n = write_sorted(traces, Path(args.out))
-    seeds = sum(1 for t in traces if "injection" not in t.metadata)
+                print(f"{done}/{len(jobs)} tasks, {sum(map(len, lines.values()))} successful runs", file=sys.stderr, flush=True)
+    for name, python in where.items():
+        if python is not None:
+            lines[name] = lines_elsewhere(name, python, args)
+    # In the order of --envs, whichever interpreter made them: the same arguments give the same bytes.
+    ordered = [line for name in args.envs for line in lines[name]]
+    n = write_lines(ordered, Path(args.out))
+    seeds = sum(1 for line in ordered if "injection" not in json.loads(line)["metadata"])
     print(f"wrote {n} successful runs ({seeds} seed runs, {n - seeds} injected runs that still succeeded) to {args.out}")
     return 0
 
