@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -64,12 +65,21 @@ def _bundled() -> list[tuple[str, Iterable[Trace]]]:
     return [("bundled", load_dataset("bundled")), ("succeeded", read_jsonl(SUCCEEDED))]
 
 
+def data_digest() -> str:
+    """A digest of the bundled files the runs come from: a rebuilt benchmark is new data, not the cache's."""
+    digest = hashlib.sha256()
+    for path in (DATA_DIR / "dev.jsonl.gz", DATA_DIR / "test.jsonl.gz", SUCCEEDED):
+        digest.update(path.read_bytes() if path.exists() else b"")
+    return digest.hexdigest()
+
+
 def load_runs(extra: list[str] | None = None, cache: Path | None = CACHE) -> list[Run]:
-    """Every training run's features and outcome (cached by feature names: recomputed when they change)."""
+    """Every training run's features and outcome (cached by feature names and `data_digest`: recomputed when either
+    changes)."""
+    key = {"features": FEATURE_NAMES, "data": data_digest()}
     if cache is not None and cache.exists() and not extra:
         with gzip.open(cache, "rt", encoding="utf-8") as fh:
-            head = json.loads(fh.readline())
-            if head.get("features") == FEATURE_NAMES:
+            if json.loads(fh.readline()) == key:
                 return [Run(**json.loads(line)) for line in fh]
     runs: list[Run] = []
     for spec, traces in _bundled() + [(s, load_dataset(s)) for s in extra or []]:
@@ -78,7 +88,7 @@ def load_runs(extra: list[str] | None = None, cache: Path | None = CACHE) -> lis
     if cache is not None and not extra:
         cache.parent.mkdir(parents=True, exist_ok=True)
         with gzip.open(cache, "wt", encoding="utf-8") as fh:
-            fh.write(json.dumps({"features": FEATURE_NAMES}) + "\n")
+            fh.write(json.dumps(key) + "\n")
             for run in runs:
                 fh.write(json.dumps(run.__dict__) + "\n")
     return runs

@@ -25,7 +25,7 @@ from .failed_runs import FailureWorker
 
 __all__ = ["SUSPECT_ABOVE", "SuspectSweep"]
 
-# The default threshold: above the failure rate of the detector's training mix (0.84, docs/detect.md), so a
+# The default threshold: above the failure rate of the detector's training mix (0.85, docs/detect.md), so a
 # suspected run looks more failed than the typical run it learned from, not merely like one.
 SUSPECT_ABOVE = 0.9
 
