@@ -114,3 +114,33 @@ def test_method_verify_reads_a_miscalculated_number_as_r3_in_a_tool_call_and_in_
     assert {in_call for _, in_call in read.values()} == {True, False}, "slips both in the expression and in the result"
     assert all(mode == "R.3" for mode, _ in read.values()), read
     store.close()
+
+
+def test_method_verify_prints_the_verified_table_with_the_verified_runs_and_the_slips_call(patterns_eval):
+    row = {"runs": 10, "failed": 4, "verified": 3, "tendencies_recovered": 1, "tendencies": 2, "purity_top5": 0.5,
+           "agent_accuracy": 0.75, "mode_accuracy": 0.5, "step_accuracy": 0.25}
+    other = {**row, "verified": None, "tendencies_recovered": 2, "step_accuracy": None}
+    teams = {"a_team": row, "b_team": other}
+    table = patterns_eval.verify_markdown(teams, patterns_eval.mean_row(teams)).splitlines()
+    assert table[0].split(" | ")[3:4] == ["verified"] and table[0].endswith("| verdict at the slip's call |")
+    assert table[2] == "| a_team | 10 | 4 | 3 | 1/2 | 0.50 | 0.75 | 0.50 | 0.25 |"
+    assert table[3] == "| b_team | 10 | 4 | – | 2/2 | 0.50 | 0.75 | 0.50 | – |"  # a team without a verify run says so
+    assert table[-1] == "| **mean** (tendencies: sum) | 10 | 4 | 3 | **3/4** | 0.50 | 0.75 | 0.50 | 0.25 |"
+
+
+def test_teams_whose_program_runs_in_another_interpreter_are_started_first_in_their_order(patterns_eval, monkeypatch):
+    import faultlens.injectors.envs as envs
+
+    class Env:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def missing(self) -> list[str]:
+            return ["crewai"] if name_elsewhere(self.name) else []
+
+    def name_elsewhere(name: str) -> bool:
+        return name in {"search_crew", "math_society"}
+
+    monkeypatch.setattr(envs, "get", Env)
+    teams = ["docs_team", "search_crew", "airline_desk", "math_society"]
+    assert patterns_eval.slowest_first(teams) == ["search_crew", "math_society", "docs_team", "airline_desk"]
