@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import logging
 import random
 import re
 from collections.abc import Callable, Iterator
@@ -177,6 +178,14 @@ class FrameworkTeam(FrameworkEnvironment):
 
     def mutators(self) -> dict[str, list[Any]]:
         return self.rules
+
+
+def quiet_loggers(*names: str) -> None:
+    """Turn off these loggers of a framework in this process. They report the simulated agents' own mistakes (an
+    injected call of a tool that does not exist), which the run's trace already holds, and would bury a build's
+    progress bars. `disabled`, not a level: Agno sets its loggers' levels again on every run."""
+    for name in names:
+        logging.getLogger(name).disabled = True
 
 
 def team_agents(descriptions: dict[str, str]) -> list[AgentInfo]:

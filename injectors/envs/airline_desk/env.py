@@ -34,7 +34,7 @@ from .. import register
 from ..agents_desk.wire import completion
 from ..base import Runtime
 from ..docs_team.calculator import calculate
-from ..framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, team_agents, world_tasks
+from ..framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, quiet_loggers, team_agents, world_tasks
 from ..tool_calling import ToolCallingTeam
 from ..tool_steps import delegating_steps, tool_arguments
 from ..workflow_team.env import WorkflowEndpoint
@@ -102,6 +102,7 @@ class AirlineDesk(ToolCallingTeam):
             from agno.models.openai.like import OpenAILike
             from agno.team import Team
             from agno.team.mode import TeamMode
+        quiet_loggers("agno", "agno-team")
         endpoint = self.simulated_endpoint(rt, completion, WorkflowEndpoint)
         world = task.metadata["world"]
         bookings = {b["id"]: b for b in world["bookings"]}

@@ -38,7 +38,7 @@ from .. import register
 from ..agents_desk.wire import completion, tool_call_of
 from ..base import Runtime
 from ..docs_team.calculator import calculate
-from ..framework import BASE_URL, answer_outcome, team_agents, world_tasks
+from ..framework import BASE_URL, answer_outcome, quiet_loggers, team_agents, world_tasks
 from ..tool_calling import ToolCallingTeam
 from ..tool_steps import StepLog, tool_arguments
 from ..workflow_team.env import WorkflowEndpoint
@@ -118,6 +118,7 @@ class ClipDesk(ToolCallingTeam):
             from agno.team import Team
             from agno.team.mode import TeamMode
             from agno.tools.function import ToolResult
+        quiet_loggers("agno", "agno-team")
         endpoint = self.simulated_endpoint(rt, completion, WorkflowEndpoint)
         world, clip = task.metadata["world"], str(task.id)
 

@@ -36,7 +36,7 @@ from .. import register
 from ..agents_desk.wire import completion
 from ..base import Runtime
 from ..code_team.world import run_tests
-from ..framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, team_agents, world_tasks
+from ..framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, quiet_loggers, team_agents, world_tasks
 from ..tool_calling import ToolCallingTeam
 from ..tool_steps import record_replies
 from ..workflow_team.env import WorkflowEndpoint
@@ -124,6 +124,7 @@ class CodeDesk(ToolCallingTeam):
             import openai
             from strands import Agent, tool
             from strands.models.openai import OpenAIModel
+        quiet_loggers("strands.tools.executors._executor")
         endpoint = self.simulated_endpoint(rt, completion, WorkflowEndpoint)
 
         @tool(name="run_tests")

@@ -36,7 +36,7 @@ from faultlens.middleware.model.trace import Task
 from .. import register
 from ..agents_desk.wire import completion
 from ..base import Runtime
-from ..framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, team_agents, world_tasks
+from ..framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, quiet_loggers, team_agents, world_tasks
 from ..tool_calling import ToolCallingTeam
 from ..tool_steps import delegating_steps
 from ..workflow_team.env import WorkflowEndpoint
@@ -106,6 +106,7 @@ class DocsTeam(ToolCallingTeam):
             from haystack.utils import Secret
 
             from .components import Calculator
+        quiet_loggers("haystack.components.agents.tool_calling")
         endpoint = self.simulated_endpoint(rt, completion, WorkflowEndpoint)
         store = InMemoryDocumentStore()
         store.write_documents([Document(id=d["id"], content=d["content"]) for d in task.metadata["world"]["docs"]])

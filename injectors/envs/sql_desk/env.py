@@ -37,7 +37,7 @@ from faultlens.middleware.replay.session import CallRecord
 from .. import register
 from ..agents_desk.wire import completion
 from ..base import Runtime
-from ..framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, answer_outcome, team_agents, world_tasks
+from ..framework import BASE_URL, TEXT_ONLY_NOT_APPLICABLE, answer_outcome, quiet_loggers, team_agents, world_tasks
 from ..tool_calling import ToolCallingTeam
 from ..tool_steps import record_replies
 from ..workflow_team.env import WorkflowEndpoint
@@ -122,6 +122,7 @@ class SqlDesk(ToolCallingTeam):
             from haystack.utils import Secret
 
             from ..docs_team.components import Calculator
+        quiet_loggers("haystack.components.agents.tool_calling")
         endpoint = self.simulated_endpoint(rt, completion, WorkflowEndpoint)
         db = connect(task.metadata["world"])
 
