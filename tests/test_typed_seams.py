@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,13 +10,10 @@ from faultlens.feedback.loop import LoopResult, Saved
 from faultlens.middleware.model.trace import Attribution
 from faultlens.server.failed_runs import HoldsAttributions
 from faultlens.server.interop import saved_attributions
+from tests.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("count_any", ROOT / "scripts" / "count_any.py")
-assert _spec is not None and _spec.loader is not None
-count_any = importlib.util.module_from_spec(_spec)
-sys.modules.setdefault("count_any", count_any)  # its dataclass looks its module up there
-_spec.loader.exec_module(count_any)
+count_any = load_script("count_any")
 
 # Counted before issue 46 item 4 (scripts/count_any.py): 38 of 202 in middleware/store, 29 of 126 in faultlens/server.
 BEFORE = {"middleware/store": 38, "faultlens/server": 29}

@@ -4,7 +4,6 @@ that virtualenv's python, its runs merged byte for byte; a missing virtualenv is
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import subprocess
 import sys
 from pathlib import Path
@@ -13,17 +12,14 @@ from types import ModuleType
 import pytest
 
 from faultlens.injectors import envs
+from tests.scripts import load_script
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "detect_data.py"
 
 
 @pytest.fixture(scope="module")
 def detect_data() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("detect_data", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("detect_data")
 
 
 def test_an_environment_not_importable_here_is_run_by_its_extras_python_and_gives_the_same_bytes(detect_data, tmp_path, monkeypatch):

@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from faultlens.injectors import envs
-
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "detect_train.py"
-
+from tests.scripts import load_script
 
 @pytest.fixture()
 def detect_train(tmp_path, monkeypatch) -> ModuleType:
-    spec = importlib.util.spec_from_file_location("detect_train", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    monkeypatch.setitem(sys.modules, "detect_train", module)  # its dataclass looks its module up there
-    spec.loader.exec_module(module)
+    module = load_script("detect_train")
     data = tmp_path / "data"
     data.mkdir()
     for name in ("dev.jsonl.gz", "test.jsonl.gz", "succeeded.jsonl.gz"):

@@ -2,27 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from faultlens.feedback.patterns import Pattern
+from tests.scripts import load_script
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "patterns_eval.py"
 
 
 @pytest.fixture(scope="module")
 def patterns_eval() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("patterns_eval", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["patterns_eval"] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+    return load_script("patterns_eval")
 
 
 def pattern(agent: str, mode: str, runs: list[str]) -> Pattern:

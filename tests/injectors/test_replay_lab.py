@@ -6,11 +6,8 @@ gateway, the store, `verify` re-running the program; the simulated agents are th
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -20,20 +17,12 @@ from faultlens.injectors.replay_lab import SimulatedAgents, program_command
 from faultlens.injectors.replay_lab.program import find_task
 from faultlens.middleware.errors import ConfigError
 from faultlens.middleware.store.sqlite import open_store
+from tests.scripts import load_script
 
 pytest.importorskip("llama_index.core")
 TEAM = "workflow_team"
 # The researcher calls a tool with wrong arguments (A.2) at about every other call.
 TENDENCIES = {"researcher": {"A.2": 0.5}}
-
-
-def load_script():
-    path = Path(__file__).resolve().parents[2] / "scripts" / "replay_lab_eval.py"
-    spec = importlib.util.spec_from_file_location("replay_lab_eval", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 class Spy:
@@ -83,7 +72,7 @@ def test_slips_are_a_function_of_task_agent_request_and_draw():
 
 
 def test_failed_runs_of_a_team_in_a_subprocess_are_verified_at_their_first_slip(tmp_path):
-    lab = load_script()
+    lab = load_script("replay_lab_eval")
     store = open_store(tmp_path / "lab.db")
     recorded = lab.record_team(TEAM, 2, store, seed=5, tendencies=TENDENCIES, timeout=60)
     assert recorded.runs == 2 and recorded.crashed == 0

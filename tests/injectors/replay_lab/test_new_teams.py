@@ -8,9 +8,7 @@ frameworks2), and skip that team when the virtualenv is absent.
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -20,20 +18,11 @@ from faultlens.injectors.replay_lab.agents import team_python
 from faultlens.middleware.errors import ConfigError
 from faultlens.middleware.replay.gateway_calls import call_steps
 from faultlens.middleware.store.sqlite import open_store
+from tests.scripts import load_script
 
-SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "replay_lab_eval.py"
-PATTERNS = SCRIPT.with_name("patterns_eval.py")
 # A main-virtualenv team (Haystack) and a frameworks2 one (Semantic Kernel), each with an agent slipping at every call,
 # whose rule applies once in the run of task 0 of seed 3 (so the one slip decides it, and a re-run can confirm it).
 SURE_SLIPS = {"docs_team": {"researcher": {"A.2": 1.0}}, "ledger_chat": {"reviewer": {"C.2": 1.0}}}
-
-
-def load_script(path: Path = SCRIPT):
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def runnable(team: str) -> None:
@@ -45,7 +34,7 @@ def runnable(team: str) -> None:
 
 
 def test_every_new_team_has_tendencies_of_its_own_agents():
-    lab = load_script()
+    lab = load_script("replay_lab_eval")
     assert set(lab.NEW_TEAMS) <= set(LAB_TENDENCIES)
     for team in lab.NEW_TEAMS:
         tendencies = LAB_TENDENCIES[team]
@@ -54,7 +43,7 @@ def test_every_new_team_has_tendencies_of_its_own_agents():
 
 
 def test_the_teams_option_keeps_the_eight_of_record_by_default_and_names_the_new_ones():
-    lab = load_script()
+    lab = load_script("replay_lab_eval")
     assert lab.chosen_teams("record") == list(lab.RECORD_TEAMS) and len(lab.RECORD_TEAMS) == 8
     assert lab.chosen_teams("new") == list(lab.NEW_TEAMS)
     assert lab.chosen_teams("docs_team,new") == list(lab.NEW_TEAMS)  # each team once
@@ -79,7 +68,7 @@ def test_a_frameworks2_team_runs_with_its_virtualenvs_python(tmp_path, monkeypat
 @pytest.mark.parametrize("team", list(SURE_SLIPS))
 def test_a_new_team_runs_through_the_gateway_and_its_slip_is_verified(team, tmp_path):
     runnable(team)
-    lab = load_script()
+    lab = load_script("replay_lab_eval")
     store = open_store(tmp_path / "lab.db")
     clean = lab.record_team(team, 1, store, seed=3, tendencies={}, timeout=120)
     assert (clean.runs, clean.crashed, clean.failed) == (1, 0, 0)  # no slip: the judged answer is right
@@ -100,7 +89,7 @@ def test_the_patterns_measure_runs_a_frameworks2_team_in_its_own_process():
     runnable("ledger_chat")
     if not get_env("ledger_chat").missing():
         pytest.skip("Semantic Kernel is importable here: the team runs in process")
-    patterns = load_script(PATTERNS)
+    patterns = load_script("patterns_eval")
     assert patterns.chosen_teams("record") == list(patterns.RECORD_TEAMS) and patterns.chosen_teams("new") == list(patterns.NEW_TEAMS)
     store = open_store(":memory:")
     runs = patterns.run_team("ledger_chat", 1, store, seed=3, tendencies=SURE_SLIPS["ledger_chat"], say=lambda _line: None)
