@@ -2,7 +2,7 @@
 
     bundled                 the bundled benchmark, every split (benchmark/data/*.jsonl.gz)
     bundled:dev             one split
-    bundled:test:ENV        one environment (``source.benchmark``) of one split
+    bundled:test:ENV        one environment (``source.benchmark``) of one split; ENV,ENV,... several
     jsonl:PATH              our native JSONL (optionally gzipped)
     whowhen:DIR             Who&When (ICML 2025): a folder of JSON files
     whowhenpro:DIR          Who&When Pro (2026): one JSON file per trace (docs/datasets.md)
@@ -92,7 +92,7 @@ def bundled_path(split: str, data_dir: Path | None = None) -> Path:
 
 
 def load_bundled_spec(arg: str, data_dir: Path | None = None) -> Iterator[Trace]:
-    """Traces of the bundled benchmark. `arg` is "", "SPLIT" or "SPLIT:ENV"."""
+    """Traces of the bundled benchmark. `arg` is "", "SPLIT" or "SPLIT:ENV[,ENV...]"."""
     split, _, env = arg.partition(":")
     spec = "bundled" + (f":{arg}" if arg else "")
     if split and split not in SPLITS:
@@ -107,18 +107,20 @@ def load_bundled_spec(arg: str, data_dir: Path | None = None) -> Iterator[Trace]
 
 
 def _bundled(spec: str, paths: list[Path], env: str) -> Iterator[Trace]:
+    wanted = {e for e in env.split(",") if e}
     seen: set[str] = set()
-    found = 0
+    found: set[str] = set()
     for path in paths:
         for trace in read_jsonl(path):
             if trace.source.benchmark:
                 seen.add(trace.source.benchmark)
-            if env and trace.source.benchmark != env:
+            if wanted and trace.source.benchmark not in wanted:
                 continue
-            found += 1
+            found.add(trace.source.benchmark or "")
             yield trace
-    if env and not found:
-        raise InputError(spec, None, None, f"no traces of environment {env!r}; environments present: {', '.join(sorted(seen)) or 'none'}")
+    if wanted - found:
+        absent = ", ".join(sorted(wanted - found))
+        raise InputError(spec, None, None, f"no traces of environment {absent}; environments present: {', '.join(sorted(seen)) or 'none'}")
 
 
 def available_environments(split: str = "test", data_dir: Path | None = None) -> list[str]:

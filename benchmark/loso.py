@@ -37,7 +37,7 @@ from faultlens.middleware.model.roles import candidates
 from .datasets import load_dataset
 from .metrics import agent_applies, agent_correct, macro_mean, mode_scores, normalize_agent, step_correct
 from .runner import MostCommonStep, baseline_names, gold_of, trace_meta
-from .train import assert_no_test_traces, training_set
+from .train import SHIPPED_BUNDLED, assert_no_test_traces, training_set
 
 RANDOM = "random choice (exact)"
 PRIOR = "most-common-step (train prior)"
@@ -58,7 +58,7 @@ def system_of(trace: Trace) -> str:
 
 def datasets(realdev: Path) -> tuple[list[str], list[str]]:
     """The training specs (the shipped model's) and the scored specs (bundled test, every run of each real set)."""
-    train = ["bundled:dev", f"trail:{realdev / 'trail'}:train", f"taubench:{realdev / 'agentrx'}:train"]
+    train = [SHIPPED_BUNDLED, f"trail:{realdev / 'trail'}:train", f"taubench:{realdev / 'agentrx'}:train"]
     scored = ["bundled:test", f"trail:{realdev / 'trail'}", f"taubench:{realdev / 'agentrx'}"]
     return train, scored
 

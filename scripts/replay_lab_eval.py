@@ -232,8 +232,9 @@ def verify_team(recorded: Recorded, base: Any, *, k: int, draws: int, controls: 
 def training_specs(realdev: Path) -> list[str]:
     """The shipped model's training sets (`benchmark.loso.datasets`); the bundled dev split alone without the real sets."""
     from faultlens.benchmark.loso import datasets
+    from faultlens.benchmark.train import SHIPPED_BUNDLED
 
-    return datasets(realdev)[0] if (realdev / "trail").is_dir() and (realdev / "agentrx").is_dir() else ["bundled:dev"]
+    return datasets(realdev)[0] if (realdev / "trail").is_dir() and (realdev / "agentrx").is_dir() else [SHIPPED_BUNDLED]
 
 
 def _cache_key(specs: list[str], system: str) -> str:

@@ -254,6 +254,10 @@ def test_bundled_splits_and_environments(tmp_path, monkeypatch):
     assert datasets.available_environments("test") == ["csv-code", "qa-team"]
     with pytest.raises(InputError, match="environments present: csv-code, qa-team"):
         list(load_bundled_spec("test:nope", tmp_path))
+    both = [t.id for t in load_dataset("bundled:test:qa-team,csv-code")]  # several environments, in file order
+    assert both == [t.id for t in traces[4:]] and {t.source.benchmark for t in traces[4:]} == {"csv-code", "qa-team"}
+    with pytest.raises(InputError, match="no traces of environment nope; environments present: csv-code, qa-team"):
+        list(load_bundled_spec("test:csv-code,nope", tmp_path))
     with pytest.raises(InputError, match="unknown split 'train'"):
         list(load_dataset("bundled:train"))
 
