@@ -33,16 +33,13 @@ from pathlib import Path
 
 from faultlens.benchmark.shards import trace_line, write_lines
 from faultlens.injectors import envs
-from faultlens.injectors.envs.base import extra_python, stable_seed
+from faultlens.injectors.envs.base import stable_seed
 from faultlens.injectors.generators import gen_input, get_generator
 from faultlens.injectors.pipeline import candidates
 from faultlens.injectors.sim import SimConfig, ensure_registered
+from faultlens.middleware.errors import ConfigError
 from faultlens.middleware.model.trace import Trace
 from faultlens.middleware.replay.session import Drift, Session
-
-# How to make the virtualenv of an extra that cannot share this one's resolve (the Makefile's targets).
-MAKE = {"frameworks2": "`make frameworks2` (it makes .venv-frameworks2)"}
-
 
 def _still_succeeded(env, seed, task, t: int, mode: str, text: str, sim: dict, trace_id: str) -> Trace | None:
     """The injected run at (t, mode), when the task still succeeds (else None)."""
@@ -92,18 +89,12 @@ def runs_of(args: tuple[str, int, int]) -> list[Trace]:
 
 
 def interpreter(name: str) -> Path | None:
-    """The python that runs environment `name`: None for this one, else its extra's virtualenv's (which must exist)."""
-    env = envs.get(name)
-    absent = env.missing()
-    if not absent:
-        return None
-    python = extra_python(env.extra)
-    if python is None:
-        how = MAKE.get(env.extra, f"pip install 'faultlens[{env.extra}]'")
-        raise SystemExit(f"{name} runs on {env.framework}, whose {', '.join(absent)} is not installed here nor in a "
-                         f"virtualenv of the {env.extra} extra: make it with {how}, or set "
-                         f"FAULTLENS_{env.extra.upper()}_PYTHON to its python, or leave {name} out (--envs)")
-    return python
+    """The python that runs environment `name`: None for this one, else its extra's virtualenv's
+    (`Environment.elsewhere`; when there is none, its message and how to leave the environment out)."""
+    try:
+        return envs.get(name).elsewhere()
+    except ConfigError as exc:
+        raise SystemExit(f"{exc}; or leave {name} out (--envs)") from None
 
 
 def lines_elsewhere(name: str, python: Path, args: argparse.Namespace) -> list[str]:

@@ -70,11 +70,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from faultlens.middleware.errors import ConfigError
 from faultlens.middleware.model.trace import AgentInfo, Lesson, Modality, Outcome, Source, Step, StepKind, Task, Trace
 from faultlens.middleware.replay.session import CallRecord, Recording, Session
 
@@ -174,9 +176,18 @@ class Environment:
 
     def elsewhere(self) -> Path | None:
         """The interpreter that runs this environment when its framework is not installed here but in the virtualenv
-        of its extra (`extra_python`): a shard's builder and a replay lab team's program use it. None when it runs
-        here, or nowhere."""
-        return extra_python(self.extra) if self.missing() else None
+        of its extra (`extra_python`); None when it runs here; a `ConfigError` saying how to make one when neither can.
+        A shard's builder, a replay lab team's program and the detector's data script use it."""
+        absent = self.missing()
+        if not absent:
+            return None
+        python = extra_python(self.extra)
+        if python is None:
+            raise ConfigError(f"{self.name} needs {' and '.join(absent)}, which {sys.executable} cannot import, and there "
+                              f"is no virtualenv of its extra: pip install 'faultlens[{self.extra}]' here, or make one at "
+                              f".venv-{self.extra} (`make test` does; `make frameworks2` makes .venv-frameworks2 alone), "
+                              f"or set FAULTLENS_{self.extra.upper()}_PYTHON to a Python that has the extra")
+        return python
 
     # -- to implement -------------------------------------------------------
     def tasks(self, seed: int, n: int) -> list[Task]:

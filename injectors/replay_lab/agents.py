@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from faultlens.middleware.capture.live_gateway import LESSONS_BEGIN, LESSONS_END, completion_text
-from faultlens.middleware.errors import ConfigError
 from faultlens.middleware.model.trace import GoldLabel, Task
 from faultlens.middleware.replay.gateway_calls import TRANSPORT, request_key
 from faultlens.middleware.replay.session import canonical
@@ -151,20 +150,10 @@ def program_command(env_name: str, task_id: str, python: str | None = None) -> s
 
 def team_python(env_name: str) -> str:
     """The interpreter that can run `env_name`'s framework: this one, else its extra's virtualenv's (as its shard is
-    built: `Environment.elsewhere`); a `ConfigError` naming both ways when neither can."""
+    built: `Environment.elsewhere`, whose `ConfigError` says how to make one when neither can)."""
     from ..envs import get as get_env
-    from ..envs.base import extra_python
 
-    env = get_env(env_name)
-    absent = env.missing()
-    if not absent:
-        return sys.executable
-    elsewhere = extra_python(env.extra)  # the one rule of where an extra's virtualenv is, shared with the shards' builder
-    if elsewhere is None:
-        raise ConfigError(f"{env_name} needs {' and '.join(absent)}, not importable by {sys.executable}, and there is no "
-                          f"virtualenv of its extra: make one at .venv-{env.extra} (`make test` does) or set "
-                          f"FAULTLENS_{env.extra.upper()}_PYTHON to a Python that has pip install 'faultlens[{env.extra}]'")
-    return str(elsewhere)
+    return str(get_env(env_name).elsewhere() or sys.executable)
 
 
 @dataclass
