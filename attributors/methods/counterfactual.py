@@ -33,7 +33,19 @@ agents that sample, a correction that changes the run may let later calls
 draw again and succeed by chance. With `controls=n`, n such re-runs must all
 fail: a control that fails only because a later call slipped again by chance
 confirms an innocent step, and two in a row do so far more rarely. A control
-that succeeds moves on to the next candidate; each control is a rerun.
+that succeeds moves on to the next candidate; each control is a rerun. Two
+exceptions, both by what the trials showed:
+
+- a correcting re-run that made no live call (every other call got its
+  recorded reply, `Trial.live_calls == 0`) needs no control: nothing but the
+  corrected reply changed, so it alone turned the failure into a success;
+- a control can also succeed by chance (a later call, drawn anew, slips into
+  the right answer). When no candidate was confirmed, the candidates whose
+  correction fixed the run but one of whose controls succeeded
+  (`details["disputed"]`) are checked once more, earliest first, with n more
+  controls that must all fail. An innocent step passes that second check
+  about as rarely as the first, and it is made only in a run where nothing
+  else was confirmed.
 
 The budget is counted in reruns (`max_reruns` per trace, default `k`), not just
 tokens: `details["reruns"]` is what was spent, `details["trials"]` what each
@@ -139,10 +151,11 @@ class Counterfactual(BaseAttributor):
                 return False
         return True
 
-    def _sweep(self, steps: list[int], trace: Trace, rerunner: Rerunner,
-               details: dict[str, Any]) -> tuple[int | None, str | None, str | None, Cost]:
+    def _sweep(self, steps: list[int], trace: Trace, rerunner: Rerunner, details: dict[str, Any],
+               disputed: dict[int, str | None]) -> tuple[int | None, str | None, str | None, Cost]:
         """Try `steps` in order: (the verified step, its correction, why the search must stop (None: it may go
-        on), the corrector's cost)."""
+        on), the corrector's cost). A step whose correction fixed the run but one of whose controls also
+        succeeded is added to `disputed`, with its correction."""
         cost = Cost()
         for step in steps:
             if details["reruns"] >= self.max_reruns:
@@ -161,21 +174,34 @@ class Counterfactual(BaseAttributor):
                         break
                     trial = self._trial(rerunner.rerun, details, trace, step, None)
                 control = getattr(rerunner, "control", None)
-                if trial.success and callable(control):
+                if trial.success and callable(control) and trial.live_calls != 0:
                     held = self._controls_fail(control, details, trace, step)
                     if held is None:
                         return None, None, f"rerun budget spent ({self.max_reruns}) before the controls of step {step}", cost
                     if not held:
+                        disputed.setdefault(step, replacement if replacement is not None else trial.regenerated)
                         continue
             except NotRerunnable as exc:
-                if exc.trial is not None:  # a re-run that showed nothing (drift, a timeout, ...): listed, never counted
-                    details["reruns"] += exc.trial.reran is not False
-                    details["trials"].append(exc.trial.to_json())
-                    details["not_verifiable"] = True
-                return None, None, f"not re-runnable: {exc}", cost
+                return None, None, _not_rerunnable(exc, details), cost
             if trial.success:
                 return step, (replacement if replacement is not None else trial.regenerated), None, cost
         return None, None, None, cost
+
+    def _recheck(self, disputed: dict[int, str | None], trace: Trace, rerunner: Rerunner,
+                 details: dict[str, Any]) -> tuple[int | None, str | None, str | None]:
+        """The disputed steps, earliest first, each given `controls` more controls: (the first whose new controls all
+        failed, its correction, why the search stopped (None: it did not have to))."""
+        control = getattr(rerunner, "control")
+        for step in sorted(disputed):
+            try:
+                held = self._controls_fail(control, details, trace, step)
+            except NotRerunnable as exc:
+                return None, None, _not_rerunnable(exc, details)
+            if held is None:
+                return None, None, f"rerun budget spent ({self.max_reruns}) before the second controls of step {step}"
+            if held:
+                return step, disputed[step], None
+        return None, None, None
 
     # -- the method --------------------------------------------------------
     def attribute(self, trace: Trace) -> Attribution:
@@ -195,8 +221,9 @@ class Counterfactual(BaseAttributor):
         else:
             details["rerunner"] = rerunner.name
             steps = self._candidates(ranked)
+            disputed: dict[int, str | None] = {}
             for _ in range(self.draws if self.corrector is None else 1):
-                verdict, corrected, fallback, spent = self._sweep(steps, trace, rerunner, details)
+                verdict, corrected, fallback, spent = self._sweep(steps, trace, rerunner, details, disputed)
                 cost = cost + spent
                 if verdict is not None or fallback is not None:
                     break
@@ -206,6 +233,10 @@ class Counterfactual(BaseAttributor):
                 steps = [step for step in steps if _only_unchanged(details["trials"], step)]
                 if not steps:
                     break
+            if disputed:
+                details["disputed"] = sorted(disputed)
+            if verdict is None and fallback is None and disputed:
+                verdict, corrected, fallback = self._recheck(disputed, trace, rerunner, details)
             if verdict is None and fallback is None:
                 fallback = f"no correction of the top {self.k} candidate steps made the run succeed"
         if verdict is None:
@@ -228,6 +259,15 @@ class Counterfactual(BaseAttributor):
             confidence=1.0 if details["verified"] else ranked.confidence, ranking=ranking, cost=cost,
             model=self.corrector, prompt_version=PROMPT_VERSION, raw=ranked.raw, details=details,
         )
+
+
+def _not_rerunnable(exc: NotRerunnable, details: dict[str, Any]) -> str:
+    """Why the search stopped; a re-run that showed nothing (drift, a timeout, ...) is listed, never counted."""
+    if exc.trial is not None:
+        details["reruns"] += exc.trial.reran is not False
+        details["trials"].append(exc.trial.to_json())
+        details["not_verifiable"] = True
+    return f"not re-runnable: {exc}"
 
 
 def _only_unchanged(trials: list[dict[str, Any]], step: int) -> bool:

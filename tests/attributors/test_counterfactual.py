@@ -227,6 +227,62 @@ def test_with_two_controls_a_step_is_confirmed_only_if_both_still_fail():
         get("counterfactual", base=Ranked([2]), controls=0)
 
 
+def test_a_correcting_rerun_that_made_no_live_call_needs_no_control():
+    class Replayed(CallableRerunner):
+        """Step 2's new draw fixes the run; every other call got its recorded reply (`live`: how many went live)."""
+
+        def __init__(self, live):
+            super().__init__("counter-team", rerun_counter)
+            self.live, self.controls = live, []
+
+        def rerun(self, trace, step, replacement=None):
+            return Trial(step=step, success=step == 2, changed=True, regenerated="x", live_calls=self.live)
+
+        def control(self, trace, step):
+            self.controls.append(step)
+            return Trial(step=step, success=False, control=True)
+
+    alone = Replayed(live=0)
+    a = get("counterfactual", base=Ranked([2]), k=1, max_reruns=5, controls=2, rerunner=alone).attribute(counter_run(bad=2))
+    assert a.details["verified"] and a.step == 2 and alone.controls == [] and a.details["reruns"] == 1
+    drawn = Replayed(live=1)  # a later call went live: it may have drawn the success by chance, so the controls run
+    a = get("counterfactual", base=Ranked([2]), k=1, max_reruns=5, controls=2, rerunner=drawn).attribute(counter_run(bad=2))
+    assert a.details["verified"] and drawn.controls == [2, 2] and a.details["reruns"] == 3
+
+
+class Disputed(CallableRerunner):
+    """Every new draw fixes the run. Step 0 is innocent: its controls succeed. Step 2 is decisive, but the first of its
+    controls succeeds by chance (`lucky`: how many of its controls do)."""
+
+    def __init__(self, lucky):
+        super().__init__("counter-team", rerun_counter)
+        self.lucky, self.controls = lucky, []
+
+    def rerun(self, trace, step, replacement=None):
+        return Trial(step=step, success=True, changed=True, regenerated=f"fixed {step}", live_calls=1)
+
+    def control(self, trace, step):
+        self.controls.append(step)
+        return Trial(step=step, success=step == 0 or self.controls.count(2) <= self.lucky, control=True)
+
+
+def test_steps_whose_control_succeeded_by_chance_are_checked_again_when_nothing_was_confirmed():
+    lucky = Disputed(lucky=1)
+    a = get("counterfactual", base=Ranked([2, 0]), k=2, max_reruns=12, controls=2, rerunner=lucky).attribute(counter_run(bad=2))
+    # Sweep: step 0 disputed (its control succeeded), step 2 disputed (its first control succeeded by chance).
+    # Nothing confirmed: step 0 is checked again and fails its check; step 2's two new controls both fail.
+    assert a.details["verified"] and a.step == 2 and a.details["disputed"] == [0, 2]
+    assert lucky.controls == [0, 2, 0, 2, 2]
+    assert a.details["reruns"] == 7  # two draws and five controls
+    assert "fallback" not in a.details
+    unlucky = Disputed(lucky=3)  # step 2's new controls succeed too: nothing is confirmed, the base's step stands
+    a = get("counterfactual", base=Ranked([2, 0]), k=2, max_reruns=12, controls=2, rerunner=unlucky).attribute(counter_run(bad=2))
+    assert not a.details["verified"] and a.details["disputed"] == [0, 2] and "no correction" in a.details["fallback"]
+    short = get("counterfactual", base=Ranked([2, 0]), k=2, max_reruns=4, controls=2, rerunner=Disputed(lucky=1)).attribute(
+        counter_run(bad=2))
+    assert not short.details["verified"] and "second controls" in short.details["fallback"]
+
+
 def test_a_trial_that_did_not_rerun_the_program_is_not_counted_as_a_rerun():
     class Probing(CallableRerunner):
         def __init__(self):
