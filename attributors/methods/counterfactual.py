@@ -33,8 +33,11 @@ agents that sample, a correction that changes the run may let later calls
 draw again and succeed by chance. With `controls=n`, n such re-runs must all
 fail: a control that fails only because a later call slipped again by chance
 confirms an innocent step, and two in a row do so far more rarely. A control
-that succeeds moves on to the next candidate; each control is a rerun. Two
-exceptions, both by what the trials showed:
+that succeeds moves on to the next candidate; each control is a rerun. A
+control that failed exactly as recorded (every call drawn anew gave its
+recorded reply, `Trial.as_recorded`) ends the controls: no chance was
+involved, and another would draw the same. Two exceptions, both by what the
+trials showed:
 
 - a correcting re-run that made no live call (every other call got its
   recorded reply, `Trial.live_calls == 0`) needs no control: nothing but the
@@ -46,6 +49,15 @@ exceptions, both by what the trials showed:
   controls that must all fail. An innocent step passes that second check
   about as rarely as the first, and it is made only in a run where nothing
   else was confirmed.
+
+A step whose controls held is then checked against the candidates after it,
+each drawn anew once (not with a corrector, which can write a later step's
+right answer outright): a later step whose new draw makes the run succeed
+replayed every call before it as recorded, so that trial is a control of the
+earlier step that succeeded. The earlier step is overturned
+(`details["overturned"]`: step -> the later step) and the search goes on
+from the later one, whose own controls and later candidates follow. When the
+budget runs out during these draws, the step whose controls held stands.
 
 The budget is counted in reruns (`max_reruns` per trace, default `k`), not just
 tokens: `details["reruns"]` is what was spent, `details["trials"]` what each
@@ -143,36 +155,44 @@ class Counterfactual(BaseAttributor):
 
     def _controls_fail(self, control: Callable[..., Trial], details: dict[str, Any], trace: Trace, step: int) -> bool | None:
         """Whether every control of `step` still failed (None: the budget ran out first). A run that also succeeds
-        with the step as it was failed by a later chance, not by this step: the first such control ends the checks."""
+        with the step as it was failed by a later chance, not by this step: the first such control ends the checks.
+        So does one that failed exactly as recorded (`Trial.as_recorded`): every call drawn anew gave its recorded
+        reply, so no chance was involved, and another control would draw the same."""
         for _ in range(self.controls):
             if details["reruns"] >= self.max_reruns:
                 return None
-            if self._trial(control, details, trace, step).success:
+            trial = self._trial(control, details, trace, step)
+            if trial.success:
                 return False
+            if trial.as_recorded:
+                return True
         return True
 
     def _sweep(self, steps: list[int], trace: Trace, rerunner: Rerunner, details: dict[str, Any],
                disputed: dict[int, str | None]) -> tuple[int | None, str | None, str | None, Cost]:
         """Try `steps` in order: (the verified step, its correction, why the search must stop (None: it may go
         on), the corrector's cost). A step whose correction fixed the run but one of whose controls also
-        succeeded is added to `disputed`, with its correction."""
+        succeeded is added to `disputed`, with its correction; one overturned by a later step goes on to that step."""
         cost = Cost()
-        for step in steps:
-            if details["reruns"] >= self.max_reruns:
-                return None, None, f"rerun budget spent ({self.max_reruns}) before a correction fixed the run", cost
-            replacement, spent = self._correction(trace, step)
-            cost = cost + spent
-            if self.corrector is not None and replacement is None:
-                details["trials"].append(Trial(step=step, success=False, detail="the corrector's answer was empty; not re-run").to_json())
-                continue
+        carried: dict[int, Trial] = {}  # a later step's trial that already made the run succeed (`_later_fix`)
+        index = 0
+        while index < len(steps):
+            step = steps[index]
+            index += 1
+            replacement: str | None = None
             try:
-                trial = self._trial(rerunner.rerun, details, trace, step, replacement)
-                # A new draw that changed the step yet did not fix the run may have been undone by a slip
-                # downstream: draw again, up to `draws` times in all.
-                for _ in range(self.draws - 1):
-                    if trial.success or replacement is not None or not trial.changed or details["reruns"] >= self.max_reruns:
-                        break
-                    trial = self._trial(rerunner.rerun, details, trace, step, None)
+                if step in carried:
+                    trial = carried.pop(step)
+                else:
+                    if details["reruns"] >= self.max_reruns:
+                        return None, None, f"rerun budget spent ({self.max_reruns}) before a correction fixed the run", cost
+                    replacement, spent = self._correction(trace, step)
+                    cost = cost + spent
+                    if self.corrector is not None and replacement is None:
+                        details["trials"].append(Trial(step=step, success=False,
+                                                       detail="the corrector's answer was empty; not re-run").to_json())
+                        continue
+                    trial = self._drawn(rerunner, details, trace, step, replacement)
                 control = getattr(rerunner, "control", None)
                 if trial.success and callable(control) and trial.live_calls != 0:
                     held = self._controls_fail(control, details, trace, step)
@@ -181,11 +201,39 @@ class Counterfactual(BaseAttributor):
                     if not held:
                         disputed.setdefault(step, replacement if replacement is not None else trial.regenerated)
                         continue
+                    later = self._later_fix(steps[index:], trace, rerunner, details) if replacement is None else None
+                    if later is not None:
+                        details.setdefault("overturned", {})[str(step)] = later.step
+                        carried[later.step] = later
+                        index = steps.index(later.step)
+                        continue
             except NotRerunnable as exc:
                 return None, None, _not_rerunnable(exc, details), cost
             if trial.success:
                 return step, (replacement if replacement is not None else trial.regenerated), None, cost
         return None, None, None, cost
+
+    def _drawn(self, rerunner: Rerunner, details: dict[str, Any], trace: Trace, step: int, replacement: str | None) -> Trial:
+        """The correcting trial of `step`. A new draw that changed the step yet did not fix the run may have been
+        undone by a slip downstream: it is drawn again, up to `draws` times in all."""
+        trial = self._trial(rerunner.rerun, details, trace, step, replacement)
+        for _ in range(self.draws - 1):
+            if trial.success or replacement is not None or not trial.changed or details["reruns"] >= self.max_reruns:
+                break
+            trial = self._trial(rerunner.rerun, details, trace, step, None)
+        return trial
+
+    def _later_fix(self, later: list[int], trace: Trace, rerunner: Rerunner, details: dict[str, Any]) -> Trial | None:
+        """The trial of the first of `later` whose new draw made the run succeed (None: none did, or the budget ran
+        out first). One draw each. Every earlier call was replayed as recorded, so such a trial is a control of a
+        step before it that succeeded: the run can succeed with that step as it was."""
+        for step in later:
+            if details["reruns"] >= self.max_reruns:
+                return None
+            trial = self._trial(rerunner.rerun, details, trace, step, None)
+            if trial.success:
+                return trial
+        return None
 
     def _recheck(self, disputed: dict[int, str | None], trace: Trace, rerunner: Rerunner,
                  details: dict[str, Any]) -> tuple[int | None, str | None, str | None]:

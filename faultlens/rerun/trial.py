@@ -79,6 +79,7 @@ def _run(spec: TrialSpec, program: Program, judge: Judge, upstream: GatewayUpstr
     def trial(outcome: str, detail: str, success: bool = False) -> tuple[Trial, RerunUpstream]:
         changed = None if rerun.corrected is None else rerun.corrected != _recorded_text(spec)
         return Trial(step=spec.step, success=success, outcome=outcome, detail=detail, changed=changed, control=spec.control or None,
+                     as_recorded=_as_recorded(spec, rerun) if spec.control else None,
                      regenerated=(rerun.corrected or "")[:REGENERATED_KEPT] or None, live_calls=rerun.live_calls, seconds=seconds), rerun
 
     if rerun.drift is not None:
@@ -107,6 +108,13 @@ def _how(spec: TrialSpec) -> str:
     if isinstance(spec.replacement, dict):
         return "replaced by an injected error"
     return "replaced by the corrector's text" if spec.replacement is not None else "drawn again"
+
+
+def _as_recorded(spec: TrialSpec, rerun: RerunUpstream) -> bool:
+    """Did the re-run make the recorded calls again, each getting its recorded reply (live or replayed)?"""
+    calls, recorded = rerun.session.calls, spec.recording
+    return len(calls) == len(recorded) and all(completion_text(new.response) == completion_text(old.response)
+                                               for new, old in zip(calls, recorded))
 
 
 def _recorded_text(spec: TrialSpec) -> str:

@@ -64,6 +64,8 @@ class Trial:
     # recorded); such a trial is one model call, not counted as a rerun.
     reran: bool | None = None
     control: bool | None = None  # True: the step kept as recorded and the rest drawn anew (does the run still fail?)
+    # A control's: did every call drawn anew give its recorded reply (the run failed exactly as recorded, by no chance)?
+    as_recorded: bool | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None and v != ""}

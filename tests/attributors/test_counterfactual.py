@@ -215,7 +215,9 @@ def test_with_two_controls_a_step_is_confirmed_only_if_both_still_fail():
             return Trial(step=step, success=step == 0 and self.controls.count(0) == 2, control=True)
 
     one = get("counterfactual", base=Ranked([2, 0]), k=2, max_reruns=9, rerunner=Chance()).attribute(counter_run(bad=2))
-    assert one.details["verified"] and one.step == 0  # one control: the chance failure confirms the innocent step
+    # One control: the chance failure passes the innocent step 0, but step 2's new draw fixed the run with step 0 as
+    # recorded, which overturns it (see the next test).
+    assert one.details["verified"] and one.step == 2 and one.details["overturned"] == {"0": 2}
     chance = Chance()
     two = get("counterfactual", base=Ranked([2, 0]), k=2, max_reruns=9, controls=2, rerunner=chance).attribute(counter_run(bad=2))
     assert two.details["verified"] and two.step == 2 and chance.controls == [0, 0, 2, 2]
@@ -225,6 +227,66 @@ def test_with_two_controls_a_step_is_confirmed_only_if_both_still_fail():
     assert not short.details["verified"] and "before the controls of step 2" in short.details["fallback"]
     with pytest.raises(FaultlensError, match="controls"):
         get("counterfactual", base=Ranked([2]), controls=0)
+
+
+class LaterFix(CallableRerunner):
+    """Step 0 is innocent, but its new draw fixes the run (a later call drawn anew did not slip) and its control fails
+    by chance. Step 2 is decisive: its new draw, with step 0 as recorded, fixes the run."""
+
+    def __init__(self):
+        super().__init__("counter-team", rerun_counter)
+        self.asked: list[tuple[int, str]] = []
+
+    def rerun(self, trace, step, replacement=None):
+        self.asked.append((step, "draw"))
+        return Trial(step=step, success=step in (0, 2), changed=True, regenerated=replacement or "x", live_calls=1)
+
+    def control(self, trace, step):
+        self.asked.append((step, "control"))
+        return Trial(step=step, success=False, control=True)
+
+
+def test_a_later_step_whose_new_draw_fixed_the_run_overturns_an_earlier_confirmed_one():
+    later = LaterFix()
+    a = get("counterfactual", base=Ranked([2, 1, 0]), k=3, max_reruns=9, rerunner=later).attribute(counter_run(bad=2))
+    # Step 0 passed its control; then each later candidate is drawn once: step 1 does not fix the run, step 2 does,
+    # with step 0 as recorded. Step 2's own control follows; nothing after it is left to overturn it.
+    assert a.details["verified"] and a.step == 2 and a.details["overturned"] == {"0": 2}
+    assert later.asked == [(0, "draw"), (0, "control"), (1, "draw"), (2, "draw"), (2, "control")]
+    assert a.details["reruns"] == 5
+    # The later draws count against the budget; when it runs out first, the step whose controls held stands.
+    short = get("counterfactual", base=Ranked([2, 1, 0]), k=3, max_reruns=3, rerunner=LaterFix()).attribute(counter_run(bad=2))
+    assert short.details["verified"] and short.step == 0 and "overturned" not in short.details
+
+
+def test_a_corrector_s_fix_of_a_later_step_overturns_nothing(scripted):
+    # A corrector can write a later step's right answer outright; that says nothing about the earlier step.
+    scripted(lambda messages, params: "fixed")
+    later = LaterFix()
+    a = get("counterfactual", base=Ranked([2, 1, 0]), k=3, max_reruns=9, corrector="scripted/fixer", rerunner=later).attribute(
+        counter_run(bad=2))
+    assert a.details["verified"] and a.step == 0 and later.asked == [(0, "draw"), (0, "control")]
+
+
+def test_a_control_that_failed_exactly_as_recorded_ends_the_controls():
+    class Repeat(CallableRerunner):
+        """Step 2's new draw fixes the run; its control gives every recorded reply again (`exact`) or not."""
+
+        def __init__(self, exact):
+            super().__init__("counter-team", rerun_counter)
+            self.exact, self.controls = exact, 0
+
+        def rerun(self, trace, step, replacement=None):
+            return Trial(step=step, success=step == 2, changed=True, regenerated="x", live_calls=1)
+
+        def control(self, trace, step):
+            self.controls += 1
+            return Trial(step=step, success=False, control=True, as_recorded=self.exact)
+
+    for exact, controls in ((True, 1), (False, 2)):
+        repeat = Repeat(exact)
+        a = get("counterfactual", base=Ranked([2]), k=1, max_reruns=5, controls=2, rerunner=repeat).attribute(counter_run(bad=2))
+        assert a.details["verified"] and a.step == 2 and repeat.controls == controls and a.details["reruns"] == 1 + controls
 
 
 def test_a_correcting_rerun_that_made_no_live_call_needs_no_control():

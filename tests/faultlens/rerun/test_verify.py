@@ -91,10 +91,12 @@ def test_verify_confirms_the_decisive_call_by_rerunning_the_program(tmp_path, si
     assert verdict["verified"] is True and verdict["step"] == 0 and verdict["agent"] == "researcher"
     # The researcher's call drawn anew with the lesson (one model call) and the program re-run with that reply in
     # place: it succeeds. The control re-runs with the recorded slip in place: the writer, drawn anew, still fails.
-    assert [(t["outcome"], t.get("control", False)) for t in verdict["trials"]] == [("success", False), ("failure", True)]
+    # The later candidate (the writer's call) drawn anew says what was recorded: it overturns nothing.
+    assert [(t["outcome"], t.get("control", False)) for t in verdict["trials"]] == [
+        ("success", False), ("failure", True), ("unchanged", False)]
     assert verdict["reruns"] == 2
-    # Live: the new draw, the writer's changed call, the control's writer call; nothing else.
-    assert len(sim.requests) - live_before == 3
+    # Live: the new draw, the writer's changed call, the control's writer call, the writer's new draw; nothing else.
+    assert len(sim.requests) - live_before == 4
     stored = open_store(db)
     assert len(stored.get_trace("r1").steps) == steps_before  # the run itself is untouched
     saved = stored.attributions("r1")[-1]
@@ -103,14 +105,17 @@ def test_verify_confirms_the_decisive_call_by_rerunning_the_program(tmp_path, si
     assert len(fixed) == 1 and fixed[0].agent == "researcher" and fixed[0].attribution_id == saved.id
 
 
-def test_with_two_controls_the_decisive_call_is_confirmed_by_two_failing_re_runs(tmp_path, sim):
+def test_a_control_that_failed_exactly_as_recorded_needs_no_second(tmp_path, sim):
     command = write_program(tmp_path)
     db, _ = record_failed_run(tmp_path, sim, command)
     verdict = verify(db, command, sim.url, "--judge", f"grep -q {RIGHT}", "--controls", "2")
     assert verdict["verified"] is True and verdict["step"] == 0
-    assert [(t["outcome"], t.get("control", False)) for t in verdict["trials"]] == [
-        ("success", False), ("failure", True), ("failure", True)]
-    assert verdict["reruns"] == 3
+    # This upstream answers a request the same way every time: the control's writer, drawn anew, gave its recorded
+    # reply, so the run failed exactly as recorded, and a second control would draw the same.
+    control = verdict["trials"][1]
+    assert control["control"] and control["outcome"] == "failure" and control["as_recorded"] is True
+    assert [t.get("control", False) for t in verdict["trials"]] == [False, True, False]
+    assert verdict["reruns"] == 2
 
 
 def test_the_reference_answer_or_a_posted_outcome_judges_when_no_judge_command_is_given(tmp_path, sim):
