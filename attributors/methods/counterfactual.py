@@ -286,7 +286,9 @@ class Counterfactual(BaseAttributor):
             if verdict is None and fallback is None and disputed:
                 verdict, corrected, fallback = self._recheck(disputed, trace, rerunner, details)
             if verdict is None and fallback is None:
-                fallback = f"no correction of the top {self.k} candidate steps made the run succeed"
+                fallback = (f"no correction of the top {self.k} candidate steps was confirmed: the ones that made the run succeed "
+                            f"(steps {', '.join(map(str, sorted(disputed)))}) also had a control that succeeded" if disputed
+                            else f"no correction of the top {self.k} candidate steps made the run succeed")
         if verdict is None:
             verdict = ranked.step
             details["fallback"] = fallback
