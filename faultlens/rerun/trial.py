@@ -112,7 +112,7 @@ def _how(spec: TrialSpec) -> str:
 
 def _as_recorded(spec: TrialSpec, rerun: RerunUpstream) -> bool:
     """Did the re-run make the recorded calls again, each getting its recorded reply (live or replayed)?"""
-    calls, recorded = rerun.session.calls, spec.recording
+    calls, recorded = rerun.session.calls, spec.recording.calls
     return len(calls) == len(recorded) and all(completion_text(new.response) == completion_text(old.response)
                                                for new, old in zip(calls, recorded))
 
