@@ -2,7 +2,8 @@
 
 For each successful run the gateway recorded, and a few (call, mode) pairs:
 the recorded reply of that call is rewritten into an error of the mode (the
-injection pipeline's generators, `injectors.proxy_mistakes.chat_error`), the
+injection pipeline's generators, `injectors.proxy_mistakes.chat_error`, with
+the values the runs' tool arguments took as the domain's distractors), the
 program is re-run with the calls before it replayed exactly, that reply
 injected, and the rest live (`trial.run_trial`); the judge decides. A re-run
 that now fails is a failure of the user's own system with an exact label
@@ -40,6 +41,7 @@ __all__ = ["DEFAULT_MODES", "Attempt", "AdaptResult", "adapt", "injected_trace"]
 # Modes whose rules rewrite an ordinary chat reply of any system (a number, a name, a tool call's argument, ...).
 DEFAULT_MODES = ("R.3", "R.1", "C.2", "V.1", "A.2", "A.1", "A.4")
 BENCHMARK = "adapt"
+MIN_VALUE = 3  # shorter argument values (ids like "1", flags) would match inside any text
 
 
 @dataclass
@@ -77,10 +79,34 @@ def _openai_request(record: CallRecord) -> dict[str, Any]:
     return {"messages": messages, **{k: v for k, v in (record.request.get("params") or {}).items() if k == "tools"}}
 
 
-def injected_reply(recording: Recording, call: int, mode: str, seed: int) -> tuple[dict[str, Any], str]:
+def argument_values(recordings: list[Recording]) -> list[list[str]]:
+    """The user's own interchangeable values: per (tool, argument), the text values it took in the runs' tool calls.
+
+    Given to the error rules as distractors, so a wrong argument (A.2) or a wrong entity (R.1) swaps a value for one
+    the same argument took in another run (another company, another year's page, another order), as a confused agent
+    would, where a rule with no values of the domain can only change a digit.
+    """
+    seen: dict[tuple[str, str], dict[str, None]] = {}
+    for recording in recordings:
+        for record in recording.calls:
+            message = ((record.response or {}).get("choices") or [{}])[0].get("message") or {}
+            for call in message.get("tool_calls") or []:
+                function = call.get("function") or {}
+                try:
+                    arguments = json.loads(function.get("arguments") or "{}")
+                except json.JSONDecodeError:
+                    continue
+                for key, value in arguments.items() if isinstance(arguments, dict) else ():
+                    if isinstance(value, str) and len(value.strip()) >= MIN_VALUE:
+                        seen.setdefault((str(function.get("name")), key), {})[value] = None
+    return [list(values) for values in seen.values() if len(values) > 1]
+
+
+def injected_reply(recording: Recording, call: int, mode: str, seed: int,
+                   distractors: list[list[str]] | None = None) -> tuple[dict[str, Any], str]:
     """(call `call`'s recorded reply rewritten into an error of `mode`, the reason); `NoErrorForMode` if no rule applies."""
     record = recording[call]
-    override = chat_error(mode, seed=seed)
+    override = chat_error(mode, seed=seed, distractors=distractors)
     response = override(CallRecord(record.index, record.kind, record.agent, _openai_request(record), record.response))
     return response, override.injected[-1]["reason"]  # type: ignore[attr-defined]
 
@@ -155,6 +181,7 @@ def adapt(store: Store, program: Program, upstream: GatewayUpstream, out: Path, 
     result = AdaptResult(attempts=list(done.values()))
     kept = {t.id: t for t in _read_traces(traces_path)}
     plans = list(plan(sources, modes, seed))
+    values = argument_values([recording_of(trace) for trace in sources])
     total, made = len(plans) * per_run, 0
     for trace, pairs in plans:
         rerun = 0
@@ -165,7 +192,7 @@ def adapt(store: Store, program: Program, upstream: GatewayUpstream, out: Path, 
             key = f"{trace.id}/{call}-{mode}"
             attempt = done.get(key)
             if attempt is None:
-                attempt, labelled = _attempt(trace, recording, steps, call, mode, seed, program, judge or Judge(), upstream)
+                attempt, labelled = _attempt(trace, recording, steps, call, mode, seed, program, judge or Judge(), upstream, values)
                 if labelled is not None:
                     store.save_trace(labelled)
                     kept[labelled.id] = labelled
@@ -186,11 +213,11 @@ def adapt(store: Store, program: Program, upstream: GatewayUpstream, out: Path, 
 
 
 def _attempt(trace: Trace, recording: Recording, steps: list[int], call: int, mode: str, seed: int, program: Program,
-             judge: Judge, upstream: GatewayUpstream) -> tuple[Attempt, Trace | None]:
+             judge: Judge, upstream: GatewayUpstream, values: list[list[str]]) -> tuple[Attempt, Trace | None]:
     step = steps[call]
     key = f"{trace.id}/{call}-{mode}"
     try:
-        reply, reason = injected_reply(recording, call, mode, seed)
+        reply, reason = injected_reply(recording, call, mode, seed, values)
     except NoErrorForMode as exc:
         return Attempt(key, trace.id, call, step, mode, "no_rule", str(exc)[:200]), None
     if judge.reference is None and trace.task.reference_answer:

@@ -20,7 +20,9 @@ from faultlens.gateway_cli import build_gateway_app
 from faultlens.middleware.capture.upstream import LiteLLMUpstream
 from faultlens.middleware.model.answer_key import attributor_view
 from faultlens.middleware.store import open_store
-from faultlens.rerun.adapt import adapt, split_by_source
+from faultlens.injectors.proxy_mistakes import NoErrorForMode
+from faultlens.middleware.replay.session import CallRecord, Recording
+from faultlens.rerun.adapt import adapt, argument_values, injected_reply, split_by_source
 from faultlens.rerun.contract import Judge, Program
 from faultlens.server.run import ServerThread
 from .sim_upstream import JUDGE, PROGRAM, SimUpstream
@@ -128,3 +130,23 @@ def test_a_pair_no_rule_applies_to_costs_no_rerun(tmp_path, sim, recorded):
     assert len(reruns) == 4 and {a.mode for a in reruns} == {"R.3"}  # one re-run a run, never of a pair with no rule
     assert all(a.mode == "A.2" for a in result.attempts if a.result == "no_rule")
     assert result.yield_by_mode()["R.3"]["attempts"] == 4
+
+
+def tool_call_recording(arguments: str) -> Recording:
+    message = {"role": "assistant", "content": None,
+               "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": arguments}}]}
+    request = {"messages": [{"role": "user", "parts": [{"type": "text", "content": "Who supplies Acme Corp?"}]}]}
+    return Recording([CallRecord(0, "model", "researcher", request, {"choices": [{"index": 0, "message": message}]})])
+
+
+def test_a_wrong_argument_swaps_a_value_the_same_argument_took_in_another_run():
+    runs = [tool_call_recording(json.dumps({"company": name, "flag": "on"})) for name in ("Acme Corp", "Globex Inc", "Acme Corp")]
+    runs.append(tool_call_recording("not json"))
+    # Per (tool, argument): values of at least three characters, each once; an argument that took one value is no group.
+    assert argument_values(runs) == [["Acme Corp", "Globex Inc"]]
+    with pytest.raises(NoErrorForMode):  # no number to change and no value of the domain to swap
+        injected_reply(runs[0], 0, "A.2", seed=0)
+    reply, reason = injected_reply(runs[0], 0, "A.2", seed=0, distractors=argument_values(runs))
+    called = reply["choices"][0]["message"]["tool_calls"][0]["function"]
+    assert called["name"] == "lookup" and json.loads(called["arguments"])["company"] == "Globex Inc"
+    assert "Globex Inc" in reason and "Acme Corp" in reason
