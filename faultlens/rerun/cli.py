@@ -61,7 +61,8 @@ def rerun_wrapper(rerun_command: str | None, rerun_upstream: str | None, rerun_a
 @click.option("--api-base", default=None, help="Base URL of the upstream (a local OpenAI-compatible server).")
 @click.option("--upstream-timeout", type=click.FloatRange(min=0.1), default=DEFAULT_TIMEOUT, show_default=True, help="Seconds an upstream call may take.")
 @click.option("--method", default=DEFAULT_METHOD, show_default=True, help="The base method that ranks the candidate steps.")
-@click.option("-k", "k", type=click.IntRange(min=1), default=3, show_default=True, help="Candidates tried, earliest first.")
+@click.option("-k", "k", type=click.IntRange(min=1), default=3, show_default=True, help="Candidates tried, earliest first; a confirmed one is then checked "
+              "against the later ones (one new draw each: one that fixes the run overturns it).")
 @click.option("--draws", type=click.IntRange(min=1), default=1, show_default=True, help="New draws of a candidate call before moving on.")
 @click.option("--controls", type=click.IntRange(min=1), default=1, show_default=True,
               help="Re-runs with a fixing candidate kept as recorded (later calls drawn anew) that must all still fail "
