@@ -174,15 +174,15 @@ class Counterfactual(BaseAttributor):
         on), the corrector's cost). A step whose correction fixed the run but one of whose controls also
         succeeded is added to `disputed`, with its correction; one overturned by a later step goes on to that step."""
         cost = Cost()
-        carried: dict[int, Trial] = {}  # a later step's trial that already made the run succeed (`_later_fix`)
+        carried: Trial | None = None  # the trial of a later step that already made the run succeed (`_later_fix`)
         index = 0
         while index < len(steps):
             step = steps[index]
             index += 1
             replacement: str | None = None
             try:
-                if step in carried:
-                    trial = carried.pop(step)
+                if carried is not None and carried.step == step:
+                    trial, carried = carried, None
                 else:
                     if details["reruns"] >= self.max_reruns:
                         return None, None, f"rerun budget spent ({self.max_reruns}) before a correction fixed the run", cost
@@ -204,8 +204,7 @@ class Counterfactual(BaseAttributor):
                     later = self._later_fix(steps[index:], trace, rerunner, details) if replacement is None else None
                     if later is not None:
                         details.setdefault("overturned", {})[str(step)] = later.step
-                        carried[later.step] = later
-                        index = steps.index(later.step)
+                        carried, index = later, steps.index(later.step)
                         continue
             except NotRerunnable as exc:
                 return None, None, _not_rerunnable(exc, details), cost

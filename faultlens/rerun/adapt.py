@@ -87,18 +87,12 @@ def argument_values(recordings: list[Recording]) -> list[list[str]]:
     would, where a rule with no values of the domain can only change a digit.
     """
     seen: dict[tuple[str, str], dict[str, None]] = {}
-    for recording in recordings:
-        for record in recording.calls:
-            message = ((record.response or {}).get("choices") or [{}])[0].get("message") or {}
-            for call in message.get("tool_calls") or []:
-                function = call.get("function") or {}
-                try:
-                    arguments = json.loads(function.get("arguments") or "{}")
-                except json.JSONDecodeError:
-                    continue
-                for key, value in arguments.items() if isinstance(arguments, dict) else ():
-                    if isinstance(value, str) and len(value.strip()) >= MIN_VALUE:
-                        seen.setdefault((str(function.get("name")), key), {})[value] = None
+    calls = [part for recording in recordings for record in recording.calls for output in completion_outputs(record.response)
+             for part in output["parts"] if part["type"] == "tool_call" and isinstance(part["arguments"], dict)]
+    for call in calls:  # arguments parsed from their JSON by `completion_outputs`; a call whose were not is passed over
+        for key, value in call["arguments"].items():
+            if isinstance(value, str) and len(value.strip()) >= MIN_VALUE:
+                seen.setdefault((str(call["name"]), key), {})[value] = None
     return [list(values) for values in seen.values() if len(values) > 1]
 
 
