@@ -1,7 +1,7 @@
 """The replay lab's measure (issue 44, item 5): `blend` leave-one-system-out, and `verify` over it, on eight framework teams.
 
     .venv/bin/python scripts/replay_lab_eval.py --json replay_lab.json [--tasks 12] [--teams ag2_experts,chart_desk | new | all]
-        [--k 30] [--draws 3] [--controls 2] [--min-scored 8 --max-tasks 72] [--workers 2] [--adapt 3] [--own-share 0.5] [--realdev ../shared/realdev] [--cache DIR]
+        [--k 30] [--draws 3] [--controls 2] [--min-scored 8 --max-tasks 72] [--workers 2] [--adapt 3] [--adapt-draws 1] [--own-share 0.5] [--realdev ../shared/realdev] [--cache DIR]
 
 For each team (its framework's real orchestration, `injectors.replay_lab.program`,
 run as a separate process that sends every model call over HTTP to a live
@@ -28,7 +28,8 @@ simulated agents in this process, `injectors.replay_lab.SimulatedAgents`):
    these verdicts (a verdict's reruns count the program's re-runs, controls
    included; a new draw that changes nothing is one model call, not a re-run).
 4. `adapted_*` (with `--adapt`): `faultlens adapt` on the team's own successful runs of step 1
-   (errors injected by re-running its program; the failures kept with exact labels), then
+   (each call drawn anew from the agents, and errors injected, by re-running its program; the failures kept with
+   exact labels), then
    `blend` whose `learned` model is the fold's training data plus those runs, on the same
    failed runs as `loso_*`.
 
@@ -283,7 +284,7 @@ def wait_for(path: Path, limit: float = 3600.0) -> Path:
 
 def team_job(team: str, tasks: int, seed: int, k: int, draws: int, timeout: float, model: str, scratch: str,
              adapt_per_run: int = 0, specs: list[str] | None = None, system: str = "", own_share: float = 0.5,
-             controls: int = 1, min_scored: int = 0, max_tasks: int = 0) -> dict[str, Any]:
+             controls: int = 1, min_scored: int = 0, max_tasks: int = 0, adapt_draws: int = 1) -> dict[str, Any]:
     """One team, start to end: its runs through the gateway, then verify over its fold's `blend` (a worker's job)."""
     import logging
 
@@ -310,7 +311,7 @@ def team_job(team: str, tasks: int, seed: int, k: int, draws: int, timeout: floa
     adapted: dict[str, Any] = {}
     if adapt_per_run and specs is not None:
         adapted_base, adapted = adapt_team(rec, specs, system, Path(scratch) / f"{team}-adapt", per_run=adapt_per_run, own_share=own_share,
-                                           timeout=timeout, say=say)
+                                           timeout=timeout, draws=adapt_draws, say=say)
         scores.update(adapted_scores(rec, adapted_base))
     return {"scores": scores,
             "runs": {"runs": rec.runs, "failed": rec.failed, "kept": len(rec.cases), "failed_without_slip": rec.failed_without_slip,
@@ -319,7 +320,7 @@ def team_job(team: str, tasks: int, seed: int, k: int, draws: int, timeout: floa
 
 
 def adapt_team(rec: Recorded, specs: list[str], system: str, out: Path, *, per_run: int, timeout: float, own_share: float,
-               say: Callable[[str], None] = print) -> tuple[Any, dict[str, Any]]:
+               draws: int = 1, say: Callable[[str], None] = print) -> tuple[Any, dict[str, Any]]:
     """`faultlens adapt` on the team's successful runs (the program re-run as a subprocess per attempt), then `blend`
     with `learned` trained on the fold's data (without the team's framework) plus the injected failures."""
     from faultlens.attributors.learned import Blend, fit
@@ -327,13 +328,24 @@ def adapt_team(rec: Recorded, specs: list[str], system: str, out: Path, *, per_r
     from faultlens.benchmark.train import training_set
     from faultlens.injectors.envs import get as get_env
     from faultlens.injectors.replay_lab import program_command
+    from faultlens.injectors.replay_lab.agents import asked
     from faultlens.middleware.capture.upstream import CallableUpstream
+    from faultlens.middleware.replay.gateway_calls import call_steps, request_of
     from faultlens.rerun.adapt import adapt
     from faultlens.rerun.contract import Judge, Program
 
     env = get_env(rec.team)
     by_query = {rec.store.get_trace(task.id).task.query: task for task in rec.succeeded if task.id}
     current: dict[str, Task] = {}
+    # adapt draws a call anew before re-running the program: the agents answer it for the task whose run asked it.
+    asks = {asked(request_of(step)): task for task in rec.succeeded if task.id
+            for trace in [rec.store.get_trace(task.id)] for step in (trace.steps[i] for i in call_steps(trace))}
+
+    def answer(agent: str, request: dict[str, Any]) -> dict[str, Any]:
+        task = asks.get(asked(request))
+        if task is not None and rec.agents.task is not task:
+            rec.agents.rerun(task)
+        return rec.agents(agent, request)
 
     def program(variables: Any) -> str:
         task = by_query[variables["FAULTLENS_TASK"]]
@@ -347,8 +359,8 @@ def adapt_team(rec: Recorded, specs: list[str], system: str, out: Path, *, per_r
 
     judge = Judge(lambda stdout: env.evaluate(current["task"], stdout.strip() or None).success)
     started = time.monotonic()
-    result = adapt(rec.store, Program(program, timeout=timeout), CallableUpstream(rec.agents), out, judge=judge,
-                   runs=len(rec.succeeded) or None, per_run=per_run)
+    result = adapt(rec.store, Program(program, timeout=timeout), CallableUpstream(answer), out, judge=judge,
+                   runs=len(rec.succeeded) or None, per_run=per_run, draws=draws)
     say(f"{rec.team}: adapt made {len(result.traces)} labelled failure(s) from {len(rec.succeeded)} successful run(s) "
         f"in {time.monotonic() - started:.0f} s; yield {result.yield_by_mode()}")
     train, sources, _ = training_set(specs)
@@ -446,6 +458,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=300.0, help="Seconds one run of a team's program may take.")
     parser.add_argument("--adapt", type=int, default=0, metavar="PER_RUN",
                         help="Also run `faultlens adapt` on each team's successful runs, PER_RUN injections a run (0: not).")
+    parser.add_argument("--adapt-draws", type=int, default=1, metavar="N",
+                        help="adapt's new draws of each call of a successful run (`faultlens adapt --draws`; 0: injections only).")
     parser.add_argument("--own-share", type=float, default=OWN_SHARE, help="The share of the training weight the team's adapted "
                         "runs get (`learned.model.OWN_SHARE`; 0: weighed as one more source).")
     args = parser.parse_args(argv)
@@ -468,7 +482,7 @@ def main(argv: list[str] | None = None) -> int:
     with ProcessPoolExecutor(max_workers=max(1, args.workers), mp_context=context) as pool:
         jobs = {team: pool.submit(team_job, team, args.tasks, args.seed, args.k, args.draws, args.timeout,
                                   str(fold_path(args.cache, specs, systems[team])), scratch, args.adapt, specs, systems[team],
-                                  args.own_share, args.controls, args.min_scored, args.max_tasks)
+                                  args.own_share, args.controls, args.min_scored, args.max_tasks, args.adapt_draws)
                 for team in teams}
         done = {team: job.result() for team, job in jobs.items()}
     folds.result()
@@ -482,7 +496,7 @@ def main(argv: list[str] | None = None) -> int:
           f"in {seconds:.0f} s ({args.workers} worker(s))")
     if args.json_path is not None:
         settings = {"tasks": args.tasks, "seed": args.seed, "k": args.k, "draws": args.draws, "controls": args.controls,
-                    "min_scored": args.min_scored, "max_tasks": args.max_tasks, "adapt_per_run": args.adapt,
+                    "min_scored": args.min_scored, "max_tasks": args.max_tasks, "adapt_per_run": args.adapt, "adapt_draws": args.adapt_draws,
                     "own_share": args.own_share, "training": specs,
                     "base": "blend (learned trained without the team's framework)", "seconds": round(seconds, 1),
                     "workers": args.workers}

@@ -24,7 +24,11 @@ fixing the run is drawn again, up to n draws in all (a slip downstream may
 have undone the correction); every draw is a rerun. When no candidate fixed
 the run, the candidates whose new draw (one model call, `Trial.reran` false)
 only said what was recorded are asked again, up to n sweeps: a sampled agent
-may repeat its slip by chance, and a call that changes now is re-run.
+may repeat its slip by chance, and a call that changes now is re-run. When
+still nothing was confirmed, the candidates whose every new draw changed them
+without fixing the run are drawn again, up to n more draws each
+(`details["drawn_again"]`): where later calls slip often, each correction may
+have been undone by a new slip, and a run with no verdict has the most to gain.
 
 When the rerunner offers a *control* (`CommandRerunner` does), a candidate
 whose correction made the run succeed is confirmed only if the run re-run with
@@ -267,7 +271,7 @@ class Counterfactual(BaseAttributor):
             fallback = f"no rerunner can re-run this trace (source.benchmark={trace.source.benchmark!r})"
         else:
             details["rerunner"] = rerunner.name
-            steps = self._candidates(ranked)
+            candidates = steps = self._candidates(ranked)
             disputed: dict[int, str | None] = {}
             for _ in range(self.draws if self.corrector is None else 1):
                 verdict, corrected, fallback, spent = self._sweep(steps, trace, rerunner, details, disputed)
@@ -284,6 +288,13 @@ class Counterfactual(BaseAttributor):
                 details["disputed"] = sorted(disputed)
             if verdict is None and fallback is None and disputed:
                 verdict, corrected, fallback = self._recheck(disputed, trace, rerunner, details)
+            again = [step for step in candidates if _changed_never_fixed(details["trials"], step)]
+            if verdict is None and fallback is None and self.corrector is None and self.draws > 1 and again:
+                # Nothing was confirmed: a candidate whose every new draw changed it without fixing the run may have
+                # been undone each time by a later slip. With nothing else left, each is given `draws` more draws.
+                details["drawn_again"] = again
+                verdict, corrected, fallback, spent = self._sweep(again, trace, rerunner, details, {})
+                cost = cost + spent
             if verdict is None and fallback is None:
                 fallback = (f"no correction of the top {self.k} candidate steps was confirmed: the ones that made the run succeed "
                             f"(steps {', '.join(map(str, sorted(disputed)))}) also had a control that succeeded" if disputed
@@ -317,6 +328,12 @@ def _not_rerunnable(exc: NotRerunnable, details: dict[str, Any]) -> str:
         details["trials"].append(exc.trial.to_json())
         details["not_verifiable"] = True
     return f"not re-runnable: {exc}"
+
+
+def _changed_never_fixed(trials: list[dict[str, Any]], step: int) -> bool:
+    """Did `step`'s corrections change it, re-run, and never make the run succeed (its controls aside)?"""
+    mine = [t for t in trials if t.get("step") == step and not t.get("control")]
+    return any(t.get("changed") and t.get("reran") is not False for t in mine) and not any(t.get("success") for t in mine)
 
 
 def _only_unchanged(trials: list[dict[str, Any]], step: int) -> bool:

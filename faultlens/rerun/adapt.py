@@ -1,13 +1,23 @@
 """`faultlens adapt`: learn a user's system from its own successful runs, by warm-start injection through re-runs.
 
-For each successful run the gateway recorded, and a few (call, mode) pairs:
-the recorded reply of that call is rewritten into an error of the mode (the
+For each successful run the gateway recorded, two kinds of attempt:
+
+- **drawn** (the system's own slips): each call is drawn anew from the user's
+  upstream (`--draws` times), as a sampled model answers differently; a new
+  reply that differs is put in the call's place and the program re-run with the
+  calls before it replayed and the rest live. A run that now fails is re-run
+  once more with that reply (the rest drawn anew again): failing twice, it is
+  a failure of that call (a later slip would have to strike twice), labelled
+  with no mode (none was chosen).
+- **injected** (a few (call, mode) pairs): the recorded reply of that call is
+  rewritten into an error of the mode (the
 injection pipeline's generators, `injectors.proxy_mistakes.chat_error`, with
 the values the runs' tool arguments took as the domain's distractors), the
-program is re-run with the calls before it replayed exactly, that reply
-injected, and the rest live (`trial.run_trial`); the judge decides. A re-run
-that now fails is a failure of the user's own system with an exact label
-(agent, call, mode): it is stored as a labelled run marked as injected
+  program is re-run with the calls before it replayed exactly, that reply
+  injected, and the rest live (`trial.run_trial`).
+
+The judge decides. A re-run that fails is a failure of the user's own system
+with an exact label (agent, call, mode): it is stored as a labelled run marked as injected
 (`source.benchmark = "adapt"`, `metadata.injected`), and written to
 `OUT/injected.jsonl`. Every attempt is appended to `OUT/attempts.jsonl`, so an
 interrupted run resumes where it stopped. Then `learned` is trained on the
@@ -30,16 +40,19 @@ from faultlens.middleware.capture.live_gateway import completion_outputs, comple
 from faultlens.middleware.capture.upstream import GatewayUpstream
 from faultlens.middleware.errors import ConfigError
 from faultlens.middleware.model.trace import AgentInfo, GoldLabel, Outcome, Source, Step, StepKind, Trace
-from faultlens.middleware.replay.gateway_calls import call_steps, recording_of
+from faultlens.middleware.replay.gateway_calls import call_steps, recording_of, request_of
+from faultlens.middleware.replay.rerunners import Trial
 from faultlens.middleware.replay.session import CallRecord, Recording
 from faultlens.middleware.store import Store
 from .contract import Judge, Program
-from .trial import TrialSpec, run_trial
+from .trial import TrialSpec, draw_anew, run_trial
 
-__all__ = ["DEFAULT_MODES", "Attempt", "AdaptResult", "adapt", "injected_trace"]
+__all__ = ["DEFAULT_MODES", "DRAWN", "Attempt", "AdaptResult", "adapt", "injected_trace"]
 
 # Modes whose rules rewrite an ordinary chat reply of any system (a number, a name, a tool call's argument, ...).
 DEFAULT_MODES = ("R.3", "R.1", "C.2", "V.1", "A.2", "A.1", "A.4")
+DRAWN = "drawn"  # the attempts' "mode" for a call drawn anew (the system's own slip; its failures are labelled with no mode)
+NO_RERUN = frozenset({"no_rule", "unchanged"})  # attempt results that cost no re-run of the program
 BENCHMARK = "adapt"
 MIN_VALUE = 3  # shorter argument values (ids like "1", flags) would match inside any text
 
@@ -53,7 +66,7 @@ class Attempt:
     call: int
     step: int
     mode: str
-    result: str  # injected, still_succeeded, no_rule, or a trial outcome that shows nothing (drift, timeout, ...)
+    result: str  # injected, still_succeeded, no_rule; unchanged, unconfirmed (drawn); or a trial outcome that shows nothing (drift, ...)
     detail: str = ""
 
 
@@ -105,18 +118,21 @@ def injected_reply(recording: Recording, call: int, mode: str, seed: int,
     return response, override.injected[-1]["reason"]  # type: ignore[attr-defined]
 
 
-def injected_trace(source: Trace, calls: Recording, call: int, step_of_call: int, mode: str, reason: str, detail: str) -> Trace:
-    """The failed re-run as a labelled run: one step per model call, the injected call's step as the gold."""
+def injected_trace(source: Trace, calls: Recording, call: int, step_of_call: int, mode: str, reason: str, detail: str,
+                   draw: int = 0) -> Trace:
+    """The failed re-run as a labelled run: one step per model call, the injected call's step as the gold
+    (`mode` DRAWN: the `draw`-th new draw's failure, labelled with no mode)."""
     steps = [Step(index=i, agent=record.agent, kind=StepKind.llm_call, content=completion_text(record.response),
                   metadata={"input_messages": record.request.get("messages") or [], "request": record.request.get("params") or {},
                             "output_messages": completion_outputs(record.response)})
              for i, record in enumerate(calls.calls)]
     agents = list(dict.fromkeys(record.agent for record in calls.calls))
-    return Trace(id=f"{BENCHMARK}:{source.id}/{call}-{mode}", task=source.task.model_copy(update={"reference_answer": None}),
+    name = f"{call}-{DRAWN}{draw}" if mode == DRAWN else f"{call}-{mode}"  # the attempt's key
+    return Trace(id=f"{BENCHMARK}:{source.id}/{name}", task=source.task.model_copy(update={"reference_answer": None}),
                  agents=[AgentInfo(name=a) for a in agents], steps=steps,
                  outcome=Outcome(success=False, evaluator="adapt", detail=detail[:300]),
                  source=Source(framework=source.source.framework, benchmark=BENCHMARK, format="faultlens"),
-                 gold=GoldLabel(step=call, agent=calls.calls[call].agent, mode=mode, reason=reason),
+                 gold=GoldLabel(step=call, agent=calls.calls[call].agent, mode=None if mode == DRAWN else mode, reason=reason),
                  metadata={"injected": True, "from_run": source.id, "from_step": step_of_call})
 
 
@@ -157,13 +173,14 @@ def _read_attempts(path: Path) -> dict[str, Attempt]:
 
 
 def adapt(store: Store, program: Program, upstream: GatewayUpstream, out: Path, *, judge: Judge | None = None,
-          runs: int | None = 50, per_run: int = 3, modes: tuple[str, ...] = DEFAULT_MODES, seed: int = 0,
+          runs: int | None = 50, per_run: int = 3, modes: tuple[str, ...] = DEFAULT_MODES, draws: int = 1, seed: int = 0,
           on_attempt: Callable[[Attempt, int, int], None] | None = None) -> AdaptResult:
-    """Inject errors into the successful runs of `store` by re-running `program`; keep the failures it makes.
+    """Make labelled failures of the successful runs of `store` by re-running `program`: new draws, then injections.
 
-    Per run, `per_run` re-runs: (call, mode) pairs are taken in a seeded order, and a pair no rule of the mode
-    applies to is recorded (`no_rule`) and passed over. Resumable: attempts already in `out/attempts.jsonl` are not
-    tried again.
+    Per run, each call is drawn anew `draws` times (a draw that gives the recorded reply costs one model call and no
+    re-run); then `per_run` injections: (call, mode) pairs are taken in a seeded order, and a pair no rule of the
+    mode applies to is recorded (`no_rule`) and passed over. Resumable: attempts already in `out/attempts.jsonl` are
+    not tried again. `on_attempt(attempt, n, total)` follows each attempt but a pair with no rule.
     """
     sources = successful_runs(store, runs)
     if not sources:
@@ -176,10 +193,34 @@ def adapt(store: Store, program: Program, upstream: GatewayUpstream, out: Path, 
     kept = {t.id: t for t in _read_traces(traces_path)}
     plans = list(plan(sources, modes, seed))
     values = argument_values([recording_of(trace) for trace in sources])
-    total, made = len(plans) * per_run, 0
+    total = sum(len(call_steps(trace)) * draws + per_run for trace, _ in plans)
+    made = 0
+
+    def keep(attempt: Attempt, labelled: Trace | None) -> None:
+        nonlocal made
+        if labelled is not None:
+            store.save_trace(labelled)
+            kept[labelled.id] = labelled
+            with traces_path.open("a", encoding="utf-8") as f:
+                f.write(labelled.model_dump_json() + "\n")
+        with attempts_path.open("a", encoding="utf-8") as f:  # after the trace: a crash between the two re-tries, never loses
+            f.write(json.dumps(attempt.__dict__, ensure_ascii=False) + "\n")
+        result.attempts.append(attempt)
+        if attempt.result != "no_rule":
+            made += 1
+            if on_attempt is not None:
+                on_attempt(attempt, made, total)
+
     for trace, pairs in plans:
+        recording, steps = recording_of(trace), call_steps(trace)  # once a run, whatever number of attempts it takes
+        for call in range(len(steps)):
+            for n in range(draws):
+                key = f"{trace.id}/{call}-{DRAWN}{n}"
+                if key in done:
+                    made += 1
+                else:
+                    keep(*_drawn_attempt(key, trace, recording, steps, call, n, program, judge or Judge(), upstream))
         rerun = 0
-        recording, steps = recording_of(trace), call_steps(trace)  # once a run, whatever number of pairs it takes
         for call, mode in pairs:
             if rerun >= per_run:
                 break
@@ -187,23 +228,42 @@ def adapt(store: Store, program: Program, upstream: GatewayUpstream, out: Path, 
             attempt = done.get(key)
             if attempt is None:
                 attempt, labelled = _attempt(trace, recording, steps, call, mode, seed, program, judge or Judge(), upstream, values)
-                if labelled is not None:
-                    store.save_trace(labelled)
-                    kept[labelled.id] = labelled
-                    with traces_path.open("a", encoding="utf-8") as f:
-                        f.write(labelled.model_dump_json() + "\n")
-                with attempts_path.open("a", encoding="utf-8") as f:  # after the trace: a crash between the two re-tries, never loses
-                    f.write(json.dumps(attempt.__dict__, ensure_ascii=False) + "\n")
-                result.attempts.append(attempt)
-                if attempt.result != "no_rule":
-                    made += 1
-                    if on_attempt is not None:
-                        on_attempt(attempt, made, total)
+                keep(attempt, labelled)
             elif attempt.result != "no_rule":
                 made += 1
-            rerun += attempt.result != "no_rule"
+            rerun += attempt.result not in NO_RERUN
     result.traces = list(kept.values())
     return result
+
+
+def _judge_for(trace: Trace, judge: Judge) -> Judge:
+    """`judge`, with the run's reference answer as the last resort when it has none of its own."""
+    if judge.reference is None and trace.task.reference_answer:
+        return Judge(judge.command, trace.task.reference_answer, judge.timeout)
+    return judge
+
+
+def _drawn_attempt(key: str, trace: Trace, recording: Recording, steps: list[int], call: int, draw: int, program: Program,
+                   judge: Judge, upstream: GatewayUpstream) -> tuple[Attempt, Trace | None]:
+    """Call `call` drawn anew; a new reply re-run in its place, and a failure re-run once more with it (module docstring)."""
+    step, judge = steps[call], _judge_for(trace, judge)
+    spec = TrialSpec(recording, call, step, trace.task.query)
+    drawn = draw_anew(spec, trace.steps[step].agent, request_of(trace.steps[step]), upstream)
+    if isinstance(drawn, Trial):  # the recorded reply again (no re-run), or an upstream that failed
+        detail = "the same reply as recorded (one model call, no re-run)" if drawn.outcome == "unchanged" else drawn.detail[:200]
+        return Attempt(key, trace.id, call, step, DRAWN, drawn.outcome, detail), None
+    spec.replacement = drawn
+    trial, calls = run_trial(spec, program, judge, upstream)
+    if trial.outcome not in ("failure", "crash"):
+        return Attempt(key, trace.id, call, step, DRAWN, "still_succeeded" if trial.outcome == "success" else trial.outcome,
+                       trial.detail[:200]), None
+    again, _ = run_trial(spec, program, judge, upstream)
+    if again.outcome not in ("failure", "crash"):
+        return Attempt(key, trace.id, call, step, DRAWN, "unconfirmed", f"failed, then {again.outcome}: {again.detail[:150]}"), None
+    reason = (f"A new draw of this call ({completion_text(drawn)[:200]!r}) failed the run twice, where the recorded reply "
+              "had succeeded.")
+    return (Attempt(key, trace.id, call, step, DRAWN, "injected", trial.detail[:200]),
+            injected_trace(trace, calls, call, step, DRAWN, reason, trial.detail, draw))
 
 
 def _attempt(trace: Trace, recording: Recording, steps: list[int], call: int, mode: str, seed: int, program: Program,
@@ -214,9 +274,7 @@ def _attempt(trace: Trace, recording: Recording, steps: list[int], call: int, mo
         reply, reason = injected_reply(recording, call, mode, seed, values)
     except NoErrorForMode as exc:
         return Attempt(key, trace.id, call, step, mode, "no_rule", str(exc)[:200]), None
-    if judge.reference is None and trace.task.reference_answer:
-        judge = Judge(judge.command, trace.task.reference_answer, judge.timeout)
-    trial, calls = run_trial(TrialSpec(recording, call, step, trace.task.query, replacement=reply), program, judge, upstream)
+    trial, calls = run_trial(TrialSpec(recording, call, step, trace.task.query, replacement=reply), program, _judge_for(trace, judge), upstream)
     if trial.outcome == "failure" or trial.outcome == "crash":
         labelled = injected_trace(trace, calls, call, step, mode, reason, trial.detail)
         return Attempt(key, trace.id, call, step, mode, "injected", trial.detail[:200]), labelled

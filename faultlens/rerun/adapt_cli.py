@@ -28,18 +28,23 @@ console = Console()
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), required=True,
               help="Folder of attempts.jsonl, injected.jsonl, model.joblib and report.json; run again to resume.")
 @click.option("--runs", type=click.IntRange(min=1), default=50, show_default=True, help="Successful runs to inject into (oldest first).")
-@click.option("--per-run", type=click.IntRange(min=1), default=3, show_default=True, help="(call, mode) pairs tried per run.")
+@click.option("--draws", type=click.IntRange(min=0), default=1, show_default=True,
+              help="New draws of each call from the upstream per run (your agents' own slips; one model call each, a re-run "
+                   "only when the reply changes). 0: none.")
+@click.option("--per-run", type=click.IntRange(min=0), default=3, show_default=True, help="Injected (call, mode) pairs re-run per run.")
 @click.option("--modes", default=",".join(DEFAULT_MODES), show_default=True, help="Failure modes to inject, comma-separated.")
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=300.0, show_default=True, help="Seconds one re-run may take.")
 @click.option("--no-train", is_flag=True, help="Only inject; do not train `learned`.")
-def adapt_command(db_path, command, judge_command, upstream, api_base, upstream_timeout, out, runs, per_run, modes, seed, timeout, no_train):
+def adapt_command(db_path, command, judge_command, upstream, api_base, upstream_timeout, out, runs, draws, per_run, modes, seed, timeout, no_train):
     """Learn your system from its own successful runs: inject errors by re-running it, keep the failures with exact labels.
 
-    For each successful run recorded through the gateway, a few calls are
-    answered with an error of a chosen mode (the calls before replayed exactly,
-    the rest live), and the program's re-run is judged. Each re-run that fails
-    is stored as a labelled run marked as injected. Then `learned` is trained
+    For each successful run recorded through the gateway, each call is drawn
+    anew from the upstream (a reply that changes is re-run in its place; a run
+    that fails twice with it is a slip of that call), and a few calls are
+    answered with an error of a chosen mode; the calls before are replayed
+    exactly, the rest run live, and the judge decides. Each failure is stored
+    as a labelled run marked as injected. Then `learned` is trained
     on the shipped data plus these runs, and scored before and after on the
     runs of held-out source runs. Interrupt at any time; the same command resumes.
     """
@@ -47,20 +52,21 @@ def adapt_command(db_path, command, judge_command, upstream, api_base, upstream_
     live = LiteLLMUpstream(upstream, timeout=upstream_timeout, api_base=api_base)
     chosen = tuple(m.strip() for m in modes.split(",") if m.strip())
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=console) as bar:
-        task = bar.add_task("injecting", total=None)
+        task = bar.add_task("adapting", total=None)
 
         def step(attempt: Attempt, n: int, total: int) -> None:
-            bar.update(task, completed=n, total=total, description=f"injecting ({attempt.mode} at {attempt.run} call {attempt.call}: {attempt.result})")
+            bar.update(task, completed=n, total=total, description=f"adapting ({attempt.mode} at {attempt.run} call {attempt.call}: {attempt.result})")
 
         result = adapt(store, Program(command, timeout=timeout), live, out, judge=Judge(judge_command), runs=runs, per_run=per_run,
-                       modes=chosen, seed=seed, on_attempt=step)
-    table = Table(title=f"yield per mode ({len(result.traces)} labelled failed runs)")
-    for column in ("mode", "attempts", "injected", "still succeeded", "no rule", "not verifiable"):
+                       modes=chosen, draws=draws, seed=seed, on_attempt=step)
+    table = Table(title=f"yield per mode ({len(result.traces)} labelled failed runs; drawn: calls drawn anew)")
+    columns = {"labelled": "injected", "still succeeded": "still_succeeded", "no rule": "no_rule", "same reply": "unchanged",
+               "failed once": "unconfirmed"}
+    for column in ("mode", "attempts", *columns, "not verifiable"):
         table.add_column(column, justify="right")
     for mode, counts in result.yield_by_mode().items():
-        other = counts["attempts"] - counts["injected"] - counts.get("still_succeeded", 0) - counts.get("no_rule", 0)
-        table.add_row(mode, str(counts["attempts"]), str(counts["injected"]), str(counts.get("still_succeeded", 0)),
-                      str(counts.get("no_rule", 0)), str(other))
+        other = counts["attempts"] - sum(counts.get(key, 0) for key in columns.values())
+        table.add_row(mode, str(counts["attempts"]), *(str(counts.get(key, 0)) for key in columns.values()), str(other))
     console.print(table)
     if no_train:
         return

@@ -42,7 +42,7 @@ from ..envs.framework import completion as text_completion
 from ..slipping_team import TENDENCIES, Slip, first_slip, follows_lesson, slip_completion
 from ..seeding import stable_seed
 
-__all__ = ["LAB_TENDENCIES", "LabRun", "SimulatedAgents", "program_command"]
+__all__ = ["LAB_TENDENCIES", "LabRun", "SimulatedAgents", "asked", "program_command"]
 
 Completion = dict[str, Any]
 
@@ -170,6 +170,13 @@ class LabRun:
         return first_slip(self.slips)
 
 
+def asked(request: dict[str, Any]) -> str:
+    """What an agent is asked (its lessons block and transport fields aside), in the form a re-run compares requests in
+    (`replay.gateway_calls`): the same for a call as recorded and as drawn anew."""
+    plain, _ = without_lessons({k: v for k, v in request.items() if k not in TRANSPORT})
+    return canonical(request_key(plain.get("messages"), {k: v for k, v in plain.items() if k != "model"}))
+
+
 class SimulatedAgents:
     """`(agent, request) -> completion`: the team's simulated agents, slipping and following lessons (module docstring).
 
@@ -203,8 +210,7 @@ class SimulatedAgents:
         if task is None:
             raise RuntimeError("SimulatedAgents asked before record(task, run_id) or rerun(task)")
         plain, block = without_lessons({k: v for k, v in request.items() if k not in TRANSPORT})
-        # What the agent is asked, in the form a re-run compares requests in (`replay.gateway_calls`).
-        key = canonical(request_key(plain.get("messages"), {k: v for k, v in plain.items() if k != "model"}))
+        key = asked(plain)
         draw = self.draws[task.id or task.query, agent, key]
         self.draws[task.id or task.query, agent, key] += 1
         if self.run is not None:

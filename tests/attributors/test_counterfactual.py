@@ -387,3 +387,31 @@ def test_when_nothing_fixed_the_run_the_calls_that_said_the_same_are_asked_again
     one = Repeating()
     b = get("counterfactual", base=Ranked([2, 0]), k=2, draws=1, max_reruns=9, rerunner=one).attribute(counter_run(bad=2))
     assert not b.details["verified"] and one.asked == [0, 2]  # one draw: one sweep
+
+
+def test_when_nothing_was_confirmed_a_step_whose_draws_were_all_undone_is_drawn_again():
+    class Undone(CallableRerunner):
+        """Step 1 is decisive, but its first two new draws are each undone by a later slip; its third fixes the run.
+        Step 3 is innocent: its new draws change it and the run still fails."""
+
+        def __init__(self):
+            super().__init__("counter-team", rerun_counter)
+            self.asked: list[int] = []
+
+        def rerun(self, trace, step, replacement=None):
+            self.asked.append(step)
+            fixed = step == 1 and self.asked.count(1) == 3
+            return Trial(step=step, success=fixed, changed=True, outcome="success" if fixed else "failure")
+
+        def control(self, trace, step):
+            return Trial(step=step, success=False, control=True, outcome="failure", as_recorded=True)
+
+    undone = Undone()
+    a = get("counterfactual", base=Ranked([3, 1]), k=2, draws=2, max_reruns=20, rerunner=undone).attribute(counter_run(bad=1))
+    # The first sweep draws each candidate twice, in vain; the second gives each changed one more, earliest first:
+    # step 1's third draw fixes the run, its control holds, and step 3 drawn once after it (the later check) does not.
+    assert undone.asked == [1, 1, 3, 3, 1, 3] and a.details["drawn_again"] == [1, 3]
+    assert a.details["verified"] and a.step == 1 and a.details["reruns"] == 7  # six draws and one control
+    once = Undone()
+    b = get("counterfactual", base=Ranked([3, 1]), k=2, draws=1, max_reruns=20, rerunner=once).attribute(counter_run(bad=1))
+    assert not b.details["verified"] and once.asked == [1, 3] and "drawn_again" not in b.details  # one draw: no second chance

@@ -33,20 +33,22 @@ TASK = "How many thousand people live in Rome?"
 RIGHT = "2761"
 # Other cities: the researcher gets them right (successful runs, for `faultlens adapt`).
 POPULATION = {"Rome": RIGHT, "Milan": "1371", "Naples": "909", "Turin": "841", "Palermo": "630"}
-# A judge under the re-run contract: the task from the environment, the program's answer on stdin.
-JUDGE = """
+# A judge under the re-run contract: the task from the environment, the program's answer on stdin (a script of its own:
+# it runs as a subprocess, where this package is not importable).
+JUDGE = f"""
 import os, sys
-from tests.faultlens.rerun.sim_upstream import POPULATION
+POPULATION = {POPULATION!r}
 city = next(c for c in POPULATION if c in os.environ["FAULTLENS_TASK"])
 sys.exit(0 if POPULATION[city] in sys.stdin.read() else 1)
 """
 
 
 class SimUpstream(JsonDouble):
-    """`varying`: the writer words each reply a little differently (a sampled model's new draw is a new reply)."""
+    """`varying`: the writer words each reply a little differently (a sampled model's new draw is a new reply).
+    `redraw_slips`: the researcher gets a city wrong when asked the same again (a new draw of a recorded call slips)."""
 
-    def __init__(self, status: int = 200, varying: bool = False):
-        self.status, self.varying = status, varying
+    def __init__(self, status: int = 200, varying: bool = False, redraw_slips: bool = False):
+        self.status, self.varying, self.redraw_slips = status, varying, redraw_slips
         super().__init__(_answer)
 
     @property
@@ -72,6 +74,9 @@ def _answer(server: JsonDouble, body: dict, _handler: object) -> tuple[int, dict
     if server.status != 200:
         return server.status, {"error": {"message": "the model is overloaded", "type": "server_error"}}
     text = reply(body.get("model", ""), body.get("messages") or [])
+    asked_before = sum(r.get("messages") == body.get("messages") for r in server.requests[:-1])
+    if server.redraw_slips and body.get("model") == "researcher" and asked_before:
+        text = re.sub(r"\d+", lambda m: str(int(m.group()) + 100), text)
     if server.varying and body.get("model") == "writer":
         text += f" (draw {len(server.requests)})"
     return 200, {"id": "c", "object": "chat.completion", "created": 0, "model": body.get("model"),

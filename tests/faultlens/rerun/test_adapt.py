@@ -37,9 +37,8 @@ def sim():
     server.shutdown()
 
 
-@pytest.fixture
-def recorded(tmp_path, sim):
-    """Four successful runs of the program through the live gateway, their outcomes posted."""
+def record(tmp_path, sim):
+    """Four successful runs of the program through the live gateway, their outcomes posted: (db, program, judge)."""
     program = tmp_path / "agents.py"
     program.write_text(PROGRAM)
     judge = tmp_path / "judge.py"
@@ -59,6 +58,11 @@ def recorded(tmp_path, sim):
     return db, f"{sys.executable} {program}", f"cd {cwd} && {sys.executable} {judge}"
 
 
+@pytest.fixture
+def recorded(tmp_path, sim):
+    return record(tmp_path, sim)
+
+
 def test_adapt_keeps_the_failures_it_makes_with_exact_labels_and_resumes(tmp_path, sim, recorded):
     db, command, judge = recorded
     store = open_store(db)
@@ -72,10 +76,10 @@ def test_adapt_keeps_the_failures_it_makes_with_exact_labels_and_resumes(tmp_pat
 
     upstream = LiteLLMUpstream("openai/{agent}", api_base=sim.url, api_key="sk-sim")
     with pytest.raises(KeyboardInterrupt):
-        adapt(store, Program(command), upstream, out, judge=Judge(judge), per_run=2, modes=("R.3",), on_attempt=stop_after_two)
+        adapt(store, Program(command), upstream, out, judge=Judge(judge), per_run=2, modes=("R.3",), draws=0, on_attempt=stop_after_two)
     first = [json.loads(line)["key"] for line in (out / "attempts.jsonl").read_text().splitlines()]
     assert first == seen
-    result = adapt(store, Program(command), upstream, out, judge=Judge(judge), per_run=2, modes=("R.3",))
+    result = adapt(store, Program(command), upstream, out, judge=Judge(judge), per_run=2, modes=("R.3",), draws=0)
     keys = [a.key for a in result.attempts]
     reruns = [a.key for a in result.attempts if a.result != "no_rule"]
     assert len(keys) == len(set(keys)) and len(reruns) == 8 and reruns[:2] == seen  # 2 re-runs a run, each once, the first two not repeated
@@ -96,7 +100,7 @@ def test_adapt_cli_shows_progress_and_the_yield_table(tmp_path, sim, recorded):
     db, command, judge = recorded
     out = tmp_path / "cli"
     args = ["adapt", "--db", str(db), "--rerun", command, "--judge", judge, "--upstream", "openai/{agent}", "--api-base", sim.url,
-            "--out", str(out), "--per-run", "1", "--modes", "R.3", "--no-train"]
+            "--out", str(out), "--per-run", "1", "--modes", "R.3", "--draws", "0", "--no-train"]
     result = CliRunner().invoke(cli, args, env={"OPENAI_API_KEY": "sk-sim"})
     assert result.exit_code == 0, result.output
     assert "yield per mode" in result.output and "R.3" in result.output
@@ -125,7 +129,7 @@ def test_a_pair_no_rule_applies_to_costs_no_rerun(tmp_path, sim, recorded):
     db, command, judge = recorded
     upstream = LiteLLMUpstream("openai/{agent}", api_base=sim.url, api_key="sk-sim")
     # A.2 rewrites a tool call's arguments: these replies make no tool call, so no A.2 rule applies to them.
-    result = adapt(open_store(db), Program(command), upstream, tmp_path / "o", judge=Judge(judge), per_run=1, modes=("A.2", "R.3"))
+    result = adapt(open_store(db), Program(command), upstream, tmp_path / "o", judge=Judge(judge), per_run=1, modes=("A.2", "R.3"), draws=0)
     reruns = [a for a in result.attempts if a.result != "no_rule"]
     assert len(reruns) == 4 and {a.mode for a in reruns} == {"R.3"}  # one re-run a run, never of a pair with no rule
     assert all(a.mode == "A.2" for a in result.attempts if a.result == "no_rule")
@@ -150,3 +154,39 @@ def test_a_wrong_argument_swaps_a_value_the_same_argument_took_in_another_run():
     called = reply["choices"][0]["message"]["tool_calls"][0]["function"]
     assert called["name"] == "lookup" and json.loads(called["arguments"])["company"] == "Globex Inc"
     assert "Globex Inc" in reason and "Acme Corp" in reason
+
+
+def test_a_new_draw_that_fails_the_run_twice_is_a_labelled_slip_of_that_call(tmp_path):
+    sim = SimUpstream(redraw_slips=True)  # the researcher answers right the first time, wrong when asked again
+    try:
+        db, command, judge = record(tmp_path, sim)
+        store = open_store(db)
+        upstream = LiteLLMUpstream("openai/{agent}", api_base=sim.url, api_key="sk-sim")
+        result = adapt(store, Program(command), upstream, tmp_path / "o", judge=Judge(judge), per_run=0, draws=1)
+        by_agent = {a.key: a.result for a in result.attempts}
+        assert sorted(by_agent.values()) == ["injected"] * 4 + ["unchanged"] * 4  # the writer's new draws are its recorded replies
+        assert all(by_agent[f"ok-{i}/1-drawn0"] == "unchanged" for i in range(4))
+        for trace in result.traces:
+            stored = store.get_trace(trace.id)
+            assert stored.gold.step == 0 and stored.gold.agent == "researcher" and stored.gold.mode is None
+            assert stored.metadata["injected"] is True and stored.outcome.success is False
+            recorded_reply = store.get_trace(stored.metadata["from_run"]).steps[stored.metadata["from_step"]].content
+            assert stored.steps[0].content != recorded_reply and "twice" in stored.gold.reason
+        assert result.yield_by_mode() == {"drawn": {"attempts": 8, "injected": 4, "unchanged": 4}}
+        asked = len(sim.requests)
+        again = adapt(store, Program(command), upstream, tmp_path / "o", judge=Judge(judge), per_run=0, draws=1)
+        assert len(sim.requests) == asked and len(again.traces) == 4  # resumed: nothing drawn or re-run again
+    finally:
+        sim.shutdown()
+
+
+def test_a_new_draw_that_the_run_recovers_from_is_no_label(tmp_path, sim):
+    varying = SimUpstream(varying=True)  # the writer's new draws word the answer differently; the number stays right
+    try:
+        db, command, judge = record(tmp_path, varying)
+        upstream = LiteLLMUpstream("openai/{agent}", api_base=varying.url, api_key="sk-sim")
+        result = adapt(open_store(db), Program(command), upstream, tmp_path / "o", judge=Judge(judge), per_run=0, draws=1)
+        assert not result.traces
+        assert sorted(a.result for a in result.attempts) == ["still_succeeded"] * 4 + ["unchanged"] * 4
+    finally:
+        varying.shutdown()
