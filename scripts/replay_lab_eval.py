@@ -331,7 +331,7 @@ def adapt_team(rec: Recorded, specs: list[str], system: str, out: Path, *, per_r
     from faultlens.injectors.replay_lab.agents import asked
     from faultlens.middleware.capture.upstream import CallableUpstream
     from faultlens.middleware.replay.gateway_calls import call_steps, request_of
-    from faultlens.rerun.adapt import adapt
+    from faultlens.rerun.adapt import adapt, kind_of
     from faultlens.rerun.contract import Judge, Program
 
     env = get_env(rec.team)
@@ -365,7 +365,7 @@ def adapt_team(rec: Recorded, specs: list[str], system: str, out: Path, *, per_r
         f"in {time.monotonic() - started:.0f} s; yield {result.yield_by_mode()}")
     train, sources, _ = training_set(specs)
     kept = [t for t in train if system_of(t) != system]
-    sources.update({t.id: "adapt" for t in result.traces})
+    sources.update({t.id: f"adapt:{kind_of(t)}" for t in result.traces})
     model = fit(kept + result.traces, seed=0, sources=sources, own={t.id for t in result.traces}, own_share=own_share)
     return Blend(model=model), {"injected": len(result.traces), "attempts": len(result.attempts), "yield": result.yield_by_mode()}
 

@@ -21,7 +21,8 @@ with an exact label (agent, call, mode): it is stored as a labelled run marked a
 (`source.benchmark = "adapt"`, `metadata.injected`), and written to
 `OUT/injected.jsonl`. Every attempt is appended to `OUT/attempts.jsonl`, so an
 interrupted run resumes where it stopped. Then `learned` is trained on the
-shipped data plus these runs (`OUT/model.joblib`), and scored before and
+shipped data plus these runs, the drawn and the injected ones two sources
+(`kind_of`) (`OUT/model.joblib`), and scored before and
 after on the injected runs of held-out source runs.
 """
 
@@ -47,7 +48,7 @@ from faultlens.middleware.store import Store
 from .contract import Judge, Program
 from .trial import TrialSpec, draw_anew, run_trial
 
-__all__ = ["DEFAULT_MODES", "DRAWN", "Attempt", "AdaptResult", "adapt", "injected_trace"]
+__all__ = ["DEFAULT_MODES", "DRAWN", "Attempt", "AdaptResult", "adapt", "injected_trace", "kind_of", "train_adapted"]
 
 # Modes whose rules rewrite an ordinary chat reply of any system (a number, a name, a tool call's argument, ...).
 DEFAULT_MODES = ("R.3", "R.1", "C.2", "V.1", "A.2", "A.1", "A.4")
@@ -133,7 +134,13 @@ def injected_trace(source: Trace, calls: Recording, call: int, step_of_call: int
                  outcome=Outcome(success=False, evaluator="adapt", detail=detail[:300]),
                  source=Source(framework=source.source.framework, benchmark=BENCHMARK, format="faultlens"),
                  gold=GoldLabel(step=call, agent=calls.calls[call].agent, mode=None if mode == DRAWN else mode, reason=reason),
-                 metadata={"injected": True, "from_run": source.id, "from_step": step_of_call})
+                 metadata={"injected": True, "from_run": source.id, "from_step": step_of_call, **({"drawn": True} if mode == DRAWN else {})})
+
+
+def kind_of(trace: Trace) -> str:
+    """"drawn" (a new draw's failure) or "injected" (an error rule's): two sources of training data, weighed apart
+    (`learned.model.source_weights`), so a few of the system's own slips are not drowned by many injected errors."""
+    return DRAWN if trace.metadata.get("drawn") else "injected"
 
 
 def successful_runs(store: Store, limit: int | None = None) -> list[Trace]:
@@ -322,10 +329,13 @@ def train_adapted(result: AdaptResult, out: Path, *, seed: int = 0, test_share: 
     train, test = split_by_source(result.traces, test_share, seed)
     if not train:
         raise ConfigError(f"{len(result.traces)} labelled run(s) from too few source runs to train on: adapt more runs (--runs)")
-    data = out / "train.jsonl"
-    data.write_text("".join(t.model_dump_json() + "\n" for t in train), encoding="utf-8")
+    own = []
+    for kind in sorted({kind_of(t) for t in train}):  # one file a kind: each its own source (`kind_of`)
+        data = out / f"train-{kind}.jsonl"
+        data.write_text("".join(t.model_dump_json() + "\n" for t in train if kind_of(t) == kind), encoding="utf-8")
+        own.append(f"jsonl:{data}")
     model_path = out / "model.joblib"
-    train_learned([*SHIPPED_DATASETS, f"jsonl:{data}"], out=model_path, seed=seed, own=[f"jsonl:{data}"])
+    train_learned([*SHIPPED_DATASETS, *own], out=model_path, seed=seed, own=own)
     table = {"train": len(train), "test": len(test), "model": str(model_path)}
     if test:
         table["before"] = {"learned": score(LearnedAttributor(), test), "blend": score(Blend(), test)}

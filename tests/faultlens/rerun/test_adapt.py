@@ -22,7 +22,8 @@ from faultlens.middleware.model.answer_key import attributor_view
 from faultlens.middleware.store import open_store
 from faultlens.injectors.proxy_mistakes import NoErrorForMode
 from faultlens.middleware.replay.session import CallRecord, Recording
-from faultlens.rerun.adapt import adapt, argument_values, injected_reply, split_by_source
+from faultlens.middleware.model.trace import Trace
+from faultlens.rerun.adapt import adapt, argument_values, injected_reply, kind_of, split_by_source, train_adapted
 from faultlens.rerun.contract import Judge, Program
 from faultlens.server.run import ServerThread
 from .sim_upstream import JUDGE, PROGRAM, SimUpstream
@@ -169,6 +170,7 @@ def test_a_new_draw_that_fails_the_run_twice_is_a_labelled_slip_of_that_call(tmp
         for trace in result.traces:
             stored = store.get_trace(trace.id)
             assert stored.gold.step == 0 and stored.gold.agent == "researcher" and stored.gold.mode is None
+            assert kind_of(stored) == "drawn"
             assert stored.metadata["injected"] is True and stored.outcome.success is False
             recorded_reply = store.get_trace(stored.metadata["from_run"]).steps[stored.metadata["from_step"]].content
             assert stored.steps[0].content != recorded_reply and "twice" in stored.gold.reason
@@ -190,3 +192,28 @@ def test_a_new_draw_that_the_run_recovers_from_is_no_label(tmp_path, sim):
         assert sorted(a.result for a in result.attempts) == ["still_succeeded"] * 4 + ["unchanged"] * 4
     finally:
         varying.shutdown()
+
+
+def test_the_adapted_model_is_trained_on_each_kind_as_its_own_source_and_scored_on_held_out_runs(tmp_path, monkeypatch):
+    import faultlens.benchmark.train as train
+
+    monkeypatch.setattr(train, "SHIPPED_DATASETS", ("bundled:dev:math_react",))  # a small stand-in for the shipped data
+    sim = SimUpstream(redraw_slips=True)
+    try:
+        db, command, judge = record(tmp_path, sim)
+        upstream = LiteLLMUpstream("openai/{agent}", api_base=sim.url, api_key="sk-sim")
+        out = tmp_path / "o"
+        result = adapt(open_store(db), Program(command), upstream, out, judge=Judge(judge), per_run=1, modes=("R.3",), draws=1)
+    finally:
+        sim.shutdown()
+    assert {kind_of(t) for t in result.traces} == {"drawn", "injected"}
+    scores = train_adapted(result, out)
+    assert scores["train"] + scores["test"] == len(result.traces) and scores["test"] > 0
+    for kind in ("drawn", "injected"):
+        written = (out / f"train-{kind}.jsonl").read_text().splitlines()
+        assert written and all(kind_of(Trace.model_validate_json(line)) == kind for line in written)
+    report = json.loads((out / "report.json").read_text())
+    assert report["yield"]["drawn"]["injected"] == 4 and set(report["scores"]["after"]) == {"learned", "blend"}
+    from faultlens.attributors.learned.model import load
+
+    assert load(out / "model.joblib").meta["traces"] > scores["train"]  # the stand-in's runs and the adapted ones
