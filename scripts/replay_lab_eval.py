@@ -112,11 +112,11 @@ def program_env(root: str, task: Task) -> dict[str, str]:
 
 def record_team(team: str, n: int, store: Any, *, seed: int = SEED, timeout: float = 300.0,
                 tendencies: dict[str, dict[str, float]] | None = None, min_scored: int = 0, max_tasks: int = 0,
-                say: Callable[[str], None] = print) -> Recorded:
+                min_succeeded: int = 0, say: Callable[[str], None] = print) -> Recorded:
     """Run `n` tasks of `team` as separate processes through a live gateway recording into `store`
     (`tendencies`: the agents', default `LAB_TENDENCIES`); then more of the same seed's tasks, up to `max_tasks`
     in all, until `min_scored` failed runs with a slip are kept (a team whose agents rarely fail is otherwise
-    scored on a handful of runs)."""
+    scored on a handful of runs) and `min_succeeded` runs succeeded (what `adapt` reads)."""
     from faultlens.gateway_cli import build_gateway_app
     from faultlens.injectors.envs import get as get_env
     from faultlens.injectors.replay_lab import SimulatedAgents, program_command
@@ -132,7 +132,7 @@ def record_team(team: str, n: int, store: Any, *, seed: int = SEED, timeout: flo
     app, gateway = build_gateway_app(store, CallableUpstream(agents), workers=0)
     with ServerThread(app) as server:
         for task in env.tasks(seed, max(n, max_tasks)):
-            if out.runs >= n and len(out.cases) >= min_scored:
+            if out.runs >= n and len(out.cases) >= min_scored and len(out.succeeded) >= min_succeeded:
                 break
             run_id = task.id or f"{team}-{out.runs}"
             run = agents.record(task, run_id)

@@ -54,6 +54,7 @@ __all__ = ["DEFAULT_MODES", "DRAWN", "Attempt", "AdaptResult", "adapt", "injecte
 DEFAULT_MODES = ("R.3", "R.1", "C.2", "V.1", "A.2", "A.1", "A.4")
 DRAWN = "drawn"  # the attempts' "mode" for a call drawn anew (the system's own slip; its failures are labelled with no mode)
 NO_RERUN = frozenset({"no_rule", "unchanged"})  # attempt results that cost no re-run of the program
+RETRIED = frozenset({"upstream_error", "timeout", "judge_timeout"})  # results of a passing trouble: tried again on resume
 BENCHMARK = "adapt"
 MIN_VALUE = 3  # shorter argument values (ids like "1", flags) would match inside any text
 
@@ -169,6 +170,8 @@ def plan(runs: list[Trace], modes: tuple[str, ...], seed: int) -> Iterator[tuple
 
 
 def _read_attempts(path: Path) -> dict[str, Attempt]:
+    """The attempts made, by key (the last line of a key wins); one that a failing upstream or a timeout cut short is
+    left out, so a resumed run tries it again."""
     if not path.exists():
         return {}
     done = {}
@@ -176,7 +179,7 @@ def _read_attempts(path: Path) -> dict[str, Attempt]:
         if line.strip():
             data = json.loads(line)
             done[data["key"]] = Attempt(**data)
-    return done
+    return {key: attempt for key, attempt in done.items() if attempt.result not in RETRIED}
 
 
 def adapt(store: Store, program: Program, upstream: GatewayUpstream, out: Path, *, judge: Judge | None = None,
@@ -187,7 +190,7 @@ def adapt(store: Store, program: Program, upstream: GatewayUpstream, out: Path, 
     Per run, each call is drawn anew `draws` times (a draw that gives the recorded reply costs one model call and no
     re-run); then `per_run` injections: (call, mode) pairs are taken in a seeded order, and a pair no rule of the
     mode applies to is recorded (`no_rule`) and passed over. Resumable: attempts already in `out/attempts.jsonl` are
-    not tried again. `on_attempt(attempt, n, total)` follows each attempt but a pair with no rule.
+    not tried again, but for those a failing upstream or a timeout cut short (`RETRIED`). `on_attempt(attempt, n, total)` follows each attempt but a pair with no rule.
     """
     sources = successful_runs(store, runs)
     if not sources:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import click
+from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
@@ -59,11 +60,11 @@ def adapt_command(db_path, command, judge_command, upstream, api_base, upstream_
 
         result = adapt(store, Program(command, timeout=timeout), live, out, judge=Judge(judge_command), runs=runs, per_run=per_run,
                        modes=chosen, draws=draws, seed=seed, on_attempt=step)
-    table = Table(title=f"yield per mode ({len(result.traces)} labelled failed runs; drawn: calls drawn anew)")
-    columns = {"labelled": "injected", "still succeeded": "still_succeeded", "no rule": "no_rule", "same reply": "unchanged",
-               "failed once": "unconfirmed"}
-    for column in ("mode", "attempts", *columns, "not verifiable"):
-        table.add_column(column, justify="right")
+    table = Table(title=f"yield per mode: {len(result.traces)} labelled failed run(s)", box=box.SIMPLE_HEAD,
+                  caption="drawn: calls drawn anew; same: the recorded reply again; other: failed once, or not verifiable")
+    columns = {"labelled": "injected", "succeeded": "still_succeeded", "no rule": "no_rule", "same": "unchanged"}
+    for column in ("mode", "tried", *columns, "other"):
+        table.add_column(column, justify="right", no_wrap=True)
     for mode, counts in result.yield_by_mode().items():
         other = counts["attempts"] - sum(counts.get(key, 0) for key in columns.values())
         table.add_row(mode, str(counts["attempts"]), *(str(counts.get(key, 0)) for key in columns.values()), str(other))
@@ -74,7 +75,7 @@ def adapt_command(db_path, command, judge_command, upstream, api_base, upstream_
     if "before" not in scores:
         console.print(f"trained {scores['model']} on {scores['train']} injected runs; too few source runs to hold some out for scoring")
         return
-    before_after = Table(title=f"on {scores['test']} injected runs of held-out source runs")
+    before_after = Table(title=f"on the {scores['test']} labelled run(s) of held-out source runs", box=box.SIMPLE_HEAD)
     for column in ("method", "step before", "step after", "agent before", "agent after"):
         before_after.add_column(column, justify="right")
     for method in ("learned", "blend"):

@@ -217,3 +217,19 @@ def test_the_adapted_model_is_trained_on_each_kind_as_its_own_source_and_scored_
     from faultlens.attributors.learned.model import load
 
     assert load(out / "model.joblib").meta["traces"] > scores["train"]  # the stand-in's runs and the adapted ones
+
+
+def test_attempts_a_failing_upstream_cut_short_are_tried_again_on_resume(tmp_path, sim, recorded):
+    db, command, judge = recorded
+    store, out = open_store(db), tmp_path / "o"
+    down = SimUpstream(status=503)  # the provider is down for the first pass
+    try:
+        first = adapt(store, Program(command), LiteLLMUpstream("openai/{agent}", api_base=down.url, api_key="sk-sim"), out,
+                      judge=Judge(judge), per_run=0, draws=1)
+    finally:
+        down.shutdown()
+    assert [a.result for a in first.attempts] == ["upstream_error"] * 8
+    again = adapt(store, Program(command), LiteLLMUpstream("openai/{agent}", api_base=sim.url, api_key="sk-sim"), out,
+                  judge=Judge(judge), per_run=0, draws=1)
+    assert [a.result for a in again.attempts] == ["unchanged"] * 8  # every draw made again, now answered
+    assert len((out / "attempts.jsonl").read_text().splitlines()) == 16  # the history kept: a line per attempt made
