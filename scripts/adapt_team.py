@@ -4,7 +4,8 @@
         [--interrupt-after SECONDS]
 
 1. Runs the team's tasks (`--seed`) through a live gateway into `DIR/runs.db` until `--runs` of them succeeded
-   (`replay_lab_eval.record_team`: each run its framework's real orchestration, a separate process).
+   (`replay_lab_eval.record_team`: each run its framework's real orchestration, a separate process); a `DIR` that
+   holds them already is read back.
 2. Serves the team's simulated agents as an OpenAI-compatible provider on loopback (the model name is the agent).
 3. Runs `faultlens adapt --db DIR/runs.db --rerun CMD --judge CMD --upstream 'openai/{agent}' --api-base URL
    --out DIR/adapted --runs N` as a subprocess, as a user would, with its progress bar. With `--interrupt-after`, it is
@@ -86,36 +87,60 @@ def provider_app(agents: Any, tasks: dict[str, Any], asks: dict[str, Any]) -> An
     return app
 
 
-def run(team: str, out: Path, *, runs: int, seed: int, draws: int, per_run: int, interrupt_after: float | None) -> int:
+def recorded(team: str, out: Path, runs: int, seed: int) -> tuple[Any, Any, list[Any]]:
+    """(the team's simulated agents, the store, its successful runs' tasks): recorded now, or read back from `out`."""
     sys.path.insert(0, str(ROOT / "scripts"))
     from replay_lab_eval import record_team
 
+    from faultlens.injectors.envs import get as get_env
+    from faultlens.injectors.replay_lab import SimulatedAgents
     from faultlens.injectors.replay_lab.agents import asked
+    from faultlens.injectors.replay_lab.program import find_task
     from faultlens.middleware.replay.gateway_calls import call_steps, request_of
     from faultlens.middleware.store.sqlite import open_store
+
+    store, tasks_file = open_store(out / "runs.db"), out / "tasks.json"
+    if tasks_file.exists():  # recorded by an earlier run of this script
+        env, agents = get_env(team), SimulatedAgents(get_env(team))
+        tasks = [find_task(env, task_id) for task_id in json.loads(tasks_file.read_text()).values()]
+        for task in tasks:  # each recorded call was its agent's first draw: a call asked again is a new one
+            trace = store.get_trace(task.id)
+            for i in call_steps(trace):
+                agents.draws[task.id, trace.steps[i].agent, asked(request_of(trace.steps[i]))] += 1
+        return agents, store, tasks
+    started = time.monotonic()
+    rec = record_team(team, runs, store, seed=seed, min_succeeded=runs, max_tasks=runs * 4)
+    print(f"{team}: {rec.runs} runs recorded in {time.monotonic() - started:.0f} s, {len(rec.succeeded)} succeeded", flush=True)
+    tasks_file.write_text(json.dumps({t.query: t.id for t in rec.succeeded}))
+    return rec.agents, store, rec.succeeded
+
+
+def run(team: str, out: Path, *, runs: int, seed: int, draws: int, per_run: int, interrupt_after: float | None) -> int:
+    from faultlens.injectors.replay_lab.agents import asked
+    from faultlens.middleware.replay.gateway_calls import call_steps, request_of
     from faultlens.server.run import ServerThread
 
     out.mkdir(parents=True, exist_ok=True)
-    db = out / "runs.db"
     started = time.monotonic()
-    rec = record_team(team, runs, open_store(db), seed=seed, min_succeeded=runs, max_tasks=runs * 4)
-    print(f"{team}: {rec.runs} runs recorded in {time.monotonic() - started:.0f} s, {len(rec.succeeded)} succeeded", flush=True)
-    tasks = {t.id: t for t in rec.succeeded}
+    agents, store, succeeded = recorded(team, out, runs, seed)
     tasks_file = out / "tasks.json"
-    tasks_file.write_text(json.dumps({t.query: t.id for t in rec.succeeded}))
-    asks = {asked(request_of(trace.steps[i])): task for task in rec.succeeded
-            for trace in [rec.store.get_trace(task.id)] for i in call_steps(trace)}
+    asks = {asked(request_of(trace.steps[i])): task for task in succeeded
+            for trace in [store.get_trace(task.id)] for i in call_steps(trace)}
     me = f"{sys.executable} {Path(__file__).resolve()}"
-    with ServerThread(provider_app(rec.agents, tasks, asks)) as provider:
-        command = [str(Path(sys.executable).with_name("faultlens")), "adapt", "--db", str(db), "--out", str(out / "adapted"), "--runs", str(runs),
-                   "--draws", str(draws), "--per-run", str(per_run), "--upstream", "openai/{agent}", "--api-base", f"{provider.url}/v1",
+    with ServerThread(provider_app(agents, {t.id: t for t in succeeded}, asks)) as provider:
+        command = [str(Path(sys.executable).with_name("faultlens")), "adapt", "--db", str(out / "runs.db"), "--out", str(out / "adapted"),
+                   "--runs", str(runs), "--draws", str(draws), "--per-run", str(per_run), "--upstream", "openai/{agent}",
+                   "--api-base", f"{provider.url}/v1",
                    "--rerun", f"{me} program {team} --tasks {tasks_file} --provider {provider.url}",
                    "--judge", f"{me} judge {team} --tasks {tasks_file}"]
         env = {**os.environ, "OPENAI_API_KEY": "sk-simulated-agents"}
         if interrupt_after is not None:
-            first = subprocess.Popen(command, env=env, cwd=ROOT, start_new_session=True)
+            # As Ctrl-C in a terminal: to the whole process group (adapt and the program it runs), with SIGINT's default
+            # action restored (a shell starts a background job with SIGINT ignored, and its children inherit that).
+            first = subprocess.Popen(command, env=env, cwd=ROOT, start_new_session=True,
+                                     preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
             time.sleep(interrupt_after)
-            os.killpg(first.pid, signal.SIGINT)  # Ctrl-C reaches the whole process group: adapt and the program it runs
+            os.killpg(first.pid, signal.SIGINT)
             first.wait(timeout=300)
             tried = (out / "adapted" / "attempts.jsonl").read_text().count("\n")
             print(f"interrupted after {interrupt_after:g} s (exit {first.returncode}) with {tried} attempts written; resuming", flush=True)
