@@ -261,11 +261,11 @@ def _drawn_attempt(key: str, trace: Trace, recording: Recording, steps: list[int
     drawn = draw_anew(spec, trace.steps[step].agent, request_of(trace.steps[step]), upstream)
     if isinstance(drawn, Trial):  # the recorded reply again (no re-run), or an upstream that failed
         detail = "the same reply as recorded (one model call, no re-run)" if drawn.outcome == "unchanged" else drawn.detail[:200]
-        return Attempt(key, trace.id, call, step, DRAWN, drawn.outcome, detail), None
+        return Attempt(key, trace.id, call, step, DRAWN, str(drawn.outcome), detail), None
     spec.replacement = drawn
     trial, calls = run_trial(spec, program, judge, upstream)
     if trial.outcome not in ("failure", "crash"):
-        return Attempt(key, trace.id, call, step, DRAWN, "still_succeeded" if trial.outcome == "success" else trial.outcome,
+        return Attempt(key, trace.id, call, step, DRAWN, "still_succeeded" if trial.outcome == "success" else str(trial.outcome),
                        trial.detail[:200]), None
     again, _ = run_trial(spec, program, judge, upstream)
     if again.outcome not in ("failure", "crash"):
