@@ -190,7 +190,8 @@ def adapt(store: Store, program: Program, upstream: GatewayUpstream, out: Path, 
     Per run, each call is drawn anew `draws` times (a draw that gives the recorded reply costs one model call and no
     re-run); then `per_run` injections: (call, mode) pairs are taken in a seeded order, and a pair no rule of the
     mode applies to is recorded (`no_rule`) and passed over. Resumable: attempts already in `out/attempts.jsonl` are
-    not tried again, but for those a failing upstream or a timeout cut short (`RETRIED`). `on_attempt(attempt, n, total)` follows each attempt but a pair with no rule.
+    not tried again, but for those a failing upstream or a timeout cut short (`RETRIED`).
+    `on_attempt(attempt, n, total)` follows each attempt but a pair with no rule.
     """
     sources = successful_runs(store, runs)
     if not sources:
