@@ -62,27 +62,22 @@ def judge(team: str, tasks_file: Path) -> int:
     return 0 if env.evaluate(find_task(env, _task_of(tasks_file)), answer or None).success else 1
 
 
-def provider_app(agents: Any, tasks: dict[str, Any], asks: dict[str, Any]) -> Any:
+def provider_app(agents: Any, store: Any, tasks: list[Any]) -> Any:
     """The simulated agents as an OpenAI-compatible chat completions route; `/task` says which task a re-run answers.
     A call drawn anew outside a re-run (adapt's draws) is answered for the task whose recorded run asked it."""
     from fastapi import FastAPI
 
-    from faultlens.injectors.replay_lab.agents import asked
-
+    answer, by_id = agents.for_recorded(store, tasks), {t.id: t for t in tasks}
     app = FastAPI()
 
     @app.post(TASK_ROUTE)
     def task(body: dict[str, str]) -> dict[str, str]:
-        agents.rerun(tasks[body["task"]])
+        agents.rerun(by_id[body["task"]])
         return {"task": body["task"]}
 
     @app.post("/v1/chat/completions")
     def complete(body: dict[str, Any]) -> dict[str, Any]:
-        request = {k: v for k, v in body.items() if k not in ("model", "stream", "stream_options")}
-        owner = asks.get(asked(request))
-        if owner is not None and agents.task is not owner:
-            agents.rerun(owner)
-        return agents(str(body.get("model")), request)
+        return answer(str(body.get("model")), {k: v for k, v in body.items() if k not in ("model", "stream", "stream_options")})
 
     return app
 
@@ -94,19 +89,16 @@ def recorded(team: str, out: Path, runs: int, seed: int) -> tuple[Any, Any, list
 
     from faultlens.injectors.envs import get as get_env
     from faultlens.injectors.replay_lab import SimulatedAgents
-    from faultlens.injectors.replay_lab.agents import asked
+    from faultlens.injectors.replay_lab.agents import recorded_asks
     from faultlens.injectors.replay_lab.program import find_task
-    from faultlens.middleware.replay.gateway_calls import call_steps, request_of
     from faultlens.middleware.store.sqlite import open_store
 
     store, tasks_file = open_store(out / "runs.db"), out / "tasks.json"
     if tasks_file.exists():  # recorded by an earlier run of this script
         env, agents = get_env(team), SimulatedAgents(get_env(team))
         tasks = [find_task(env, task_id) for task_id in json.loads(tasks_file.read_text()).values()]
-        for task in tasks:  # each recorded call was its agent's first draw: a call asked again is a new one
-            trace = store.get_trace(task.id)
-            for i in call_steps(trace):
-                agents.draws[task.id, trace.steps[i].agent, asked(request_of(trace.steps[i]))] += 1
+        for task, agent, key in recorded_asks(store, tasks):  # each was its agent's first draw: asked again is a new one
+            agents.draws[task.id, agent, key] += 1
         return agents, store, tasks
     started = time.monotonic()
     rec = record_team(team, runs, store, seed=seed, min_succeeded=runs, max_tasks=runs * 4)
@@ -116,18 +108,14 @@ def recorded(team: str, out: Path, runs: int, seed: int) -> tuple[Any, Any, list
 
 
 def run(team: str, out: Path, *, runs: int, seed: int, draws: int, per_run: int, interrupt_after: float | None) -> int:
-    from faultlens.injectors.replay_lab.agents import asked
-    from faultlens.middleware.replay.gateway_calls import call_steps, request_of
     from faultlens.server.run import ServerThread
 
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
     agents, store, succeeded = recorded(team, out, runs, seed)
     tasks_file = out / "tasks.json"
-    asks = {asked(request_of(trace.steps[i])): task for task in succeeded
-            for trace in [store.get_trace(task.id)] for i in call_steps(trace)}
     me = f"{sys.executable} {Path(__file__).resolve()}"
-    with ServerThread(provider_app(agents, {t.id: t for t in succeeded}, asks)) as provider:
+    with ServerThread(provider_app(agents, store, succeeded)) as provider:
         command = [str(Path(sys.executable).with_name("faultlens")), "adapt", "--db", str(out / "runs.db"), "--out", str(out / "adapted"),
                    "--runs", str(runs), "--draws", str(draws), "--per-run", str(per_run), "--upstream", "openai/{agent}",
                    "--api-base", f"{provider.url}/v1",

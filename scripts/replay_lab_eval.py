@@ -328,24 +328,13 @@ def adapt_team(rec: Recorded, specs: list[str], system: str, out: Path, *, per_r
     from faultlens.benchmark.train import training_set
     from faultlens.injectors.envs import get as get_env
     from faultlens.injectors.replay_lab import program_command
-    from faultlens.injectors.replay_lab.agents import asked
     from faultlens.middleware.capture.upstream import CallableUpstream
-    from faultlens.middleware.replay.gateway_calls import call_steps, request_of
     from faultlens.rerun.adapt import adapt, kind_of
     from faultlens.rerun.contract import Judge, Program
 
     env = get_env(rec.team)
     by_query = {rec.store.get_trace(task.id).task.query: task for task in rec.succeeded if task.id}
     current: dict[str, Task] = {}
-    # adapt draws a call anew before re-running the program: the agents answer it for the task whose run asked it.
-    asks = {asked(request_of(step)): task for task in rec.succeeded if task.id
-            for trace in [rec.store.get_trace(task.id)] for step in (trace.steps[i] for i in call_steps(trace))}
-
-    def answer(agent: str, request: dict[str, Any]) -> dict[str, Any]:
-        task = asks.get(asked(request))
-        if task is not None and rec.agents.task is not task:
-            rec.agents.rerun(task)
-        return rec.agents(agent, request)
 
     def program(variables: Any) -> str:
         task = by_query[variables["FAULTLENS_TASK"]]
@@ -359,7 +348,7 @@ def adapt_team(rec: Recorded, specs: list[str], system: str, out: Path, *, per_r
 
     judge = Judge(lambda stdout: env.evaluate(current["task"], stdout.strip() or None).success)
     started = time.monotonic()
-    result = adapt(rec.store, Program(program, timeout=timeout), CallableUpstream(answer), out, judge=judge,
+    result = adapt(rec.store, Program(program, timeout=timeout), CallableUpstream(rec.agents.for_recorded(rec.store, rec.succeeded)), out, judge=judge,
                    runs=len(rec.succeeded) or None, per_run=per_run, draws=draws)
     say(f"{rec.team}: adapt made {len(result.traces)} labelled failure(s) from {len(rec.succeeded)} successful run(s) "
         f"in {time.monotonic() - started:.0f} s; yield {result.yield_by_mode()}")

@@ -121,16 +121,15 @@ def injected_reply(recording: Recording, call: int, mode: str, seed: int,
 
 
 def injected_trace(source: Trace, calls: Recording, call: int, step_of_call: int, mode: str, reason: str, detail: str,
-                   draw: int = 0) -> Trace:
-    """The failed re-run as a labelled run: one step per model call, the injected call's step as the gold
-    (`mode` DRAWN: the `draw`-th new draw's failure, labelled with no mode)."""
+                   key: str) -> Trace:
+    """The failed re-run of attempt `key` as a labelled run: one step per model call, the injected call's step as the
+    gold (`mode` DRAWN: a new draw's failure, labelled with no mode)."""
     steps = [Step(index=i, agent=record.agent, kind=StepKind.llm_call, content=completion_text(record.response),
                   metadata={"input_messages": record.request.get("messages") or [], "request": record.request.get("params") or {},
                             "output_messages": completion_outputs(record.response)})
              for i, record in enumerate(calls.calls)]
     agents = list(dict.fromkeys(record.agent for record in calls.calls))
-    name = f"{call}-{DRAWN}{draw}" if mode == DRAWN else f"{call}-{mode}"  # the attempt's key
-    return Trace(id=f"{BENCHMARK}:{source.id}/{name}", task=source.task.model_copy(update={"reference_answer": None}),
+    return Trace(id=f"{BENCHMARK}:{key}", task=source.task.model_copy(update={"reference_answer": None}),
                  agents=[AgentInfo(name=a) for a in agents], steps=steps,
                  outcome=Outcome(success=False, evaluator="adapt", detail=detail[:300]),
                  source=Source(framework=source.source.framework, benchmark=BENCHMARK, format="faultlens"),
@@ -230,7 +229,7 @@ def adapt(store: Store, program: Program, upstream: GatewayUpstream, out: Path, 
                 if key in done:
                     made += 1
                 else:
-                    keep(*_drawn_attempt(key, trace, recording, steps, call, n, program, judge or Judge(), upstream))
+                    keep(*_drawn_attempt(key, trace, recording, steps, call, program, judge or Judge(), upstream))
         rerun = 0
         for call, mode in pairs:
             if rerun >= per_run:
@@ -238,7 +237,7 @@ def adapt(store: Store, program: Program, upstream: GatewayUpstream, out: Path, 
             key = f"{trace.id}/{call}-{mode}"
             attempt = done.get(key)
             if attempt is None:
-                attempt, labelled = _attempt(trace, recording, steps, call, mode, seed, program, judge or Judge(), upstream, values)
+                attempt, labelled = _attempt(key, trace, recording, steps, call, mode, seed, program, judge or Judge(), upstream, values)
                 keep(attempt, labelled)
             elif attempt.result != "no_rule":
                 made += 1
@@ -254,8 +253,8 @@ def _judge_for(trace: Trace, judge: Judge) -> Judge:
     return judge
 
 
-def _drawn_attempt(key: str, trace: Trace, recording: Recording, steps: list[int], call: int, draw: int, program: Program,
-                   judge: Judge, upstream: GatewayUpstream) -> tuple[Attempt, Trace | None]:
+def _drawn_attempt(key: str, trace: Trace, recording: Recording, steps: list[int], call: int, program: Program, judge: Judge,
+                   upstream: GatewayUpstream) -> tuple[Attempt, Trace | None]:
     """Call `call` drawn anew; a new reply re-run in its place, and a failure re-run once more with it (module docstring)."""
     step, judge = steps[call], _judge_for(trace, judge)
     spec = TrialSpec(recording, call, step, trace.task.query)
@@ -274,20 +273,19 @@ def _drawn_attempt(key: str, trace: Trace, recording: Recording, steps: list[int
     reason = (f"A new draw of this call ({completion_text(drawn)[:200]!r}) failed the run twice, where the recorded reply "
               "had succeeded.")
     return (Attempt(key, trace.id, call, step, DRAWN, "injected", trial.detail[:200]),
-            injected_trace(trace, calls, call, step, DRAWN, reason, trial.detail, draw))
+            injected_trace(trace, calls, call, step, DRAWN, reason, trial.detail, key))
 
 
-def _attempt(trace: Trace, recording: Recording, steps: list[int], call: int, mode: str, seed: int, program: Program,
+def _attempt(key: str, trace: Trace, recording: Recording, steps: list[int], call: int, mode: str, seed: int, program: Program,
              judge: Judge, upstream: GatewayUpstream, values: list[list[str]]) -> tuple[Attempt, Trace | None]:
     step = steps[call]
-    key = f"{trace.id}/{call}-{mode}"
     try:
         reply, reason = injected_reply(recording, call, mode, seed, values)
     except NoErrorForMode as exc:
         return Attempt(key, trace.id, call, step, mode, "no_rule", str(exc)[:200]), None
     trial, calls = run_trial(TrialSpec(recording, call, step, trace.task.query, replacement=reply), program, _judge_for(trace, judge), upstream)
     if trial.outcome == "failure" or trial.outcome == "crash":
-        labelled = injected_trace(trace, calls, call, step, mode, reason, trial.detail)
+        labelled = injected_trace(trace, calls, call, step, mode, reason, trial.detail, key)
         return Attempt(key, trace.id, call, step, mode, "injected", trial.detail[:200]), labelled
     result = "still_succeeded" if trial.outcome == "success" else str(trial.outcome)
     return Attempt(key, trace.id, call, step, mode, result, trial.detail[:200]), None

@@ -29,20 +29,20 @@ import re
 import shlex
 import sys
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from faultlens.middleware.capture.live_gateway import LESSONS_BEGIN, LESSONS_END, completion_text
 from faultlens.middleware.model.trace import GoldLabel, Task
-from faultlens.middleware.replay.gateway_calls import TRANSPORT, request_key
+from faultlens.middleware.replay.gateway_calls import TRANSPORT, call_steps, request_key, request_of
 from faultlens.middleware.replay.session import canonical
 
 from ..envs.framework import completion as text_completion
 from ..slipping_team import TENDENCIES, Slip, first_slip, follows_lesson, slip_completion
 from ..seeding import stable_seed
 
-__all__ = ["LAB_TENDENCIES", "LabRun", "SimulatedAgents", "asked", "program_command"]
+__all__ = ["LAB_TENDENCIES", "LabRun", "SimulatedAgents", "asked", "program_command", "recorded_asks"]
 
 Completion = dict[str, Any]
 
@@ -177,6 +177,14 @@ def asked(request: dict[str, Any]) -> str:
     return canonical(request_key(plain.get("messages"), {k: v for k, v in plain.items() if k != "model"}))
 
 
+def recorded_asks(store: Any, tasks: list[Task]) -> Iterator[tuple[Task, str, str]]:
+    """(task, agent, what it was asked: `asked`) of every call of the recorded runs of `tasks` (a run's id is its task's)."""
+    for task in tasks:
+        trace = store.get_trace(task.id)
+        for i in call_steps(trace):
+            yield task, trace.steps[i].agent, asked(request_of(trace.steps[i]))
+
+
 class SimulatedAgents:
     """`(agent, request) -> completion`: the team's simulated agents, slipping and following lessons (module docstring).
 
@@ -204,6 +212,19 @@ class SimulatedAgents:
     def rerun(self, task: Task, *, slips: bool = True) -> None:
         """Answer re-runs of a run of `task`; `slips=False`: with no slip at all (the lab's oracle, never a method's)."""
         self.task, self.run, self.slipping = task, None, slips
+
+    def for_recorded(self, store: Any, tasks: list[Task]) -> Callable[[str, dict[str, Any]], Completion]:
+        """These agents, answering a recorded call of a run of `tasks` drawn anew outside a re-run (`faultlens adapt`'s
+        draws, made before the program runs) for the task whose run asked it."""
+        owners = {key: task for task, _, key in recorded_asks(store, tasks)}
+
+        def answer(agent: str, request: dict[str, Any]) -> Completion:
+            owner = owners.get(asked(request))
+            if owner is not None and self.task is not owner:
+                self.rerun(owner)
+            return self(agent, request)
+
+        return answer
 
     def __call__(self, agent: str, request: dict[str, Any]) -> Completion:
         task = self.task
