@@ -40,8 +40,9 @@ confirms an innocent step, and two in a row do so far more rarely. A control
 that succeeds moves on to the next candidate; each control is a rerun. A
 control that failed exactly as recorded (every call drawn anew gave its
 recorded reply, `Trial.as_recorded`) ends the controls: no chance was
-involved, and another would draw the same. Two exceptions, both by what the
-trials showed:
+involved, and another would draw the same. (`CommandRerunner` draws a control's
+later calls before running the program, and runs it only when one differs.)
+Two exceptions, both by what the trials showed:
 
 - a correcting re-run that made no live call (every other call got its
   recorded reply, `Trial.live_calls == 0`) needs no control: nothing but the

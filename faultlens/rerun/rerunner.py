@@ -9,7 +9,7 @@ from faultlens.middleware.model.trace import Trace
 from faultlens.middleware.replay.gateway_calls import call_steps, recording_of, request_of
 from faultlens.middleware.replay.rerunners import NotRerunnable, Trial
 from .contract import Judge, Program
-from .trial import NOT_VERIFIABLE, TrialSpec, draw_anew, run_trial
+from .trial import NOT_VERIFIABLE, TrialSpec, draw_anew, draw_control, run_trial
 
 __all__ = ["CommandRerunner"]
 
@@ -25,7 +25,8 @@ class CommandRerunner:
     A new draw is made first, as one model call (`draw_anew`): when it gives
     the recorded reply, the program is not re-run (the run would fail as
     recorded). `control(trace, t)` re-runs with call `t` as recorded and the
-    rest drawn anew. A trial that shows nothing (drift, a timeout, a failing
+    rest drawn anew; the later calls are drawn first (`draw_control`), and the
+    program is re-run only when one of them differs from the recording. A trial that shows nothing (drift, a timeout, a failing
     upstream, no judge) raises `NotRerunnable` carrying the trial, so the
     verdict stays the base's.
     """
@@ -63,6 +64,11 @@ class CommandRerunner:
         if step not in calls:
             raise NotRerunnable(f"step {step} is not a model call through the gateway")
         spec = TrialSpec(recording_of(trace), calls.index(step), step, trace.task.query, control=True)
+        later = [(trace.steps[s].agent, request_of(trace.steps[s])) for s in calls[spec.at + 1:]]
+        drawn = draw_control(spec, later, self.upstream)
+        if isinstance(drawn, Trial):
+            return self._report(drawn)
+        spec.drawn_later = drawn
         return self._report(run_trial(spec, self.program, self.judge, self.upstream)[0])
 
     def _report(self, trial: Trial) -> Trial:

@@ -19,7 +19,7 @@ from faultlens.middleware.replay.session import Recording
 from faultlens.server.run import ServerThread
 from .contract import Judge, Program, contract_env
 
-__all__ = ["NOT_VERIFIABLE", "TrialSpec", "draw_anew", "run_trial"]
+__all__ = ["NOT_VERIFIABLE", "TrialSpec", "draw_anew", "draw_control", "run_trial"]
 
 # Trial outcomes after which the re-run shows nothing about the candidate (neither confirmed nor refuted).
 NOT_VERIFIABLE = frozenset({"drift", "timeout", "upstream_error", "judge_timeout", "no_judge"})
@@ -41,6 +41,7 @@ class TrialSpec:
     replacement: str | dict[str, Any] | None = None  # a text, or a whole completion (an injected error)
     drawn: dict[str, Any] | None = None  # the call's new draw, made beforehand (`draw_anew`), put in its place
     control: bool = False  # correct nothing: the call as recorded, every later call drawn anew
+    drawn_later: tuple[int, dict[str, Any]] | None = None  # a control's first later call whose new draw differed (`draw_control`)
 
 
 def _app(gateway: Gateway, posted: dict[str, bool]) -> FastAPI:
@@ -64,7 +65,7 @@ def run_trial(spec: TrialSpec, program: Program, judge: Judge, upstream: Gateway
 
 def _run(spec: TrialSpec, program: Program, judge: Judge, upstream: GatewayUpstream) -> tuple[Trial, RerunUpstream]:
     started = time.monotonic()
-    rerun = RerunUpstream(spec.recording, spec.at, upstream, control=spec.control,
+    rerun = RerunUpstream(spec.recording, spec.at, upstream, control=spec.control, drawn_later=spec.drawn_later,
                           replacement=spec.drawn if spec.drawn is not None else spec.replacement)
     gateway = Gateway(rerun, None, default_run="rerun")
     posted: dict[str, bool] = {}
@@ -143,3 +144,31 @@ def draw_anew(spec: TrialSpec, agent: str, request: dict[str, Any], upstream: Ga
                  seconds=round(time.monotonic() - started, 4),
                  detail=f"call {spec.at} {_how(spec)}: the same reply as recorded, so the run fails as recorded "
                         "(one model call; the program was not re-run)")
+
+
+def draw_control(spec: TrialSpec, later: list[tuple[str, dict[str, Any]]], upstream: GatewayUpstream) -> Trial | tuple[int, dict[str, Any]]:
+    """Draw a control's later calls anew before re-running anything, in order: `later` holds (agent, request) of
+    each call after `spec.at` as recorded (`gateway_calls.request_of`).
+
+    While each new draw gives the recorded reply, the program, replayed, would ask the next recorded request: so
+    the draws go on, one model call each. Returns (position, completion) of the first call whose draw differs (the
+    control re-runs the program from there, `TrialSpec.drawn_later`), or the trial that ends the control without
+    running the program: every draw gave its recorded reply (the run fails as recorded, by no chance), or an
+    upstream that failed. These are the calls a re-run would have drawn, in the same order: only the program's
+    run is saved.
+    """
+    started = time.monotonic()
+    for position, (agent, request) in enumerate(later, start=spec.at + 1):
+        try:
+            drawn = draw(upstream, agent, request)
+        except UpstreamError as exc:
+            return Trial(step=spec.step, success=False, outcome="upstream_error", control=True, reran=False,
+                         seconds=round(time.monotonic() - started, 4),
+                         detail=f"not verifiable: the upstream failed call {position}'s new draw for a control: {exc.status}: "
+                                f"{exc.body[:200].decode('utf-8', 'replace')}")
+        if completion_text(drawn) != completion_text(spec.recording[position].response):
+            return position, drawn
+    return Trial(step=spec.step, success=False, outcome="failure", control=True, as_recorded=True, reran=False, live_calls=len(later),
+                 seconds=round(time.monotonic() - started, 4),
+                 detail=f"call {spec.at} {_how(spec)}: every later call ({len(later)}) gave its recorded reply, so the run "
+                        f"fails as recorded ({len(later)} model call(s); the program was not re-run)")

@@ -18,7 +18,9 @@ model calls going through a gateway whose upstream is a `RerunUpstream`
 
 A *control* (`control=True`) corrects nothing: calls up to and including `at`
 get their recorded replies and every later call goes live, so it shows whether
-the run fails again with call `at` as it was.
+the run fails again with call `at` as it was. Its later calls may have been
+drawn beforehand (`drawn_later`, see `rerun.trial.draw_control`): the ones that
+gave their recorded replies are replayed, the first that did not gets its draw.
 """
 
 from __future__ import annotations
@@ -54,18 +56,27 @@ class RerunUpstream:
     replacement: call `at`'s reply: a text (a corrector model's), or a whole chat completion (a new `draw` made
         beforehand, or an injected error for `faultlens adapt`).
     control: correct nothing; replay through call `at`, the rest live (see the module docstring).
+    drawn_later: a control's (position, completion): every call after `at` and before `position` was drawn anew
+        beforehand and gave its recorded reply, so it is replayed; call `position` gets this draw; the rest go live.
     """
 
     def __init__(self, recording: Recording, at: int, live: GatewayUpstream, *,
-                 replacement: str | dict[str, Any] | None = None, control: bool = False):
+                 replacement: str | dict[str, Any] | None = None, control: bool = False,
+                 drawn_later: tuple[int, dict[str, Any]] | None = None):
         if not 0 <= at < len(recording):
             raise ValueError(f"call {at} is outside the recording's {len(recording)} calls")
         if (replacement is None) != control:
             raise ValueError("a re-run puts a replacement at call `at`, unless it is a control (which corrects nothing)")
+        if drawn_later is not None and not (control and at < drawn_later[0] < len(recording)):
+            raise ValueError("drawn_later is a control's draw of a call after `at`, within the recording")
         self.live = live
         self.replacement = replacement
         self.at = at
-        if control:
+        self.drawn_later = drawn_later
+        if control and drawn_later is not None:
+            position, completion = drawn_later
+            self.session = Session(recording, replay_until=position, overrides={position: lambda _record: copy.deepcopy(completion)})
+        elif control:
             self.session = Session(recording, replay_until=at + 1)
         else:
             self.session = Session(recording, replay_until=at, overrides={at: self._correct}, reuse_unchanged_from=at + 1)
@@ -76,7 +87,9 @@ class RerunUpstream:
 
     @property
     def live_calls(self) -> int:
-        return self.session.live
+        """Calls drawn anew in this re-run (a control's call drawn beforehand among them, once the program made it)."""
+        drawn = self.drawn_later is not None and len(self.session.calls) > self.drawn_later[0]
+        return self.session.live + drawn
 
     @property
     def reached(self) -> bool:

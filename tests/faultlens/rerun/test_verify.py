@@ -90,11 +90,13 @@ def test_verify_confirms_the_decisive_call_by_rerunning_the_program(tmp_path, si
     verdict = verify(db, command, sim.url, "--judge", f"grep -q {RIGHT}")
     assert verdict["verified"] is True and verdict["step"] == 0 and verdict["agent"] == "researcher"
     # The researcher's call drawn anew with the lesson (one model call) and the program re-run with that reply in
-    # place: it succeeds. The control re-runs with the recorded slip in place: the writer, drawn anew, still fails.
+    # place: it succeeds. The control keeps the recorded slip: the writer's call, drawn anew first, gives its
+    # recorded reply, so the run fails as recorded without the program being re-run (one model call, no rerun).
     # The later candidate (the writer's call) drawn anew says what was recorded: it overturns nothing.
-    assert [(t["outcome"], t.get("control", False)) for t in verdict["trials"]] == [
-        ("success", False), ("failure", True), ("unchanged", False)]
-    assert verdict["reruns"] == 2
+    assert [(t["outcome"], t.get("control", False), t.get("reran", True)) for t in verdict["trials"]] == [
+        ("success", False, True), ("failure", True, False), ("unchanged", False, False)]
+    assert verdict["trials"][1]["as_recorded"] is True
+    assert verdict["reruns"] == 1
     # Live: the new draw, the writer's changed call, the control's writer call, the writer's new draw; nothing else.
     assert len(sim.requests) - live_before == 4
     stored = open_store(db)
@@ -115,7 +117,28 @@ def test_a_control_that_failed_exactly_as_recorded_needs_no_second(tmp_path, sim
     control = verdict["trials"][1]
     assert control["control"] and control["outcome"] == "failure" and control["as_recorded"] is True
     assert [t.get("control", False) for t in verdict["trials"]] == [False, True, False]
-    assert verdict["reruns"] == 2
+    assert verdict["reruns"] == 1  # the control's draws gave the recorded replies: the program was not re-run
+
+
+def test_a_control_re_runs_the_program_from_the_first_later_call_whose_new_draw_differs(tmp_path):
+    sim = SimUpstream(varying=True)  # the writer words each new draw differently (the number stays the notes')
+    try:
+        command = write_program(tmp_path)
+        db, _ = record_failed_run(tmp_path, sim, command)
+        live_before = len(sim.requests)
+        verdict = verify(db, command, sim.url, "--judge", f"grep -q {RIGHT}", "--controls", "2")
+    finally:
+        sim.shutdown()
+    assert verdict["verified"] is True and verdict["step"] == 0
+    controls = [t for t in verdict["trials"] if t.get("control")]
+    # Each control's writer call, drawn first, differs from its recording: the program is re-run with that draw in
+    # place (no second draw of it), and fails with the researcher's recorded slip.
+    assert len(controls) == 2
+    assert all(c["outcome"] == "failure" and c["as_recorded"] is False and c["live_calls"] == 1 and "reran" not in c
+               for c in controls)
+    # The researcher's new draw and the writer's changed call; one writer draw per control; the later candidate's
+    # new draw (it differs, so the program is re-run with it): five model calls, none made twice.
+    assert verdict["reruns"] == 4 and len(sim.requests) - live_before == 5
 
 
 def test_the_reference_answer_or_a_posted_outcome_judges_when_no_judge_command_is_given(tmp_path, sim):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from faultlens.middleware.capture.rerun_upstream import RerunUpstream
 from faultlens.middleware.capture.upstream import CallableUpstream
 from faultlens.middleware.replay.gateway_calls import request_key
@@ -49,3 +51,25 @@ def test_an_inline_image_is_stored_whole_and_replays():
     rerun = RerunUpstream(recording, 1, CallableUpstream(lambda agent, request: completion("live")), replacement="right")
     assert rerun.complete("reader", {"model": "m", "messages": IMAGE_PROMPT})["choices"][0]["message"]["content"] == "75"
     assert rerun.drift is None
+
+
+def test_a_control_with_a_later_call_drawn_beforehand_replays_up_to_it_puts_its_draw_there_and_goes_live_after():
+    asks = [[{"role": "user", "content": f"call {i}"}] for i in range(4)]
+    recording = Recording([CallRecord(i, "model", "a", request_key(asks[i], {"model": "m"}), completion(f"recorded {i}"))
+                           for i in range(4)])
+    live: list[str] = []
+    rerun = RerunUpstream(recording, 0, CallableUpstream(lambda agent, request: live.append(agent) or completion("live")),
+                          control=True, drawn_later=(2, completion("drawn before")))
+    replies = [rerun.complete("a", {"model": "m", "messages": ask})["choices"][0]["message"]["content"] for ask in asks]
+    # Call 1 gave its recorded reply when drawn first, so it replays; call 2 gets its draw; call 3 is asked anew even
+    # though it asks what was recorded (a control draws every later call anew).
+    assert replies == ["recorded 0", "recorded 1", "drawn before", "live"] and live == ["a"]
+    assert rerun.drift is None and rerun.live_calls == 2 and rerun.corrected is None
+
+
+def test_a_control_drawn_beforehand_must_name_a_later_call():
+    recording = Recording([CallRecord(i, "model", "a", {"i": i}, completion("x")) for i in range(2)])
+    upstream = CallableUpstream(lambda agent, request: completion("live"))
+    for position in (0, 2):  # the control's own call, and one past the recording
+        with pytest.raises(ValueError, match="drawn_later"):
+            RerunUpstream(recording, 0, upstream, control=True, drawn_later=(position, completion("y")))
