@@ -26,9 +26,9 @@ class CommandRerunner:
     the recorded reply, the program is not re-run (the run would fail as
     recorded). `control(trace, t)` re-runs with call `t` as recorded and the
     rest drawn anew; the later calls are drawn first (`draw_control`), and the
-    program is re-run only when one of them differs from the recording. A trial that shows nothing (drift, a timeout, a failing
-    upstream, no judge) raises `NotRerunnable` carrying the trial, so the
-    verdict stays the base's.
+    program is re-run only when one of them differs from the recording. A
+    trial that shows nothing (drift, a timeout, a failing upstream, no judge)
+    raises `NotRerunnable` carrying the trial, so the verdict stays the base's.
     """
 
     name = "command"
