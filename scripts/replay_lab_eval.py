@@ -348,7 +348,9 @@ def adapt_team(rec: Recorded, specs: list[str], system: str, out: Path, *, per_r
 
     judge = Judge(lambda stdout: env.evaluate(current["task"], stdout.strip() or None).success)
     started = time.monotonic()
-    result = adapt(rec.store, Program(program, timeout=timeout), CallableUpstream(rec.agents.for_recorded(rec.store, rec.succeeded)), out, judge=judge,
+    # adapt draws a call anew before re-running the program: the agents answer it for the task whose run asked it.
+    agents = CallableUpstream(rec.agents.for_recorded(rec.store, rec.succeeded))
+    result = adapt(rec.store, Program(program, timeout=timeout), agents, out, judge=judge,
                    runs=len(rec.succeeded) or None, per_run=per_run, draws=draws)
     say(f"{rec.team}: adapt made {len(result.traces)} labelled failure(s) from {len(rec.succeeded)} successful run(s) "
         f"in {time.monotonic() - started:.0f} s; yield {result.yield_by_mode()}")

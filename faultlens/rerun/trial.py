@@ -118,8 +118,16 @@ def _as_recorded(spec: TrialSpec, rerun: RerunUpstream) -> bool:
                                                for new, old in zip(calls, recorded))
 
 
-def _recorded_text(spec: TrialSpec) -> str:
-    return completion_text(spec.recording[spec.at].response)
+def _recorded_text(spec: TrialSpec, at: int | None = None) -> str:
+    """The recorded reply of call `at` (default: the trial's call), as step text."""
+    return completion_text(spec.recording[spec.at if at is None else at].response)
+
+
+def _upstream_failed(spec: TrialSpec, exc: UpstreamError, started: float, what: str, control: bool = False) -> Trial:
+    """The trial that ends a new draw the upstream failed (`what`: which draw): it shows nothing, and ran no program."""
+    return Trial(step=spec.step, success=False, outcome="upstream_error", control=control or None, reran=False,
+                 seconds=round(time.monotonic() - started, 4),
+                 detail=f"not verifiable: the upstream failed {what}: {exc.status}: {exc.body[:200].decode('utf-8', 'replace')}")
 
 
 def draw_anew(spec: TrialSpec, agent: str, request: dict[str, Any], upstream: GatewayUpstream) -> Trial | dict[str, Any]:
@@ -134,9 +142,7 @@ def draw_anew(spec: TrialSpec, agent: str, request: dict[str, Any], upstream: Ga
     try:
         drawn = draw(upstream, agent, request, spec.lesson)
     except UpstreamError as exc:
-        return Trial(step=spec.step, success=False, outcome="upstream_error", reran=False, seconds=round(time.monotonic() - started, 4),
-                     detail=f"not verifiable: the upstream failed call {spec.at}'s new draw: {exc.status}: "
-                            f"{exc.body[:200].decode('utf-8', 'replace')}")
+        return _upstream_failed(spec, exc, started, f"call {spec.at}'s new draw")
     text = completion_text(drawn)
     if text != _recorded_text(spec):
         return drawn
@@ -162,11 +168,8 @@ def draw_control(spec: TrialSpec, later: list[tuple[str, dict[str, Any]]], upstr
         try:
             drawn = draw(upstream, agent, request)
         except UpstreamError as exc:
-            return Trial(step=spec.step, success=False, outcome="upstream_error", control=True, reran=False,
-                         seconds=round(time.monotonic() - started, 4),
-                         detail=f"not verifiable: the upstream failed call {position}'s new draw for a control: {exc.status}: "
-                                f"{exc.body[:200].decode('utf-8', 'replace')}")
-        if completion_text(drawn) != completion_text(spec.recording[position].response):
+            return _upstream_failed(spec, exc, started, f"call {position}'s new draw for a control", control=True)
+        if completion_text(drawn) != _recorded_text(spec, position):
             return position, drawn
     return Trial(step=spec.step, success=False, outcome="failure", control=True, as_recorded=True, reran=False, live_calls=len(later),
                  seconds=round(time.monotonic() - started, 4),
