@@ -1,7 +1,7 @@
 """The replay lab's measure (issue 44, item 5): `blend` leave-one-system-out, and `verify` over it, on eight framework teams.
 
     .venv/bin/python scripts/replay_lab_eval.py --json replay_lab.json [--tasks 12] [--teams ag2_experts,chart_desk | new | all]
-        [--k 30] [--draws 3] [--controls 2] [--min-scored 8 --max-tasks 72] [--workers 2] [--adapt 3] [--adapt-draws 1] [--own-share 0.5] [--realdev ../shared/realdev] [--cache DIR]
+        [--k 30] [--draws 3] [--controls 2] [--min-scored 8 --min-succeeded 20 --max-tasks 72] [--workers 2] [--adapt 3] [--adapt-draws 1] [--own-share 0.5] [--realdev ../shared/realdev] [--cache DIR]
 
 For each team (its framework's real orchestration, `injectors.replay_lab.program`,
 run as a separate process that sends every model call over HTTP to a live
@@ -284,7 +284,7 @@ def wait_for(path: Path, limit: float = 3600.0) -> Path:
 
 def team_job(team: str, tasks: int, seed: int, k: int, draws: int, timeout: float, model: str, scratch: str,
              adapt_per_run: int = 0, specs: list[str] | None = None, system: str = "", own_share: float = 0.5,
-             controls: int = 1, min_scored: int = 0, max_tasks: int = 0, adapt_draws: int = 1) -> dict[str, Any]:
+             controls: int = 1, min_scored: int = 0, max_tasks: int = 0, adapt_draws: int = 1, min_succeeded: int = 0) -> dict[str, Any]:
     """One team, start to end: its runs through the gateway, then verify over its fold's `blend` (a worker's job)."""
     import logging
 
@@ -298,7 +298,7 @@ def team_job(team: str, tasks: int, seed: int, k: int, draws: int, timeout: floa
         print(line, flush=True)
 
     rec = record_team(team, tasks, open_store(Path(scratch) / f"{team}.db"), seed=seed, timeout=timeout, min_scored=min_scored,
-                      max_tasks=max_tasks, say=say)
+                      max_tasks=max_tasks, min_succeeded=min_succeeded, say=say)
     say(f"{team}: {rec.runs} runs in {rec.seconds:.0f} s, {rec.failed} failed, {len(rec.cases)} kept "
         f"({rec.failed_without_slip} failed with no slip, {rec.crashed} crashed)")
     waited = time.monotonic()
@@ -441,7 +441,9 @@ def main(argv: list[str] | None = None) -> int:
                         "control can fail by a later slip drawn again).")
     parser.add_argument("--min-scored", type=int, default=0, help="Run more of the seed's tasks, up to --max-tasks, until a team "
                         "has this many scored (failed, slipped) runs.")
-    parser.add_argument("--max-tasks", type=int, default=0, help="The most tasks a team runs for --min-scored.")
+    parser.add_argument("--min-succeeded", type=int, default=0, help="Run more of the seed's tasks, up to --max-tasks, until a "
+                        "team has this many successful runs (what --adapt learns from; their failed runs are scored too).")
+    parser.add_argument("--max-tasks", type=int, default=0, help="The most tasks a team runs for --min-scored and --min-succeeded.")
     parser.add_argument("--workers", type=int, default=2, help="Teams run at once (each in its own process).")
     parser.add_argument("--realdev", type=Path, default=ROOT.parent / "shared" / "realdev", help="The real datasets (TRAIL, AgentRx).")
     parser.add_argument("--cache", type=Path, default=Path(tempfile.gettempdir()) / "faultlens-replay-lab",
@@ -473,7 +475,8 @@ def main(argv: list[str] | None = None) -> int:
     with ProcessPoolExecutor(max_workers=max(1, args.workers), mp_context=context) as pool:
         jobs = {team: pool.submit(team_job, team, args.tasks, args.seed, args.k, args.draws, args.timeout,
                                   str(fold_path(args.cache, specs, systems[team])), scratch, args.adapt, specs, systems[team],
-                                  args.own_share, args.controls, args.min_scored, args.max_tasks, args.adapt_draws)
+                                  args.own_share, args.controls, args.min_scored, args.max_tasks, args.adapt_draws,
+                                  args.min_succeeded)
                 for team in teams}
         done = {team: job.result() for team, job in jobs.items()}
     folds.result()
@@ -487,7 +490,7 @@ def main(argv: list[str] | None = None) -> int:
           f"in {seconds:.0f} s ({args.workers} worker(s))")
     if args.json_path is not None:
         settings = {"tasks": args.tasks, "seed": args.seed, "k": args.k, "draws": args.draws, "controls": args.controls,
-                    "min_scored": args.min_scored, "max_tasks": args.max_tasks, "adapt_per_run": args.adapt, "adapt_draws": args.adapt_draws,
+                    "min_scored": args.min_scored, "min_succeeded": args.min_succeeded, "max_tasks": args.max_tasks, "adapt_per_run": args.adapt, "adapt_draws": args.adapt_draws,
                     "own_share": args.own_share, "training": specs,
                     "base": "blend (learned trained without the team's framework)", "seconds": round(seconds, 1),
                     "workers": args.workers}
