@@ -84,8 +84,12 @@ class SQLiteDialect(Dialect[sqlite_utils.Database]):
             db = self._local.db = sqlite_utils.Database(conn)
         return db
 
-    def read(self) -> AbstractContextManager[sqlite_utils.Database]:
-        return nullcontext(self.db())
+    @contextmanager
+    def read(self) -> Iterator[sqlite_utils.Database]:
+        # `:memory:` has one connection for every thread: a read run while another thread's write transaction is open
+        # on it sees that transaction's rows half-written (a job moving between states counted in neither).
+        with self._lock if self._memory else nullcontext():
+            yield self.db()
 
     @contextmanager
     def write(self) -> Iterator[sqlite_utils.Database]:

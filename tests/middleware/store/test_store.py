@@ -497,3 +497,31 @@ def test_a_run_sent_with_secrets_everywhere_leaves_none_in_any_text_column(store
     stored = store.get_trace(run)
     assert len(stored.steps) == 2 and {st.agent for st in stored.steps} == {stored.agents[0].name}
     assert stored.agents[0].name.startswith("redacted-")
+
+
+def test_an_in_memory_store_read_waits_for_another_thread_s_write_transaction():
+    """`:memory:` has one connection for every thread: a read must not see a write transaction half-way (a job
+    moving between states was once counted in neither, and a worker's queue looked idle)."""
+    import threading
+
+    from faultlens.middleware.store.sqlite import SQLiteDialect
+
+    dialect = SQLiteDialect(":memory:")
+    with dialect.write() as db:
+        db.execute("CREATE TABLE jobs (state TEXT)")
+        db.execute("INSERT INTO jobs VALUES ('queued')")
+    seen: list[list[str]] = []
+
+    def read() -> None:
+        with dialect.read() as db:
+            seen.append([row[0] for row in db.execute("SELECT state FROM jobs")])
+
+    with dialect.write() as db:
+        db.execute("DELETE FROM jobs")  # mid-transaction: the job is in no state at all
+        reader = threading.Thread(target=read)
+        reader.start()
+        reader.join(0.5)
+        assert reader.is_alive() and not seen  # the read waits for the transaction
+        db.execute("INSERT INTO jobs VALUES ('running')")
+    reader.join(5)
+    assert seen == [["running"]]
