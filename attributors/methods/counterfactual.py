@@ -62,11 +62,7 @@ replayed every call before it as recorded, so that trial is a control of the
 earlier step that succeeded. The earlier step is overturned
 (`details["overturned"]`: step -> the later step) and the search goes on
 from the later one, whose own controls and later candidates follow. When the
-budget runs out during these draws, the step whose controls held stands. A
-later candidate that a failed control of the step already drew anew first
-(`Trial.differed`: every call between them gave its recorded reply) is not
-drawn again: that control was its check, one new draw with every call before
-it as recorded (the draw without a lesson).
+budget runs out during these draws, the step whose controls held stands.
 
 The budget is counted in reruns (`max_reruns` per trace, default `k`), not just
 tokens: `details["reruns"]` is what was spent, `details["trials"]` what each
@@ -210,9 +206,7 @@ class Counterfactual(BaseAttributor):
                     if not held:
                         disputed.setdefault(step, replacement if replacement is not None else trial.regenerated)
                         continue
-                    checked = _drawn_by_controls(details["trials"], step)
-                    unchecked = [s for s in steps[index:] if s not in checked]
-                    later = self._later_fix(unchecked, trace, rerunner, details) if replacement is None else None
+                    later = self._later_fix(steps[index:], trace, rerunner, details) if replacement is None else None
                     if later is not None:
                         details.setdefault("overturned", {})[str(step)] = later.step
                         carried, index = later, steps.index(later.step)
@@ -335,14 +329,6 @@ def _not_rerunnable(exc: NotRerunnable, details: dict[str, Any]) -> str:
         details["trials"].append(exc.trial.to_json())
         details["not_verifiable"] = True
     return f"not re-runnable: {exc}"
-
-
-def _drawn_by_controls(trials: list[dict[str, Any]], step: int) -> set[int]:
-    """The later steps a failed control of `step` drew anew first (`Trial.differed`): every call between them gave its
-    recorded reply, so that control was the later check of that step (one new draw, every earlier call as recorded),
-    and it failed."""
-    return {t["differed"] for t in trials if t.get("step") == step and t.get("control") and not t.get("success")
-            and t.get("differed") is not None}
 
 
 def _changed_never_fixed(trials: list[dict[str, Any]], step: int) -> bool:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 from faultlens.middleware.capture.upstream import GatewayUpstream
 from faultlens.middleware.model.trace import Trace
@@ -27,8 +26,7 @@ class CommandRerunner:
     the recorded reply, the program is not re-run (the run would fail as
     recorded). `control(trace, t)` re-runs with call `t` as recorded and the
     rest drawn anew; the later calls are drawn first (`draw_control`), and the
-    program is re-run only when one of them differs from the recording (that
-    call's step is the trial's `differed`). A
+    program is re-run only when one of them differs from the recording. A
     trial that shows nothing (drift, a timeout, a failing upstream, no judge)
     raises `NotRerunnable` carrying the trial, so the verdict stays the base's.
     """
@@ -71,8 +69,7 @@ class CommandRerunner:
         if isinstance(drawn, Trial):
             return self._report(drawn)
         spec.drawn_later = drawn
-        trial = run_trial(spec, self.program, self.judge, self.upstream)[0]
-        return self._report(replace(trial, differed=calls[drawn[0]]))
+        return self._report(run_trial(spec, self.program, self.judge, self.upstream)[0])
 
     def _report(self, trial: Trial) -> Trial:
         if self.on_trial is not None:

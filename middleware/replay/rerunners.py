@@ -66,9 +66,6 @@ class Trial:
     control: bool | None = None  # True: the step kept as recorded and the rest drawn anew (does the run still fail?)
     # A control's: did every call drawn anew give its recorded reply (the run failed exactly as recorded, by no chance)?
     as_recorded: bool | None = None
-    # A control's: the step whose new draw first differed from its recorded reply (every call before it drew its
-    # recorded reply; the program was re-run from there).
-    differed: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None and v != ""}

@@ -259,29 +259,6 @@ def test_a_later_step_whose_new_draw_fixed_the_run_overturns_an_earlier_confirme
     assert short.details["verified"] and short.step == 0 and "overturned" not in short.details
 
 
-def test_a_later_step_a_failed_control_drew_first_is_not_drawn_again():
-    class DrewLater(LaterFix):
-        """Step 0's controls re-ran from a new draw of step `differed` (every call between gave its recorded reply)."""
-
-        def __init__(self, differed, success=False):
-            super().__init__()
-            self.differed, self.success = differed, success
-
-        def control(self, trace, step):
-            self.asked.append((step, "control"))
-            return Trial(step=step, success=self.success, control=True, differed=self.differed, live_calls=1)
-
-    # A control that drew step 1 first and failed was step 1's later check: only step 2 is drawn.
-    one = DrewLater(differed=1)
-    a = get("counterfactual", base=Ranked([2, 1, 0]), k=3, max_reruns=9, rerunner=one).attribute(counter_run(bad=2))
-    assert a.details["verified"] and a.step == 2 and one.asked == [(0, "draw"), (0, "control"), (2, "draw"), (2, "control")]
-    assert a.details["reruns"] == 4
-    # One that drew step 2 first and failed checked step 2: step 1 is drawn, and step 0 stands.
-    two = DrewLater(differed=2)
-    b = get("counterfactual", base=Ranked([2, 1, 0]), k=3, max_reruns=9, rerunner=two).attribute(counter_run(bad=2))
-    assert b.details["verified"] and b.step == 0 and two.asked == [(0, "draw"), (0, "control"), (1, "draw")]
-
-
 def test_a_corrector_s_fix_of_a_later_step_overturns_nothing(scripted):
     # A corrector can write a later step's right answer outright; that says nothing about the earlier step.
     scripted(lambda messages, params: "fixed")
