@@ -490,7 +490,8 @@ def main(argv: list[str] | None = None) -> int:
           f"in {seconds:.0f} s ({args.workers} worker(s))")
     if args.json_path is not None:
         settings = {"tasks": args.tasks, "seed": args.seed, "k": args.k, "draws": args.draws, "controls": args.controls,
-                    "min_scored": args.min_scored, "min_succeeded": args.min_succeeded, "max_tasks": args.max_tasks, "adapt_per_run": args.adapt, "adapt_draws": args.adapt_draws,
+                    "min_scored": args.min_scored, "min_succeeded": args.min_succeeded, "max_tasks": args.max_tasks,
+                    "adapt_per_run": args.adapt, "adapt_draws": args.adapt_draws,
                     "own_share": args.own_share, "training": specs,
                     "base": "blend (learned trained without the team's framework)", "seconds": round(seconds, 1),
                     "workers": args.workers}

@@ -7,6 +7,7 @@ import pytest
 
 from faultlens.middleware import Attribution, Lesson, Outcome, Step, Task, Trace, open_store
 from faultlens.middleware.store.postgres import PostgresStore
+from faultlens.middleware.store.sqlite import SQLiteDialect
 from faultlens.middleware.store import STORE_SCHEMA_VERSION, TraceNotFound
 from tests.middleware.model.test_trace import sample_trace
 
@@ -502,10 +503,6 @@ def test_a_run_sent_with_secrets_everywhere_leaves_none_in_any_text_column(store
 def test_an_in_memory_store_read_waits_for_another_thread_s_write_transaction():
     """`:memory:` has one connection for every thread: a read must not see a write transaction half-way (a job
     moving between states was once counted in neither, and a worker's queue looked idle)."""
-    import threading
-
-    from faultlens.middleware.store.sqlite import SQLiteDialect
-
     dialect = SQLiteDialect(":memory:")
     with dialect.write() as db:
         db.execute("CREATE TABLE jobs (state TEXT)")
